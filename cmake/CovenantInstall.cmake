@@ -1,0 +1,72 @@
+# Installation: library, headers, CMake package (covenant::covenant),
+# pkg-config file and, when present, the command-line tool.
+include_guard(GLOBAL)
+include(CMakePackageConfigHelpers)
+
+set(COVENANT_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/covenant")
+
+install(TARGETS covenant
+  EXPORT covenantTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/"
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h" PATTERN "*.ipp")
+
+# Command-line tool: installed when src/cli/main.cpp exists (see CMakeLists.txt).
+if(TARGET covenant-cli)
+  install(TARGETS covenant-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+
+install(EXPORT covenantTargets
+  NAMESPACE covenant::
+  DESTINATION ${COVENANT_CMAKE_DIR})
+
+get_target_property(COVENANT_LIBRARY_TYPE covenant TYPE)
+configure_package_config_file(
+  "${PROJECT_SOURCE_DIR}/cmake/covenantConfig.cmake.in"
+  "${PROJECT_BINARY_DIR}/covenantConfig.cmake"
+  INSTALL_DESTINATION ${COVENANT_CMAKE_DIR})
+write_basic_package_version_file(
+  "${PROJECT_BINARY_DIR}/covenantConfigVersion.cmake"
+  VERSION ${PROJECT_VERSION}
+  COMPATIBILITY SameMajorVersion)
+install(FILES
+  "${PROJECT_BINARY_DIR}/covenantConfig.cmake"
+  "${PROJECT_BINARY_DIR}/covenantConfigVersion.cmake"
+  DESTINATION ${COVENANT_CMAKE_DIR})
+
+# pkg-config. The prefix is derived from the .pc file's own location so the
+# installed tree can be moved (and installed with `cmake --install --prefix`).
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(COVENANT_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+  set(COVENANT_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
+else()
+  file(RELATIVE_PATH _pc_up "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+  string(REGEX REPLACE "/$" "" _pc_up "${_pc_up}")
+  set(COVENANT_PC_PREFIX "\${pcfiledir}/${_pc_up}")
+  set(COVENANT_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+endif()
+if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+  set(COVENANT_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
+else()
+  set(COVENANT_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
+# A static libcovenant needs libcurl and threads at link time, and plain
+# `pkg-config --libs` ignores Requires.private/Libs.private.
+if(COVENANT_LIBRARY_TYPE STREQUAL "STATIC_LIBRARY")
+  set(COVENANT_PC_REQUIRES "re2 fmt spdlog libcurl")
+  set(COVENANT_PC_REQUIRES_PRIVATE "")
+  set(COVENANT_PC_LIBS_EXTRA "-pthread")
+else()
+  set(COVENANT_PC_REQUIRES "re2 fmt spdlog")
+  set(COVENANT_PC_REQUIRES_PRIVATE "libcurl")
+  set(COVENANT_PC_LIBS_EXTRA "")
+endif()
+configure_file("${PROJECT_SOURCE_DIR}/cmake/covenant.pc.in"
+  "${PROJECT_BINARY_DIR}/covenant.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/covenant.pc"
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
