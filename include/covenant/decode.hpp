@@ -1,0 +1,416 @@
+// covenant/decode.hpp - JSON text (or a boost::json::value) into a C++ type, with every issue.
+// decode<T>(text) and from_value<T>(boost::json::value).
+//
+//     auto r = covenant::decode<FinalAnswer>(text);
+//     if (!r) std::cerr << covenant::render_feedback(r.issues);   // one line per issue
+//     else use(*r.value);
+//
+// Decoding reads the text straight into the struct (no intermediate DOM), checks every
+// constraint and cross-field rule of the schema model as it goes, and collects every issue with
+// its path instead of stopping at the first. Malformed JSON yields one parse_error issue with
+// line and column; nothing throws unless you call decode_or_throw().
+#pragma once
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <boost/pfr.hpp>
+
+#include <array>
+#include <bitset>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "covenant/detail/decode_context.hpp"
+#include "covenant/detail/json_reader.hpp"
+#include "covenant/detail/traits.hpp"
+#include "covenant/issues.hpp"
+#include "covenant/schema_of.hpp"
+
+namespace covenant {
+
+/// Result of decoding: the value when there were no issues, and every issue.
+template <class T>
+struct decoded {
+  std::optional<T> value;
+  issue_list issues;
+
+  [[nodiscard]] bool ok() const noexcept { return issues.empty(); }
+  explicit operator bool() const noexcept { return ok(); }
+};
+
+namespace detail {
+
+template <class T>
+void read_value(json_reader& r, T& out, const schema::type& node, decode_context& ctx, const path_frame* at);
+
+inline std::string_view span_from(const json_reader& r, const char* start) {
+  return {start, static_cast<std::size_t>(r.position() - start)};
+}
+
+// Skips the value at the reader and reports a type mismatch for it.
+inline void mismatch_and_skip(json_reader& r, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  std::string_view raw;
+  if (r.skip_value(raw)) type_mismatch(ctx, at, node, raw);
+}
+
+template <class I>
+bool integer_from_token(const number_token& tok, I& out) noexcept {
+  if (tok.integral) {
+    const char* q = tok.begin + (tok.negative ? 1 : 0);
+    std::uint64_t mag = 0;
+    for (; q < tok.end; ++q) {
+      const auto d = static_cast<std::uint64_t>(*q - '0');
+      if (mag > (std::numeric_limits<std::uint64_t>::max() - d) / 10) return false;
+      mag = mag * 10 + d;
+    }
+    if constexpr (std::is_signed_v<I>) {
+      constexpr auto max_pos = static_cast<std::uint64_t>(std::numeric_limits<I>::max());
+      if (tok.negative) {
+        if (mag > max_pos + 1) return false;
+        out = mag == max_pos + 1 ? std::numeric_limits<I>::min() : static_cast<I>(-static_cast<std::int64_t>(mag));
+      } else {
+        if (mag > max_pos) return false;
+        out = static_cast<I>(mag);
+      }
+    } else {
+      if (tok.negative && mag != 0) return false;
+      if (mag > static_cast<std::uint64_t>(std::numeric_limits<I>::max())) return false;
+      out = static_cast<I>(mag);
+    }
+    return true;
+  }
+  double d = 0;
+  const auto res = std::from_chars(tok.begin, tok.end, d);
+  if (res.ec != std::errc() || !std::isfinite(d) || std::trunc(d) != d) return false;
+  if (d < static_cast<double>(std::numeric_limits<I>::min()) || d >= static_cast<double>(std::numeric_limits<I>::max()) + 1.0)
+    return false;
+  out = static_cast<I>(d);
+  return true;
+}
+
+template <class I>
+void read_integer(json_reader& r, I& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  const char c = r.peek();
+  if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
+  number_token tok;
+  if (!r.read_number(tok)) return;
+  if (!integer_from_token(tok, out)) {
+    if (tok.integral) {
+      integer_out_of_range(ctx, at, node, tok.text());
+    } else {
+      double d = 0;
+      const auto res = std::from_chars(tok.begin, tok.end, d);
+      if (res.ec == std::errc() && std::isfinite(d) && std::trunc(d) == d) integer_out_of_range(ctx, at, node, tok.text());
+      else type_mismatch(ctx, at, node, tok.text());
+    }
+    return;
+  }
+  if (!node.constraints.empty()) check_number(node.constraints, static_cast<double>(out), tok.text(), &out, ctx, at);
+}
+
+template <class F>
+void read_floating(json_reader& r, F& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  const char c = r.peek();
+  if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
+  number_token tok;
+  if (!r.read_number(tok)) return;
+  const auto res = std::from_chars(tok.begin, tok.end, out);
+  if (res.ec != std::errc() || !std::isfinite(out)) {
+    ctx.add(at, issue_code::type_mismatch, "finite number", actual_of(tok.text()), "number is out of range");
+    return;
+  }
+  if (!node.constraints.empty()) check_number(node.constraints, static_cast<double>(out), tok.text(), &out, ctx, at);
+}
+
+template <class S>
+const S& default_instance() {
+  static const S instance{};
+  return instance;
+}
+
+template <class S>
+struct object_codec {
+  static constexpr std::size_t N = field_count_v<S>;
+  using read_fn = void (*)(json_reader&, S&, const schema::type&, decode_context&, const path_frame*);
+  using reset_fn = void (*)(S&);
+
+  template <std::size_t I>
+  static void read_field(json_reader& r, S& s, const schema::type& t, decode_context& ctx, const path_frame* at) {
+    read_value(r, boost::pfr::get<I>(s), t, ctx, at);
+  }
+  template <std::size_t I>
+  static void reset_field(S& s) {
+    boost::pfr::get<I>(s) = boost::pfr::get<I>(default_instance<S>());
+  }
+
+  static constexpr std::array<read_fn, N> readers = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array<read_fn, N>{&read_field<I>...};
+  }(std::make_index_sequence<N>{});
+  static constexpr std::array<reset_fn, N> resetters = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array<reset_fn, N>{&reset_field<I>...};
+  }(std::make_index_sequence<N>{});
+
+  static void read(json_reader& r, S& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+    if (r.peek() != '{') return mismatch_and_skip(r, node, ctx, at);
+    const char* start = r.position();
+    const schema::object_def& def = *std::get_if<schema::object_def>(&ctx.s.defs[node.def].body);
+    const std::size_t issues_before = ctx.issues.size();
+    if (!r.begin_object()) return;
+    std::bitset<N == 0 ? 1 : N> seen;
+    std::string scratch;
+    std::string_view key;
+    std::size_t hint = 0;
+    bool first = true;
+    while (r.next_key(first, key, scratch)) {
+      first = false;
+      std::size_t j = N;
+      if (hint < N && def.fields[hint].key == key) {
+        j = hint;
+      } else {
+        for (std::size_t k = 0; k < N; ++k) {
+          if (def.fields[k].key == key) {
+            j = k;
+            break;
+          }
+        }
+      }
+      if (j == N) {
+        const std::string k(key);
+        path_frame f{at, k, 0, false};
+        std::string_view ignored;
+        if (!r.skip_value(ignored)) return;
+        if (ctx.opts.reject_unknown_fields) unknown_field(ctx, &f);
+        continue;
+      }
+      seen.set(j);
+      hint = j + 1;
+      path_frame f{at, def.fields[j].key, 0, false};
+      readers[j](r, out, def.fields[j].type, ctx, &f);
+      if (r.failed()) return;
+    }
+    if (r.failed()) return;
+    if (!seen.all()) {
+      for (std::size_t j = 0; j < N; ++j) {
+        if (seen.test(j)) continue;
+        if (def.fields[j].required) {
+          path_frame f{at, def.fields[j].key, 0, false};
+          missing_field(ctx, &f, def.fields[j].key);
+        } else {
+          resetters[j](out);
+        }
+      }
+    }
+    if (ctx.issues.size() == issues_before) {
+      if (!def.invariants.empty()) check_invariants_native(def, &out, ctx, at);
+      if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
+    }
+  }
+};
+
+template <class E>
+void read_enum(json_reader& r, E& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  if (r.peek() != '"') return mismatch_and_skip(r, node, ctx, at);
+  const char* start = r.position();
+  std::string scratch;
+  std::string_view v;
+  if (!r.read_string_view(v, scratch)) return;
+  const schema::definition& def = ctx.s.defs[node.def];
+  const auto& values = std::get_if<schema::enum_def>(&def.body)->values;
+  for (const auto& ev : values) {
+    bool match = !ev.skip && ev.name == v;
+    for (std::size_t a = 0; !match && a < ev.aliases.size(); ++a) match = ev.aliases[a] == v;
+    if (match) {
+      out = static_cast<E>(ev.number);
+      if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
+      return;
+    }
+  }
+  enum_mismatch(ctx, at, def, span_from(r, start));
+}
+
+template <class V, std::size_t K>
+bool try_alternative(json_reader& r, V& out, const schema::type& node, decode_context& ctx, const path_frame* at,
+                     const char* start, issue_list& best, std::size_t& best_count, std::size_t& best_index) {
+  using A = std::variant_alternative_t<K, V>;
+  r.rewind(start);
+  issue_list local;
+  decode_context sub{ctx.s, ctx.opts, local};
+  A value{};
+  read_value(r, value, node.args[K], sub, at);
+  if (r.failed()) return true;  // a syntax error is the same for every alternative
+  if (local.empty()) {
+    out.template emplace<K>(std::move(value));
+    return true;
+  }
+  if (local.size() < best_count) {
+    best_count = local.size();
+    best_index = K;
+    best = std::move(local);
+  }
+  return false;
+}
+
+template <class V>
+void read_variant(json_reader& r, V& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  const char* start = r.position();
+  issue_list best;
+  std::size_t best_count = std::numeric_limits<std::size_t>::max();
+  std::size_t best_index = 0;
+  const bool done = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return (try_alternative<V, K>(r, out, node, ctx, at, start, best, best_count, best_index) || ...);
+  }(std::make_index_sequence<std::variant_size_v<V>>{});
+  if (r.failed() || done) return;
+  // No alternative fits. If each failed only on its type at this very position, say so once.
+  const path here = to_path(at);
+  if (best.size() == 1 && best.front().code == issue_code::type_mismatch && best.front().path == here) {
+    r.rewind(start);
+    std::string_view raw;
+    if (r.skip_value(raw)) type_mismatch(ctx, at, node, raw);
+    return;
+  }
+  (void)best_index;
+  r.rewind(start);
+  std::string_view raw;
+  if (!r.skip_value(raw)) return;
+  for (auto& i : best) ctx.issues.push_back(std::move(i));
+}
+
+template <class T>
+void read_value(json_reader& r, T& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  if constexpr (is_optional<T>::value) {
+    if (r.peek() == 'n') {
+      if (r.read_null()) out.reset();
+      return;
+    }
+    if (!out.has_value()) out.emplace();
+    read_value(r, *out, node, ctx, at);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    const char c = r.peek();
+    if (c != 't' && c != 'f') return mismatch_and_skip(r, node, ctx, at);
+    const char* start = r.position();
+    if (!r.read_bool(out)) return;
+    if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
+  } else if constexpr (is_integer_v<T>) {
+    read_integer(r, out, node, ctx, at);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    read_floating(r, out, node, ctx, at);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (r.peek() != '"') return mismatch_and_skip(r, node, ctx, at);
+    const char* start = r.position();
+    if (!r.read_string(out)) return;
+    if (!node.constraints.empty()) check_string(node.constraints, out, span_from(r, start), &out, ctx, at);
+  } else if constexpr (std::is_same_v<T, std::monostate>) {
+    if (r.peek() != 'n') return mismatch_and_skip(r, node, ctx, at);
+    r.read_null();
+  } else if constexpr (is_json_value_v<T>) {
+    std::string_view raw;
+    if (!r.skip_value(raw)) return;
+    boost::json::parse_options po;
+    po.max_depth = ctx.opts.max_depth;
+    boost::system::error_code ec;
+    out = boost::json::parse(raw, ec, {}, po);
+    if (ec) ctx.add(at, issue_code::type_mismatch, "JSON value", actual_of(raw), ec.message());
+  } else if constexpr (is_vector<T>::value) {
+    if (r.peek() != '[') return mismatch_and_skip(r, node, ctx, at);
+    const char* start = r.position();
+    if (!r.begin_array()) return;
+    std::size_t n = 0;
+    bool first = true;
+    while (r.next_element(first)) {
+      first = false;
+      if (n == out.size()) out.emplace_back();
+      path_frame f{at, {}, n, true};
+      read_value(r, out[n], node.args[0], ctx, &f);
+      if (r.failed()) return;
+      ++n;
+    }
+    if (r.failed()) return;
+    out.resize(n);
+    if (!node.constraints.empty()) check_count(node.constraints, n, false, span_from(r, start), &out, ctx, at);
+  } else if constexpr (is_string_map<T>::value) {
+    if (r.peek() != '{') return mismatch_and_skip(r, node, ctx, at);
+    const char* start = r.position();
+    if (!r.begin_object()) return;
+    out.clear();
+    std::string scratch;
+    std::string_view key;
+    bool first = true;
+    while (r.next_key(first, key, scratch)) {
+      first = false;
+      std::string k(key);
+      path_frame f{at, k, 0, false};
+      auto& slot = out[k];
+      read_value(r, slot, node.args[1], ctx, &f);
+      if (r.failed()) return;
+    }
+    if (r.failed()) return;
+    if (!node.constraints.empty()) check_count(node.constraints, out.size(), true, span_from(r, start), &out, ctx, at);
+  } else if constexpr (is_variant<T>::value) {
+    read_variant(r, out, node, ctx, at);
+  } else if constexpr (std::is_enum_v<T>) {
+    read_enum(r, out, node, ctx, at);
+  } else {
+    object_codec<T>::read(r, out, node, ctx, at);
+  }
+}
+
+}  // namespace detail
+
+/// Decodes `json` into `out`, reusing its storage (strings and vectors keep their capacity).
+/// Returns every issue; `out` holds a best-effort value when there are issues.
+template <class T>
+issue_list decode_into(std::string_view json, T& out, const decode_options& options = {}) {
+  const schema::model& s = schema_of<T>();
+  issue_list issues;
+  detail::decode_context ctx{s, options, issues};
+  if (json.size() > options.max_input_bytes) {
+    detail::parse_failure(ctx, {}, 0, "input is larger than the configured maximum size");
+    return issues;
+  }
+  detail::json_reader r(json, options.max_depth);
+  detail::read_value(r, out, s.root, ctx, nullptr);
+  r.finish();
+  if (r.failed()) {
+    issues.clear();
+    detail::parse_failure(ctx, json, r.error_offset(), r.error_message());
+  }
+  return issues;
+}
+
+/// Decodes `json` into a new T. The value is present only when there are no issues.
+template <class T>
+decoded<T> decode(std::string_view json, const decode_options& options = {}) {
+  decoded<T> result;
+  T value{};
+  result.issues = decode_into(json, value, options);
+  if (result.issues.empty()) result.value.emplace(std::move(value));
+  return result;
+}
+
+/// Decodes a boost::json::value into a new T (the inverse of covenant::to_value).
+template <class T>
+decoded<T> from_value(const boost::json::value& json, const decode_options& options = {}) {
+  return decode<T>(std::string_view(boost::json::serialize(json)), options);
+}
+
+/// Decodes `json` or throws covenant::decode_error carrying every issue.
+template <class T>
+T decode_or_throw(std::string_view json, const decode_options& options = {}) {
+  auto r = decode<T>(json, options);
+  if (!r.ok()) throw decode_error(std::move(r.issues));
+  return std::move(*r.value);
+}
+
+}  // namespace covenant

@@ -1,0 +1,79 @@
+// covenant/detail/decode_context.hpp - state shared by the decoders while one document is read,
+// and the constraint checks (one implementation for typed and runtime schemas).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "covenant/config.hpp"
+#include "covenant/issues.hpp"
+#include "covenant/schema.hpp"
+
+namespace covenant {
+
+/// Options of the decoders.
+struct decode_options {
+  /// Report fields the type does not declare as unknown_field issues (default: ignore them).
+  bool reject_unknown_fields = false;
+  /// Deepest nesting of arrays/objects accepted.
+  std::size_t max_depth = COVENANT_DEFAULT_MAX_DEPTH;
+  /// Largest input accepted, in bytes.
+  std::size_t max_input_bytes = COVENANT_DEFAULT_MAX_INPUT_BYTES;
+};
+
+namespace detail {
+
+/// One step of the current path, kept on the C++ stack while decoding (no allocation).
+struct path_frame {
+  const path_frame* parent = nullptr;
+  std::string_view key;
+  std::size_t index = 0;
+  bool is_index = false;
+};
+
+covenant::path to_path(const path_frame* at);
+
+struct decode_context {
+  const schema::model& s;
+  const decode_options& opts;
+  issue_list& issues;
+
+  void add(const path_frame* at, issue_code code, std::string expected, std::string actual, std::string message);
+};
+
+// ---- constraint checks ---------------------------------------------------------------------
+// `raw` is the value as written (for `actual`); `native` points to the C++ value of the node's
+// type for custom checks (predicates, uniqueness), or is null (runtime schemas: JSON checks).
+
+void check_number(const std::vector<schema::constraint>& cs, double v, std::string_view raw, const void* native,
+                  decode_context& ctx, const path_frame* at);
+void check_string(const std::vector<schema::constraint>& cs, std::string_view v, std::string_view raw,
+                  const void* native, decode_context& ctx, const path_frame* at);
+/// Constraints of arrays (is_map = false) and maps: item counts, uniqueness, predicates.
+void check_count(const std::vector<schema::constraint>& cs, std::size_t n, bool is_map, std::string_view raw,
+                 const void* native, decode_context& ctx, const path_frame* at);
+/// Custom checks only (predicates on booleans, enums, objects).
+void check_native(const std::vector<schema::constraint>& cs, std::string_view raw, const void* native,
+                  decode_context& ctx, const path_frame* at);
+/// Cross-field rules of an object, on the C++ object.
+void check_invariants_native(const schema::object_def& def, const void* object, decode_context& ctx,
+                             const path_frame* at);
+
+// ---- issue helpers ---------------------------------------------------------------------------
+
+/// "string", "integer", "Foo", "string[]", "\"a\" | \"b\"" ... for `expected`.
+std::string expected_of(const schema::model& s, const schema::type& t);
+/// Short rendering of a JSON value as written.
+std::string actual_of(std::string_view raw);
+void type_mismatch(decode_context& ctx, const path_frame* at, const schema::type& t, std::string_view raw);
+void missing_field(decode_context& ctx, const path_frame* at, std::string_view key);
+void unknown_field(decode_context& ctx, const path_frame* at);
+void parse_failure(decode_context& ctx, std::string_view text, std::size_t offset, const char* message);
+void integer_out_of_range(decode_context& ctx, const path_frame* at, const schema::type& t, std::string_view raw);
+void enum_mismatch(decode_context& ctx, const path_frame* at, const schema::definition& def, std::string_view raw);
+
+}  // namespace detail
+}  // namespace covenant

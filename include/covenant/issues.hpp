@@ -1,0 +1,124 @@
+// covenant/issues.hpp - problems found in model output (or input), as values with paths.
+//
+// An issue says where (a path such as `sources[1]` or `metadata.token_usage.input_tokens`), what
+// kind of problem (a code), what was expected, what was found (short; long values are elided)
+// and a compact message. Text for a model or a log is rendered at the edge, one line per issue:
+//
+//     confidence: must be <= 1 (got 1.7)
+//     sources[1]: must not be empty (got "")
+//     answer: required field is missing
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace covenant {
+
+/// What kind of problem an issue reports.
+enum class issue_code : std::uint8_t {
+  missing_field,            ///< a required field is absent (or null where null is not allowed)
+  type_mismatch,            ///< the value has the wrong JSON type, or does not fit the C++ type
+  constraint_violation,     ///< a field-level constraint (range, length, pattern, ...) failed
+  invariant_violation,      ///< a cross-field rule of a type failed
+  parse_error,              ///< the text is not readable JSON (has line and column)
+  unknown_field,            ///< a field the type does not declare (only in strict-fields mode)
+  precondition_violation,   ///< an Expression's pre() rejected the input
+  postcondition_violation,  ///< an Expression's post() rejected the output
+  hook_exception,           ///< a hook threw something other than covenant::violation
+  engine_error,             ///< the engine could not produce a reply (transport, quota, ...)
+};
+
+/// Stable snake_case name of a code ("missing_field", ...).
+std::string_view to_string(issue_code code) noexcept;
+
+/// One step of a path: an object key or an array index.
+struct path_segment {
+  std::string key;          ///< object key (when !is_index)
+  std::size_t index = 0;    ///< array index (when is_index)
+  bool is_index = false;
+
+  friend bool operator==(const path_segment&, const path_segment&) = default;
+};
+
+/// Location of a value inside a document: `metadata.token_usage.input_tokens`, `sources[1]`.
+class path {
+ public:
+  path() = default;
+
+  /// Parses the rendered form (`a.b[2]["odd key"]`). Inverse of to_string().
+  static path parse(std::string_view text);
+
+  path& key(std::string_view k) {
+    segments_.push_back(path_segment{std::string(k), 0, false});
+    return *this;
+  }
+  path& index(std::size_t i) {
+    segments_.push_back(path_segment{{}, i, true});
+    return *this;
+  }
+  void pop() { segments_.pop_back(); }
+
+  [[nodiscard]] bool empty() const noexcept { return segments_.empty(); }
+  [[nodiscard]] std::size_t size() const noexcept { return segments_.size(); }
+  [[nodiscard]] const std::vector<path_segment>& segments() const noexcept { return segments_; }
+  [[nodiscard]] auto begin() const noexcept { return segments_.begin(); }
+  [[nodiscard]] auto end() const noexcept { return segments_.end(); }
+
+  /// `metadata.token_usage.input_tokens`, `sources[1]`, `headers["content-type"]`; "" for the root.
+  [[nodiscard]] std::string to_string() const;
+  /// Appends the rendered form to `out`.
+  void append_to(std::string& out) const;
+
+  friend bool operator==(const path&, const path&) = default;
+
+ private:
+  std::vector<path_segment> segments_;
+};
+
+/// One problem, with where, what, expected and actual.
+struct issue {
+  covenant::path path;
+  issue_code code = issue_code::constraint_violation;
+  std::string expected;  ///< e.g. "<= 1", "string", "one of: low, high"
+  std::string actual;    ///< short rendering of what was found, e.g. "1.7", "\"\"" (empty when absent)
+  std::string message;   ///< compact phrase without the path, e.g. "must be <= 1"
+  std::uint32_t line = 0;    ///< 1-based, parse errors only
+  std::uint32_t column = 0;  ///< 1-based, parse errors only
+
+  /// `path: message (got actual)`; the root path renders as `(root)`.
+  [[nodiscard]] std::string to_string() const;
+  void append_to(std::string& out) const;
+
+  friend bool operator==(const issue&, const issue&) = default;
+};
+
+using issue_list = std::vector<issue>;
+
+/// One line per issue, ready to be shown to a model or a person.
+std::string render_feedback(const issue_list& issues);
+/// Appends render_feedback(issues) to `out`.
+void render_feedback(const issue_list& issues, std::string& out);
+
+std::ostream& operator<<(std::ostream& os, const issue& i);
+std::ostream& operator<<(std::ostream& os, const path& p);
+
+/// Thrown only by the `*_or_throw` entry points; carries every issue.
+class decode_error : public std::runtime_error {
+ public:
+  explicit decode_error(issue_list issues);
+  [[nodiscard]] const issue_list& issues() const noexcept { return issues_; }
+
+ private:
+  issue_list issues_;
+};
+
+/// Short, single-line rendering of a value for `issue::actual`: at most
+/// COVENANT_ACTUAL_MAX_CHARS characters (cut on a UTF-8 boundary) followed by "...".
+std::string elide(std::string_view text);
+
+}  // namespace covenant

@@ -1,0 +1,530 @@
+// covenant/validators.hpp - field validators.
+//
+// A validator is a small literal type that contributes a constraint to the schema model. The
+// same constraint is exported as a JSON Schema keyword, shown in the prompt text and checked when
+// decoding, so the three never disagree. Attach validators to fields in covenant::describe<T>:
+//
+//     covenant::field<&FinalAnswer::confidence>("Confidence score", covenant::range{0.0, 1.0})
+//
+// Lengths of strings count Unicode code points (not bytes, not UTF-16 units).
+// Patterns use RE2 syntax and, like JSON Schema's `pattern`, match anywhere in the string unless
+// anchored with ^...$. RE2 runs in time linear in the input, so model-controlled text cannot
+// trigger catastrophic backtracking.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "covenant/detail/traits.hpp"
+#include "covenant/reflect.hpp"
+#include "covenant/schema.hpp"
+
+namespace covenant {
+
+namespace detail {
+
+template <class T>
+bool deep_equal(const T& a, const T& b);
+
+template <class T>
+bool deep_equal_impl(const T& a, const T& b) {
+  if constexpr (is_optional<T>::value) {
+    if (a.has_value() != b.has_value()) return false;
+    return !a.has_value() || deep_equal(*a, *b);
+  } else if constexpr (is_vector<T>::value || is_string_map<T>::value) {
+    if (a.size() != b.size()) return false;
+    if constexpr (is_vector<T>::value) {
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (!deep_equal(a[i], b[i])) return false;
+      return true;
+    } else {
+      for (const auto& [k, v] : a) {
+        auto it = b.find(k);
+        if (it == b.end() || !deep_equal(v, it->second)) return false;
+      }
+      return true;
+    }
+  } else if constexpr (is_variant<T>::value) {
+    if (a.index() != b.index()) return false;
+    return std::visit(
+        [&](const auto& av) {
+          using A = std::decay_t<decltype(av)>;
+          return deep_equal(av, *std::get_if<A>(&b));
+        },
+        a);
+  } else if constexpr (std::is_class_v<T> && std::is_aggregate_v<T>) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return (deep_equal(boost::pfr::get<I>(a), boost::pfr::get<I>(b)) && ...);
+    }(std::make_index_sequence<field_count_v<T>>{});
+  } else {
+    return a == b;
+  }
+}
+
+template <class T>
+bool deep_equal(const T& a, const T& b) {
+  return deep_equal_impl(a, b);
+}
+
+inline schema::constraint make_number_constraint(schema::constraint_kind k, double v) {
+  schema::constraint c;
+  c.kind = k;
+  c.number = v;
+  return c;
+}
+
+inline schema::constraint make_count_constraint(schema::constraint_kind k, std::size_t n) {
+  schema::constraint c;
+  c.kind = k;
+  c.count = n;
+  return c;
+}
+
+inline schema::constraint make_format_constraint(std::string_view format) {
+  schema::constraint c;
+  c.kind = schema::constraint_kind::format;
+  c.text = std::string(format);
+  return c;
+}
+
+template <class F, class Fn>
+class native_predicate final : public schema::custom_check {
+ public:
+  explicit native_predicate(Fn fn) : fn_(fn) {}
+  [[nodiscard]] bool has_native() const noexcept override { return true; }
+  [[nodiscard]] std::optional<std::string> check_native(const void* value) const override {
+    using R = std::invoke_result_t<const Fn&, const F&>;
+    if constexpr (std::is_same_v<R, bool>) {
+      if (fn_(*static_cast<const F*>(value))) return std::nullopt;
+      return std::string();
+    } else {
+      return fn_(*static_cast<const F*>(value));
+    }
+  }
+
+ private:
+  Fn fn_;
+};
+
+template <class F>
+class native_unique_items final : public schema::custom_check {
+ public:
+  [[nodiscard]] bool has_native() const noexcept override { return true; }
+  [[nodiscard]] std::optional<std::string> check_native(const void* value) const override {
+    const auto& v = *static_cast<const F*>(value);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      for (std::size_t j = i + 1; j < v.size(); ++j)
+        if (deep_equal(v[i], v[j]))
+          return "items must be unique ([" + std::to_string(i) + "] and [" + std::to_string(j) + "] are equal)";
+    return std::nullopt;
+  }
+};
+
+std::string render_unique_by_duplicate(std::string_view key, std::string_view value_json, std::size_t first,
+                                       std::size_t second);
+std::string encode_scalar_for_message(const std::string& v);
+template <class V>
+std::string encode_scalar_for_message(const V& v) {
+  if constexpr (std::is_arithmetic_v<V>) return std::to_string(v);
+  else return {};
+}
+
+template <class F, auto MemberPtr>
+class native_unique_by final : public schema::custom_check {
+ public:
+  explicit native_unique_by(std::string_view key) : key_(key) {}
+  [[nodiscard]] bool has_native() const noexcept override { return true; }
+  [[nodiscard]] std::optional<std::string> check_native(const void* value) const override {
+    const auto& v = *static_cast<const F*>(value);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      for (std::size_t j = i + 1; j < v.size(); ++j)
+        if (deep_equal(v[i].*MemberPtr, v[j].*MemberPtr))
+          return render_unique_by_duplicate(key_, encode_scalar_for_message(v[i].*MemberPtr), i, j);
+    return std::nullopt;
+  }
+
+ private:
+  std::string key_;
+};
+
+template <class... C>
+constexpr auto choice_type() {
+  if constexpr ((std::is_convertible_v<C, std::string_view> && ...)) {
+    return std::type_identity<std::string_view>{};
+  } else if constexpr ((is_number_v<C> && ...)) {
+    return std::type_identity<double>{};
+  } else {
+    static_assert(dependent_false_v<C...>, "covenant::one_of lists either strings or numbers, not both");
+  }
+}
+template <class... C>
+using choice_type_t = typename decltype(choice_type<C...>())::type;
+
+}  // namespace detail
+
+/// Marks a type as a covenant validator (customization point for your own validators: give your
+/// type `static constexpr bool is_covenant_validator = true;` and
+/// `template <class F> void apply(schema::type&) const`).
+template <class V>
+concept validator = requires { requires V::is_covenant_validator; };
+
+/// number >= value
+struct minimum {
+  static constexpr bool is_covenant_validator = true;
+  double value;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(detail::is_number_v<F>, "covenant::minimum applies to numeric fields");
+    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::minimum, value));
+  }
+};
+
+/// number <= value
+struct maximum {
+  static constexpr bool is_covenant_validator = true;
+  double value;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(detail::is_number_v<F>, "covenant::maximum applies to numeric fields");
+    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::maximum, value));
+  }
+};
+
+/// number > value
+struct exclusive_minimum {
+  static constexpr bool is_covenant_validator = true;
+  double value;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(detail::is_number_v<F>, "covenant::exclusive_minimum applies to numeric fields");
+    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::exclusive_minimum, value));
+  }
+};
+
+/// number < value
+struct exclusive_maximum {
+  static constexpr bool is_covenant_validator = true;
+  double value;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(detail::is_number_v<F>, "covenant::exclusive_maximum applies to numeric fields");
+    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::exclusive_maximum, value));
+  }
+};
+
+/// lo <= number <= hi
+struct range {
+  static constexpr bool is_covenant_validator = true;
+  double lo;
+  double hi;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(detail::is_number_v<F>, "covenant::range applies to numeric fields");
+    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::minimum, lo));
+    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::maximum, hi));
+  }
+};
+
+/// number > 0
+struct positive {
+  static constexpr bool is_covenant_validator = true;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(detail::is_number_v<F>, "covenant::positive applies to numeric fields");
+    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::exclusive_minimum, 0));
+  }
+};
+
+/// number >= 0
+struct non_negative {
+  static constexpr bool is_covenant_validator = true;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(detail::is_number_v<F>, "covenant::non_negative applies to numeric fields");
+    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::minimum, 0));
+  }
+};
+
+/// number is a multiple of value
+struct multiple_of {
+  static constexpr bool is_covenant_validator = true;
+  double value;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(detail::is_number_v<F>, "covenant::multiple_of applies to numeric fields");
+    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::multiple_of, value));
+  }
+};
+
+/// string has at least n code points
+struct min_length {
+  static constexpr bool is_covenant_validator = true;
+  std::size_t n;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(std::is_same_v<F, std::string>,
+                  "covenant::min_length applies to string fields (use covenant::min_items for lists)");
+    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::min_length, n));
+  }
+};
+
+/// string has at most n code points
+struct max_length {
+  static constexpr bool is_covenant_validator = true;
+  std::size_t n;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(std::is_same_v<F, std::string>,
+                  "covenant::max_length applies to string fields (use covenant::max_items for lists)");
+    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::max_length, n));
+  }
+};
+
+/// lo <= code points <= hi
+struct length {
+  static constexpr bool is_covenant_validator = true;
+  std::size_t lo;
+  std::size_t hi;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(std::is_same_v<F, std::string>,
+                  "covenant::length applies to string fields (use covenant::item_count for lists)");
+    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::min_length, lo));
+    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::max_length, hi));
+  }
+};
+
+/// list or map has at least n elements
+struct min_items {
+  static constexpr bool is_covenant_validator = true;
+  std::size_t n;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(detail::is_container_v<F>, "covenant::min_items applies to std::vector and std::map fields");
+    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::min_items, n));
+  }
+};
+
+/// list or map has at most n elements
+struct max_items {
+  static constexpr bool is_covenant_validator = true;
+  std::size_t n;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(detail::is_container_v<F>, "covenant::max_items applies to std::vector and std::map fields");
+    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::max_items, n));
+  }
+};
+
+/// lo <= elements <= hi
+struct item_count {
+  static constexpr bool is_covenant_validator = true;
+  std::size_t lo;
+  std::size_t hi;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(detail::is_container_v<F>, "covenant::item_count applies to std::vector and std::map fields");
+    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::min_items, lo));
+    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::max_items, hi));
+  }
+};
+
+/// string: at least one code point; list/map: at least one element
+struct non_empty {
+  static constexpr bool is_covenant_validator = true;
+  template <class F>
+  void apply(schema::type& t) const {
+    if constexpr (std::is_same_v<F, std::string>) {
+      t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::min_length, 1));
+    } else if constexpr (detail::is_container_v<F>) {
+      t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::min_items, 1));
+    } else {
+      static_assert(detail::dependent_false_v<F>,
+                    "covenant::non_empty applies to string, std::vector and std::map fields");
+    }
+  }
+};
+
+/// value is one of the listed strings (string fields) or numbers (numeric fields)
+template <class V, std::size_t N>
+struct one_of {
+  static constexpr bool is_covenant_validator = true;
+  std::array<V, N> choices;
+  template <class... C>
+  constexpr explicit one_of(C... c) : choices{static_cast<V>(c)...} {}
+  template <class F>
+  void apply(schema::type& t) const {
+    if constexpr (std::is_same_v<V, std::string_view>) {
+      static_assert(std::is_same_v<F, std::string>, "covenant::one_of with strings applies to string fields");
+    } else {
+      static_assert(detail::is_number_v<F>, "covenant::one_of with numbers applies to numeric fields");
+    }
+    schema::constraint c;
+    c.kind = schema::constraint_kind::one_of;
+    for (const auto& ch : choices) {
+      if constexpr (std::is_same_v<V, std::string_view>) c.values.emplace_back(boost::json::string_view(ch.data(), ch.size()));
+      else if constexpr (detail::is_integer_v<F>) c.values.emplace_back(static_cast<std::int64_t>(ch));
+      else c.values.emplace_back(ch);
+    }
+    t.constraints.push_back(std::move(c));
+  }
+};
+template <class... C>
+one_of(C...) -> one_of<detail::choice_type_t<C...>, sizeof...(C)>;
+
+/// string contains a match of an RE2 regular expression (anchor with ^...$ for a full match)
+struct pattern {
+  static constexpr bool is_covenant_validator = true;
+  std::string_view regex;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(std::is_same_v<F, std::string>, "covenant::pattern applies to string fields");
+    schema::constraint c;
+    c.kind = schema::constraint_kind::pattern;
+    c.text = std::string(regex);
+    std::string error;
+    c.regex = schema::compile_pattern(regex, &error);
+    if (!c.regex) throw std::invalid_argument("covenant::pattern: invalid regular expression '" + c.text + "': " + error);
+    t.constraints.push_back(std::move(c));
+  }
+};
+
+/// string is an absolute URL with a scheme and host (http, https, ftp, ...)
+struct url {
+  static constexpr bool is_covenant_validator = true;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(std::is_same_v<F, std::string>, "covenant::url applies to string fields");
+    t.constraints.push_back(detail::make_format_constraint("uri"));
+  }
+};
+
+/// string is a UUID in 8-4-4-4-12 hexadecimal form
+struct uuid {
+  static constexpr bool is_covenant_validator = true;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(std::is_same_v<F, std::string>, "covenant::uuid applies to string fields");
+    t.constraints.push_back(detail::make_format_constraint("uuid"));
+  }
+};
+
+/// string is an ISO 8601 / RFC 3339 date-time with a time zone: 2025-12-16T10:30:00Z
+struct iso8601 {
+  static constexpr bool is_covenant_validator = true;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(std::is_same_v<F, std::string>, "covenant::iso8601 applies to string fields");
+    t.constraints.push_back(detail::make_format_constraint("date-time"));
+  }
+};
+using date_time = iso8601;
+
+/// string is a calendar date: 2025-12-16
+struct date {
+  static constexpr bool is_covenant_validator = true;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(std::is_same_v<F, std::string>, "covenant::date applies to string fields");
+    t.constraints.push_back(detail::make_format_constraint("date"));
+  }
+};
+
+/// string is an e-mail address (local@domain.tld)
+struct email {
+  static constexpr bool is_covenant_validator = true;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(std::is_same_v<F, std::string>, "covenant::email applies to string fields");
+    t.constraints.push_back(detail::make_format_constraint("email"));
+  }
+};
+
+/// list elements are pairwise distinct
+struct unique_items {
+  static constexpr bool is_covenant_validator = true;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(detail::is_vector<F>::value, "covenant::unique_items applies to std::vector fields");
+    schema::constraint c;
+    c.kind = schema::constraint_kind::unique_items;
+    c.custom = std::make_shared<detail::native_unique_items<F>>();
+    t.constraints.push_back(std::move(c));
+  }
+};
+
+/// list elements (aggregates) have pairwise distinct values of one member: unique_by<&Result::id>
+template <auto MemberPtr>
+struct unique_by {
+  static constexpr bool is_covenant_validator = true;
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(std::is_member_object_pointer_v<decltype(MemberPtr)>,
+                  "covenant::unique_by<&T::m>: m must be a data member");
+    static_assert(detail::is_vector<F>::value, "covenant::unique_by applies to std::vector fields");
+    using E = typename F::value_type;
+    static_assert(std::is_same_v<member_class_t<MemberPtr>, E>,
+                  "covenant::unique_by<&T::m>: T must be the element type of the list");
+    constexpr std::size_t idx = member_index<E, MemberPtr>();
+    schema::constraint c;
+    c.kind = schema::constraint_kind::unique_by;
+    c.text = std::string(field_name_v<E, idx>);
+    c.custom = std::make_shared<detail::native_unique_by<F, MemberPtr>>(c.text);
+    t.constraints.push_back(std::move(c));
+  }
+};
+
+/// A custom check with the rule the model is shown: predicate{[](double x) { ... }, "must be ..."}.
+/// The callable takes the field's value (const F&) and returns bool, or std::optional<std::string>
+/// (nullopt = satisfied, otherwise the violation message).
+template <class Fn>
+struct predicate {
+  static constexpr bool is_covenant_validator = true;
+  Fn fn;
+  std::string_view rule;
+  constexpr predicate(Fn f, std::string_view r) : fn(f), rule(r) {}
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(std::is_invocable_v<const Fn&, const F&>,
+                  "covenant::predicate: the callable must accept the field's value as `const F&`");
+    using R = std::invoke_result_t<const Fn&, const F&>;
+    static_assert(std::is_same_v<R, bool> || std::is_same_v<R, std::optional<std::string>>,
+                  "covenant::predicate: the callable must return bool or std::optional<std::string>");
+    schema::constraint c;
+    c.kind = schema::constraint_kind::predicate;
+    c.text = std::string(rule);
+    c.custom = std::make_shared<detail::native_predicate<F, Fn>>(fn);
+    t.constraints.push_back(std::move(c));
+  }
+};
+template <class Fn>
+predicate(Fn, std::string_view) -> predicate<Fn>;
+template <class Fn, std::size_t N>
+predicate(Fn, const char (&)[N]) -> predicate<Fn>;
+
+/// Applies validators to every element of a list (or every value of a map):
+/// each{non_empty{}, max_length{200}}
+template <class... V>
+struct each {
+  static constexpr bool is_covenant_validator = true;
+  std::tuple<V...> validators;
+  constexpr explicit each(V... v) : validators(v...) {}
+  template <class F>
+  void apply(schema::type& t) const {
+    static_assert(detail::is_container_v<F>, "covenant::each applies to std::vector and std::map fields");
+    using E = detail::strip_optional_t<typename detail::container_value<F>::type>;
+    schema::type& elem = detail::is_vector<F>::value ? t.args.at(0) : t.args.at(1);
+    std::apply([&](const auto&... v) { (v.template apply<E>(elem), ...); }, validators);
+  }
+};
+
+}  // namespace covenant

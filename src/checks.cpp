@@ -1,0 +1,364 @@
+// Constraint checks and issue construction shared by every decoder.
+#include <boost/json/serialize.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <string>
+
+#include "covenant/detail/decode_context.hpp"
+#include "covenant/detail/formats.hpp"
+
+namespace covenant::detail {
+
+covenant::path to_path(const path_frame* at) {
+  std::size_t depth = 0;
+  for (const path_frame* f = at; f != nullptr; f = f->parent) ++depth;
+  std::vector<const path_frame*> chain(depth);
+  for (const path_frame* f = at; f != nullptr; f = f->parent) chain[--depth] = f;
+  covenant::path p;
+  for (const path_frame* f : chain) {
+    if (f->is_index) p.index(f->index);
+    else p.key(f->key);
+  }
+  return p;
+}
+
+void decode_context::add(const path_frame* at, issue_code code, std::string expected, std::string actual,
+                         std::string message) {
+  issue i;
+  i.path = to_path(at);
+  i.code = code;
+  i.expected = std::move(expected);
+  i.actual = std::move(actual);
+  i.message = std::move(message);
+  issues.push_back(std::move(i));
+}
+
+namespace {
+
+std::string number_text(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, static_cast<std::size_t>(r.ptr - buf));
+}
+
+std::size_t code_points(std::string_view s) noexcept {
+  std::size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string json_text(const boost::json::value& v) { return boost::json::serialize(v); }
+
+std::string one_of_text(const std::vector<boost::json::value>& values) {
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ", ";
+    out += json_text(values[i]);
+  }
+  return out;
+}
+
+void custom(const schema::constraint& c, std::string_view raw, const void* native, decode_context& ctx,
+            const path_frame* at) {
+  if (!c.custom || native == nullptr || !c.custom->has_native()) return;
+  auto r = c.custom->check_native(native);
+  if (!r) return;
+  std::string message = r->empty() ? (c.text.empty() ? std::string("must satisfy its rule") : c.text) : std::move(*r);
+  ctx.add(at, issue_code::constraint_violation, c.text, actual_of(raw), std::move(message));
+}
+
+const char* format_message(const std::string& format) {
+  if (format == "uri") return "must be an absolute URL";
+  if (format == "uuid") return "must be a UUID (8-4-4-4-12 hexadecimal digits)";
+  if (format == "date-time") return "must be an ISO 8601 date-time with time zone, such as 2025-01-15T10:30:00Z";
+  if (format == "date") return "must be a date such as 2025-01-15";
+  if (format == "time") return "must be a time such as 10:30:00";
+  if (format == "email") return "must be an e-mail address";
+  return "must have the declared format";
+}
+
+}  // namespace
+
+void check_number(const std::vector<schema::constraint>& cs, double v, std::string_view raw, const void* native,
+                  decode_context& ctx, const path_frame* at) {
+  for (const auto& c : cs) {
+    const char* op = nullptr;
+    bool bad = false;
+    switch (c.kind) {
+      case schema::constraint_kind::minimum: bad = v < c.number; op = ">= "; break;
+      case schema::constraint_kind::maximum: bad = v > c.number; op = "<= "; break;
+      case schema::constraint_kind::exclusive_minimum: bad = !(v > c.number); op = "> "; break;
+      case schema::constraint_kind::exclusive_maximum: bad = !(v < c.number); op = "< "; break;
+      case schema::constraint_kind::multiple_of: {
+        if (c.number != 0) {
+          const double q = v / c.number;
+          bad = std::fabs(q - std::round(q)) > 1e-9 * std::fmax(1.0, std::fabs(q));
+        }
+        if (bad) {
+          const std::string b = number_text(c.number);
+          ctx.add(at, issue_code::constraint_violation, "multiple of " + b, actual_of(raw), "must be a multiple of " + b);
+        }
+        continue;
+      }
+      case schema::constraint_kind::one_of: {
+        bool found = false;
+        for (const auto& val : c.values) {
+          if (val.is_int64()) found = static_cast<double>(val.get_int64()) == v;
+          else if (val.is_uint64()) found = static_cast<double>(val.get_uint64()) == v;
+          else if (val.is_double()) found = val.get_double() == v;
+          if (found) break;
+        }
+        if (!found) {
+          const std::string list = one_of_text(c.values);
+          ctx.add(at, issue_code::constraint_violation, "one of " + list, actual_of(raw), "must be one of " + list);
+        }
+        continue;
+      }
+      case schema::constraint_kind::predicate:
+      case schema::constraint_kind::unique_by:
+      case schema::constraint_kind::unique_items:
+        custom(c, raw, native, ctx, at);
+        continue;
+      default:
+        continue;
+    }
+    if (bad) {
+      std::string expected = op + number_text(c.number);
+      std::string message = "must be " + expected;
+      ctx.add(at, issue_code::constraint_violation, std::move(expected), actual_of(raw), std::move(message));
+    }
+  }
+}
+
+void check_string(const std::vector<schema::constraint>& cs, std::string_view v, std::string_view raw,
+                  const void* native, decode_context& ctx, const path_frame* at) {
+  for (const auto& c : cs) {
+    switch (c.kind) {
+      case schema::constraint_kind::min_length: {
+        if (v.size() >= 4 * c.count) break;
+        const std::size_t n = v.size() < c.count ? v.size() : code_points(v);
+        if (n >= c.count) break;
+        if (c.count == 1) {
+          ctx.add(at, issue_code::constraint_violation, "non-empty string", "\"\"", "must not be empty");
+        } else {
+          ctx.add(at, issue_code::constraint_violation, "at least " + plural(c.count, "character", "characters"),
+                  n == 0 ? std::string("\"\"") : plural(n, "character", "characters"),
+                  "must have at least " + plural(c.count, "character", "characters"));
+        }
+        break;
+      }
+      case schema::constraint_kind::max_length: {
+        if (v.size() <= c.count) break;
+        const std::size_t n = code_points(v);
+        if (n <= c.count) break;
+        ctx.add(at, issue_code::constraint_violation, "at most " + plural(c.count, "character", "characters"),
+                plural(n, "character", "characters"),
+                "must have at most " + plural(c.count, "character", "characters"));
+        break;
+      }
+      case schema::constraint_kind::pattern:
+        if (c.regex && !schema::pattern_matches(*c.regex, v)) {
+          ctx.add(at, issue_code::constraint_violation, "matches " + c.text, actual_of(raw),
+                  "must match the regular expression " + c.text);
+        }
+        break;
+      case schema::constraint_kind::format:
+        if (!matches_format(c.text, v)) {
+          ctx.add(at, issue_code::constraint_violation, "format " + c.text, actual_of(raw), format_message(c.text));
+        }
+        break;
+      case schema::constraint_kind::one_of: {
+        bool found = false;
+        for (const auto& val : c.values) {
+          if (val.is_string() && std::string_view(val.get_string()) == v) {
+            found = true;
+            break;
+          }
+        }
+        if (!found) {
+          const std::string list = one_of_text(c.values);
+          ctx.add(at, issue_code::constraint_violation, "one of " + list, actual_of(raw), "must be one of " + list);
+        }
+        break;
+      }
+      case schema::constraint_kind::predicate:
+        custom(c, raw, native, ctx, at);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+void check_count(const std::vector<schema::constraint>& cs, std::size_t n, bool is_map, std::string_view raw,
+                 const void* native, decode_context& ctx, const path_frame* at) {
+  const char* one = is_map ? "entry" : "item";
+  const char* many = is_map ? "entries" : "items";
+  for (const auto& c : cs) {
+    switch (c.kind) {
+      case schema::constraint_kind::min_items:
+        if (n >= c.count) break;
+        if (c.count == 1) {
+          ctx.add(at, issue_code::constraint_violation, std::string("at least 1 ") + one, is_map ? "{}" : "[]",
+                  "must not be empty");
+        } else {
+          ctx.add(at, issue_code::constraint_violation, "at least " + plural(c.count, one, many), plural(n, one, many),
+                  "must have at least " + plural(c.count, one, many));
+        }
+        break;
+      case schema::constraint_kind::max_items:
+        if (n <= c.count) break;
+        ctx.add(at, issue_code::constraint_violation, "at most " + plural(c.count, one, many), plural(n, one, many),
+                "must have at most " + plural(c.count, one, many));
+        break;
+      case schema::constraint_kind::unique_items:
+      case schema::constraint_kind::unique_by:
+      case schema::constraint_kind::predicate:
+        if (c.custom && native != nullptr && c.custom->has_native()) {
+          auto r = c.custom->check_native(native);
+          if (r) {
+            std::string message = r->empty() ? (c.text.empty() ? schema::describe(c) : c.text) : std::move(*r);
+            ctx.add(at, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
+          }
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  (void)raw;
+}
+
+void check_native(const std::vector<schema::constraint>& cs, std::string_view raw, const void* native,
+                  decode_context& ctx, const path_frame* at) {
+  for (const auto& c : cs)
+    if (c.kind == schema::constraint_kind::predicate) custom(c, raw, native, ctx, at);
+}
+
+void check_invariants_native(const schema::object_def& def, const void* object, decode_context& ctx,
+                             const path_frame* at) {
+  for (const auto& inv : def.invariants) {
+    if (!inv.check || !inv.check->has_native()) continue;
+    auto r = inv.check->check_native(object);
+    if (!r) continue;
+    path_frame anchor{at, inv.anchor, 0, false};
+    const path_frame* where = inv.anchor.empty() ? at : &anchor;
+    std::string message = r->empty() ? "must satisfy: " + inv.description : std::move(*r);
+    ctx.add(where, issue_code::invariant_violation, inv.description, "", std::move(message));
+  }
+}
+
+std::string expected_of(const schema::model& s, const schema::type& t) {
+  std::string out;
+  switch (t.kind) {
+    case schema::kind::any: out = "any JSON value"; break;
+    case schema::kind::null: out = "null"; break;
+    case schema::kind::boolean: out = "boolean"; break;
+    case schema::kind::integer: out = "integer"; break;
+    case schema::kind::number: out = "number"; break;
+    case schema::kind::string: out = "string"; break;
+    case schema::kind::array: out = "array"; break;
+    case schema::kind::map: out = "object"; break;
+    case schema::kind::literal: out = json_text(t.literal); break;
+    case schema::kind::union_:
+      for (std::size_t i = 0; i < t.args.size(); ++i) {
+        if (i) out += " or ";
+        out += expected_of(s, t.args[i]);
+      }
+      break;
+    case schema::kind::ref: {
+      const schema::definition* d = s.resolve(t);
+      if (d == nullptr) out = t.name;
+      else if (d->object()) out = "object (" + d->name + ")";
+      else if (const auto* e = d->enumeration()) {
+        out = "one of ";
+        bool first = true;
+        for (const auto& v : e->values) {
+          if (v.skip) continue;
+          if (!first) out += ", ";
+          first = false;
+          out += "\"" + v.name + "\"";
+        }
+      } else if (const auto* a = d->alias()) {
+        out = expected_of(s, a->target);
+      }
+      break;
+    }
+  }
+  if (t.nullable && t.kind != schema::kind::null) out += " or null";
+  return out;
+}
+
+std::string actual_of(std::string_view raw) { return elide(raw); }
+
+void type_mismatch(decode_context& ctx, const path_frame* at, const schema::type& t, std::string_view raw) {
+  std::string expected = expected_of(ctx.s, t);
+  std::string message = "expected " + expected;
+  ctx.add(at, issue_code::type_mismatch, std::move(expected), actual_of(raw), std::move(message));
+}
+
+void missing_field(decode_context& ctx, const path_frame* at, std::string_view) {
+  ctx.add(at, issue_code::missing_field, "present", "", "required field is missing");
+}
+
+void unknown_field(decode_context& ctx, const path_frame* at) {
+  ctx.add(at, issue_code::unknown_field, "no such field", "", "unknown field");
+}
+
+void parse_failure(decode_context& ctx, std::string_view text, std::size_t offset, const char* message) {
+  std::uint32_t line = 1;
+  std::uint32_t column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      ++column;
+    }
+  }
+  issue i;
+  i.code = issue_code::parse_error;
+  i.expected = "valid JSON";
+  i.line = line;
+  i.column = column;
+  if (offset < text.size()) i.actual = elide(text.substr(offset, 24));
+  else if (!text.empty()) i.actual = "end of input";
+  i.message = "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + message;
+  ctx.issues.push_back(std::move(i));
+}
+
+void integer_out_of_range(decode_context& ctx, const path_frame* at, const schema::type& t, std::string_view raw) {
+  std::string lo;
+  std::string hi;
+  if (t.is_unsigned) {
+    lo = "0";
+    hi = t.int_bits >= 64 ? "18446744073709551615" : std::to_string((std::uint64_t{1} << t.int_bits) - 1);
+  } else if (t.int_bits >= 64) {
+    lo = "-9223372036854775808";
+    hi = "9223372036854775807";
+  } else {
+    lo = std::to_string(-(std::int64_t{1} << (t.int_bits - 1)));
+    hi = std::to_string((std::int64_t{1} << (t.int_bits - 1)) - 1);
+  }
+  std::string expected = "integer between " + lo + " and " + hi;
+  ctx.add(at, issue_code::type_mismatch, expected, actual_of(raw), "must be an " + expected);
+}
+
+void enum_mismatch(decode_context& ctx, const path_frame* at, const schema::definition& def, std::string_view raw) {
+  std::string list;
+  if (const auto* e = def.enumeration()) {
+    for (const auto& v : e->values) {
+      if (v.skip) continue;
+      if (!list.empty()) list += ", ";
+      list += "\"" + v.name + "\"";
+    }
+  }
+  ctx.add(at, issue_code::constraint_violation, "one of " + list, actual_of(raw), "must be one of " + list);
+}
+
+}  // namespace covenant::detail
