@@ -147,10 +147,10 @@ std::string type_expression(const type& t) {
 
 std::string describe(const constraint& c) {
   switch (c.kind) {
-    case constraint_kind::minimum: return ">= " + number_text(c.number);
-    case constraint_kind::maximum: return "<= " + number_text(c.number);
-    case constraint_kind::exclusive_minimum: return "> " + number_text(c.number);
-    case constraint_kind::exclusive_maximum: return "< " + number_text(c.number);
+    case constraint_kind::minimum: return "at least " + number_text(c.number);
+    case constraint_kind::maximum: return "at most " + number_text(c.number);
+    case constraint_kind::exclusive_minimum: return "greater than " + number_text(c.number);
+    case constraint_kind::exclusive_maximum: return "less than " + number_text(c.number);
     case constraint_kind::multiple_of: return "a multiple of " + number_text(c.number);
     case constraint_kind::min_length:
       return c.count == 1 ? std::string("non-empty") : "at least " + std::to_string(c.count) + " characters";

@@ -180,7 +180,7 @@ type make_array(type item);
 type make_map(type value);
 type make_ref(std::string name);
 
-/// Prompt phrase of a constraint: "at most 10000 characters", ">= 0", "matches ^[a-z]+$".
+/// Prompt phrase of a constraint: "at most 10000 characters", "at least 0", "one of \"a\", \"b\"".
 std::string describe(const constraint& c);
 
 /// Compiles a pattern (RE2 syntax). Returns nullptr and sets `error` when it does not compile.
