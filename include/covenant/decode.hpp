@@ -69,8 +69,12 @@ template <class I>
 bool integer_from_token(const number_token& tok, I& out) noexcept {
   if (tok.integral) {
     const char* q = tok.begin + (tok.negative ? 1 : 0);
+    const std::size_t digits = static_cast<std::size_t>(tok.end - q);
+    if (digits > 20) return false;
     std::uint64_t mag = 0;
-    for (; q < tok.end; ++q) {
+    const char* fast_end = digits > 19 ? q + 19 : tok.end;  // 19 digits never overflow
+    for (; q < fast_end; ++q) mag = mag * 10 + static_cast<std::uint64_t>(*q - '0');
+    if (q < tok.end) {
       const auto d = static_cast<std::uint64_t>(*q - '0');
       if (mag > (std::numeric_limits<std::uint64_t>::max() - d) / 10) return false;
       mag = mag * 10 + d;
@@ -120,12 +124,47 @@ void read_integer(json_reader& r, I& out, const schema::type& node, decode_conte
   if (!node.constraints.empty()) check_number(node.constraints, static_cast<double>(out), tok.text(), &out, ctx, at);
 }
 
+// Exact conversion of short decimals (at most 15 significant digits and a power of ten up to
+// 22: both the digits and the power are exact doubles, so one division or multiplication rounds
+// correctly). Returns false when the slow path (std::from_chars) is needed.
+inline bool fast_decimal(const number_token& tok, double& out) noexcept {
+  static constexpr double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  const char* q = tok.begin + (tok.negative ? 1 : 0);
+  std::uint64_t mantissa = 0;
+  int digits = 0;
+  int scale = 0;
+  for (; q < tok.end && *q >= '0' && *q <= '9'; ++q) {
+    mantissa = mantissa * 10 + static_cast<std::uint64_t>(*q - '0');
+    digits += (mantissa != 0) ? 1 : 0;
+  }
+  if (q < tok.end && *q == '.') {
+    for (++q; q < tok.end && *q >= '0' && *q <= '9'; ++q) {
+      mantissa = mantissa * 10 + static_cast<std::uint64_t>(*q - '0');
+      digits += (mantissa != 0) ? 1 : 0;
+      --scale;
+    }
+  }
+  if (q != tok.end || digits > 15) return false;  // exponent or too many digits
+  const double m = static_cast<double>(mantissa);
+  out = scale == 0 ? m : m / pow10[-scale > 22 ? 22 : -scale];
+  if (-scale > 22) return false;
+  if (tok.negative) out = -out;
+  return true;
+}
+
 template <class F>
 void read_floating(json_reader& r, F& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
   const char c = r.peek();
   if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
   number_token tok;
   if (!r.read_number(tok)) return;
+  if constexpr (std::is_same_v<F, double>) {
+    if (fast_decimal(tok, out)) {
+      if (!node.constraints.empty()) check_number(node.constraints, out, tok.text(), &out, ctx, at);
+      return;
+    }
+  }
   const auto res = std::from_chars(tok.begin, tok.end, out);
   if (res.ec != std::errc() || !std::isfinite(out)) {
     ctx.add(at, issue_code::type_mismatch, "finite number", actual_of(tok.text()), "number is out of range");
@@ -171,12 +210,21 @@ struct object_codec {
     std::bitset<N == 0 ? 1 : N> seen;
     std::string scratch;
     std::string_view key;
+    static const std::array<bool, N> plain_keys = [&] {
+      std::array<bool, N> out{};
+      for (std::size_t k = 0; k < N; ++k)
+        out[k] = def.fields[k].key.find_first_of("\"\\") == std::string::npos;
+      return out;
+    }();
     std::size_t hint = 0;
     bool first = true;
-    while (r.next_key(first, key, scratch)) {
+    bool matched = false;
+    while (r.next_key(first, key, scratch,
+                      hint < N && plain_keys[hint] ? std::string_view(def.fields[hint].key) : std::string_view(),
+                      matched)) {
       first = false;
       std::size_t j = N;
-      if (hint < N && def.fields[hint].key == key) {
+      if (matched) {
         j = hint;
       } else {
         for (std::size_t k = 0; k < N; ++k) {
@@ -254,8 +302,12 @@ bool try_alternative(json_reader& r, V& out, const schema::type& node, decode_co
     out.template emplace<K>(std::move(value));
     return true;
   }
-  if (local.size() < best_count) {
-    best_count = local.size();
+  // An alternative of the wrong JSON type ranks below any that got the type right.
+  const bool wrong_type = local.size() == 1 && local.front().code == issue_code::type_mismatch &&
+                          local.front().path == to_path(at);
+  const std::size_t score = wrong_type ? std::numeric_limits<std::size_t>::max() - 1 : local.size();
+  if (score < best_count) {
+    best_count = score;
     best_index = K;
     best = std::move(local);
   }
@@ -330,7 +382,10 @@ void read_value(json_reader& r, T& out, const schema::type& node, decode_context
     bool first = true;
     while (r.next_element(first)) {
       first = false;
-      if (n == out.size()) out.emplace_back();
+      if (n == out.size()) {
+        if (out.capacity() == 0) out.reserve(4);
+        out.emplace_back();
+      }
       path_frame f{at, {}, n, true};
       read_value(r, out[n], node.args[0], ctx, &f);
       if (r.failed()) return;

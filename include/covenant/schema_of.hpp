@@ -10,7 +10,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -50,8 +49,10 @@ class schema_builder_base {
 
   schema::model& target() noexcept { return s_; }
 
-  /// Work to run once every definition exists (defaults need the finished schema).
-  std::vector<std::function<void(schema::model&)>> deferred;
+  /// Work to run once every definition exists (defaults need the finished schema): each job
+  /// gets the model and the definition index stored beside it.
+  std::vector<void (*)(schema::model&, std::uint32_t)> deferred;
+  std::vector<std::uint32_t> deferred_defs;
 
  private:
   schema::model& s_;
@@ -229,12 +230,8 @@ class schema_builder : public schema_builder_base {
                 } else if constexpr (std::is_same_v<O, defaulted>) {
                   f.required = false;
                   const std::uint32_t def_index = find(&type_key<T>::id);
-                  deferred.push_back([def_index](schema::model& s) {
-                    static const T defaults{};
-                    auto& obj = std::get<schema::object_def>(s.defs[def_index].body);
-                    obj.fields[I].default_value =
-                        default_value_of(boost::pfr::get<I>(defaults), obj.fields[I].type, s);
-                  });
+                  deferred.push_back(&set_default<T, I>);
+                  deferred_defs.push_back(def_index);
                 } else {
                   opt.template apply<F>(f.type);
                 }
@@ -242,6 +239,13 @@ class schema_builder : public schema_builder_base {
               ...);
         },
         spec.options);
+  }
+
+  template <class T, std::size_t I>
+  static void set_default(schema::model& s, std::uint32_t def_index) {
+    static const T defaults{};
+    auto& obj = std::get<schema::object_def>(s.defs[def_index].body);
+    obj.fields[I].default_value = default_value_of(boost::pfr::get<I>(defaults), obj.fields[I].type, s);
   }
 
   template <class T, class Spec>
@@ -262,7 +266,7 @@ schema::model build_schema() {
   schema::model s;
   schema_builder b(s);
   s.root = b.type_of<T>();
-  for (auto& job : b.deferred) job(s);
+  for (std::size_t i = 0; i < b.deferred.size(); ++i) b.deferred[i](s, b.deferred_defs[i]);
   return s;
 }
 

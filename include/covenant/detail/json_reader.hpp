@@ -11,6 +11,10 @@
 #include <string>
 #include <string_view>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace covenant::detail {
 
 /// A number token as written in the text.
@@ -45,15 +49,15 @@ class json_reader {
 
   /// Skips whitespace; returns the next character, or '\0' at the end of the text.
   char peek() noexcept {
-    while (p_ < end_) {
-      const char c = *p_;
-      if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-        ++p_;
-        continue;
-      }
-      return c;
+    const char* q = p_;
+    while (q < end_) {
+      const char c = *q;
+      if (static_cast<unsigned char>(c) > 0x20) break;
+      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') break;
+      ++q;
     }
-    return '\0';
+    p_ = q;
+    return q < end_ ? *q : '\0';
   }
 
   /// After the top-level value: only whitespace may follow.
@@ -75,7 +79,12 @@ class json_reader {
   /// Object iteration: call with first=true right after begin_object(). Returns true and sets
   /// `key` when a member follows (the reader is then at its value); false at '}' or on error.
   /// `key` views the input when it has no escapes, else `scratch`.
-  bool next_key(bool first, std::string_view& key, std::string& scratch) {
+  /// `expected` (optional) is the key the caller guesses comes next; when it contains no '"' or
+  /// '\\' and matches, the key is taken without scanning.
+  /// `matched` tells whether that fast path was taken.
+  bool next_key(bool first, std::string_view& key, std::string& scratch, std::string_view expected,
+                bool& matched) {
+    matched = false;
     char c = peek();
     if (c == '}') {
       ++p_;
@@ -94,13 +103,26 @@ class json_reader {
       fail(p_, c == '\0' ? "unexpected end of input inside an object" : "expected a string key in double quotes");
       return false;
     }
-    if (!scan_string(key, scratch)) return false;
+    const std::size_t n = expected.size();
+    if (n != 0 && static_cast<std::size_t>(end_ - p_) > n + 1 && p_[n + 1] == '"' &&
+        same_bytes(p_ + 1, expected.data(), n)) {
+      key = std::string_view(p_ + 1, n);
+      p_ += n + 2;
+      matched = true;
+    } else if (!scan_string(key, scratch)) {
+      return false;
+    }
     if (peek() != ':') {
       fail(p_, "expected ':' after an object key");
       return false;
     }
     ++p_;
     return true;
+  }
+
+  bool next_key(bool first, std::string_view& key, std::string& scratch) {
+    bool matched;
+    return next_key(first, key, scratch, {}, matched);
   }
 
   /// Array iteration: call with first=true right after begin_array(). Returns true when an
@@ -279,6 +301,32 @@ class json_reader {
     }
   }
 
+  // Equality of n bytes without a library call for short keys.
+  static bool same_bytes(const char* a, const char* b, std::size_t n) noexcept {
+    if (n <= 16) {
+      if (n >= 8) {
+        std::uint64_t x0, y0, x1, y1;
+        std::memcpy(&x0, a, 8);
+        std::memcpy(&y0, b, 8);
+        std::memcpy(&x1, a + n - 8, 8);
+        std::memcpy(&y1, b + n - 8, 8);
+        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+      }
+      if (n >= 4) {
+        std::uint32_t x0, y0, x1, y1;
+        std::memcpy(&x0, a, 4);
+        std::memcpy(&y0, b, 4);
+        std::memcpy(&x1, a + n - 4, 4);
+        std::memcpy(&y1, b + n - 4, 4);
+        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+      }
+      for (std::size_t i = 0; i < n; ++i)
+        if (a[i] != b[i]) return false;
+      return true;
+    }
+    return std::memcmp(a, b, n) == 0;
+  }
+
   static constexpr std::uint64_t ones = 0x0101010101010101ull;
   static constexpr std::uint64_t highs = 0x8080808080808080ull;
 
@@ -287,6 +335,20 @@ class json_reader {
   // Position of the first byte that needs attention: '"', '\\', a control character or a
   // non-ASCII byte.
   const char* find_special(const char* q) const noexcept {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    while (end_ - q >= 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      // signed compare: bytes >= 0x80 are negative, so "< 0x20" also flags non-ASCII bytes
+      const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                                     _mm_cmplt_epi8(v, space));
+      const int bits = _mm_movemask_epi8(m);
+      if (bits != 0) return q + __builtin_ctz(static_cast<unsigned>(bits));
+      q += 16;
+    }
+#endif
     while (end_ - q >= 8) {
       std::uint64_t w;
       std::memcpy(&w, q, 8);
@@ -469,6 +531,17 @@ class json_reader {
     }
   }
 
+  // out = [s, s + n), without the general-purpose checks of std::string::assign when the
+  // string already has room (decoding into an existing object).
+  static void assign(std::string& out, const char* s, std::size_t n) {
+    if (n <= out.capacity() && n != 0) {
+      out.resize(n);
+      std::memcpy(out.data(), s, n);
+    } else {
+      out.assign(s, n);
+    }
+  }
+
   // Like scan_string, but the result always ends up in `out` (assigned).
   bool scan_string_into(std::string_view& view, std::string& out) {
     const char* s = p_ + 1;
@@ -481,7 +554,7 @@ class json_reader {
       }
       const auto u = static_cast<unsigned char>(*q);
       if (u == '"') {
-        out.assign(s, static_cast<std::size_t>(q - s));
+        assign(out, s, static_cast<std::size_t>(q - s));
         view = out;
         p_ = q + 1;
         return true;
