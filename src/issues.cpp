@@ -22,6 +22,18 @@ std::string_view to_string(issue_code code) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(note_kind kind) noexcept {
+  switch (kind) {
+    case note_kind::extracted: return "extracted";
+    case note_kind::repaired: return "repaired";
+    case note_kind::coerced: return "coerced";
+    case note_kind::truncated: return "truncated";
+    case note_kind::incomplete: return "incomplete";
+    case note_kind::check_failed: return "check_failed";
+  }
+  return "unknown";
+}
+
 namespace {
 
 bool is_identifier(std::string_view k) noexcept {
@@ -118,6 +130,19 @@ void issue::append_to(std::string& out) const {
     out += actual;
     out.push_back(')');
   }
+}
+
+std::string note::to_string() const {
+  std::string out(covenant::to_string(kind));
+  if (!path.empty()) {
+    out += " at ";
+    path.append_to(out);
+  }
+  if (!detail.empty()) {
+    out += ": ";
+    out += detail;
+  }
+  return out;
 }
 
 std::string issue::to_string() const {

@@ -99,6 +99,32 @@ struct issue {
 
 using issue_list = std::vector<issue>;
 
+/// What a lenient reader did to make text readable (recorded, never silent).
+enum class note_kind : std::uint8_t {
+  extracted,   ///< the value was taken from part of the text (a fenced block, an object in prose...)
+  repaired,    ///< a syntax repair (trailing comma, quotes, comments, unquoted key, ...)
+  coerced,     ///< a schema-guided conversion ("0.9" read as 0.9, "HIGH" as high, ...)
+  truncated,   ///< the text ended mid-value; what was cut off was dropped (or kept, when partial)
+  incomplete,  ///< partial (streaming) mode: this value is not finished yet
+  check_failed ///< a soft check (schema-file @check) failed; the value is kept
+};
+
+/// Stable snake_case name of a note kind.
+std::string_view to_string(note_kind kind) noexcept;
+
+/// One repair, coercion or observation, with where it applies.
+struct note {
+  note_kind kind = note_kind::repaired;
+  covenant::path path;  ///< where in the value ("" = the whole text)
+  std::string detail;   ///< short human text: "removed trailing comma", "\"0.9\" read as number"
+
+  /// `kind at path: detail`
+  [[nodiscard]] std::string to_string() const;
+  friend bool operator==(const note&, const note&) = default;
+};
+
+using note_list = std::vector<note>;
+
 /// One line per issue, ready to be shown to a model or a person.
 std::string render_feedback(const issue_list& issues);
 /// Appends render_feedback(issues) to `out`.
