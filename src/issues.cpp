@@ -121,9 +121,10 @@ path path::parse(std::string_view text) {
 }
 
 void issue::append_to(std::string& out) const {
-  if (path.empty()) out += "(root)";
-  else path.append_to(out);
-  out += ": ";
+  if (!path.empty()) {
+    path.append_to(out);
+    out += ": ";
+  }
   out += message;
   if (!actual.empty()) {
     out += " (got ";

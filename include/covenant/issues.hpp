@@ -90,7 +90,7 @@ struct issue {
   std::uint32_t line = 0;    ///< 1-based, parse errors only
   std::uint32_t column = 0;  ///< 1-based, parse errors only
 
-  /// `path: message (got actual)`; the root path renders as `(root)`.
+  /// `path: message (got actual)`; an issue of the whole value renders as `message (got actual)`.
   [[nodiscard]] std::string to_string() const;
   void append_to(std::string& out) const;
 

@@ -1,0 +1,476 @@
+// covenant/contract.hpp - design by contract around a model call.
+//
+// An Expression is a plain struct with a fixed task prompt and hooks over plain aggregates:
+//
+//     struct Summarize {
+//       static constexpr std::string_view prompt = "Summarize the text in one sentence.";
+//       void pre(const Text& in) const;                        // optional: throw covenant::violation
+//       Prepared act(const Text& in) const;                    // optional: may change the type
+//       void post(const Summary& out) const;                   // optional; or post(out, prepared)
+//       Summary forward(const Text& in, const covenant::outcome<Summary>& o) const;  // required
+//     };
+//
+//     covenant::contract<Summarize> summarize{engine, {.retry = {.tries = 3}}};
+//     Summary s = summarize(text);                 // forward's value
+//     auto [value, outcome] = summarize.run(text); // value and the whole story of the call
+//
+// One call, in order:
+//   1. input validation against the input type's schema, then pre(input). With pre_remedy, the
+//      model is shown the bad input and every violation and asked for a corrected input (same
+//      retry schedule); otherwise the call fails at that stage.
+//   2. act(input) (or the input itself when there is no act).
+//   3. render: system message = the Expression's prompt + the output type's prompt text (built
+//      once per contract); user message = the act result as JSON between <input> and </input>
+//      ('<' is escaped as \u003c inside the JSON, so input data can never close the block).
+//   4. engine call; read the reply (strict JSON first, then extraction of the JSON from markdown
+//      fences or surrounding prose); decode into the output type with every constraint checked;
+//      post(output[, act result]).
+//   5. any issue and post_remedy: the rejected reply (as the assistant's turn) and a corrective
+//      message listing every issue of that attempt (with accumulate_errors, also every earlier
+//      attempt's issues and a short excerpt of its reply) are appended, the contract waits per the
+//      retry policy (covenant/retry.hpp) and asks again, at most retry.tries times.
+//   6. forward ALWAYS runs: on success with the (remedied, act-modified when act returns the input
+//      type) input and an outcome holding the validated result; on failure with the original input
+//      and an outcome holding every issue and the attempt history. Its return value is the call's.
+// Engine failures (transport, quota) are not violations: they fail the call at stage `engine`
+// without a corrective message. Nothing about a call is kept on the contract or the Expression
+// (only the aggregate perf stats): one contract can be called from many threads at once.
+#pragma once
+
+#include <boost/core/demangle.hpp>
+#include <spdlog/logger.h>
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "covenant/decode.hpp"
+#include "covenant/detail/expression.hpp"
+#include "covenant/encode.hpp"
+#include "covenant/engine.hpp"
+#include "covenant/issues.hpp"
+#include "covenant/json_schema.hpp"
+#include "covenant/outcome.hpp"
+#include "covenant/perf_stats.hpp"
+#include "covenant/prompt_format.hpp"
+#include "covenant/retry.hpp"
+#include "covenant/validate.hpp"
+#include "covenant/violation.hpp"
+
+namespace covenant {
+
+struct contract_options {
+  /// Ask the model to repair an input that fails validation or pre().
+  bool pre_remedy = false;
+  /// Ask the model again when its output fails parsing, validation or post().
+  bool post_remedy = true;
+  /// Show every earlier attempt's issues in each corrective message (else only the latest).
+  bool accumulate_errors = false;
+  /// Log prompts and corrective messages (at debug level of the "covenant" logger).
+  bool verbose = false;
+  /// How many times to ask again, and when (see covenant/retry.hpp for the exact semantics).
+  retry_policy retry{};
+  /// Options of the output decoder (unknown fields, limits).
+  decode_options decode{};
+  /// Send the output's JSON Schema with each request (for engines with structured outputs).
+  bool send_json_schema = true;
+  /// Injectable for tests: sleeps between attempts (default std::this_thread::sleep_for).
+  std::function<void(std::chrono::nanoseconds)> sleep;
+  /// Injectable for tests: uniform draws in [0, 1) for jitter (default: a per-thread generator).
+  std::function<double()> random;
+  /// Injectable for tests: the clock stages are timed with (default std::chrono::steady_clock).
+  std::function<std::chrono::steady_clock::time_point()> clock;
+};
+
+namespace detail {
+
+/// The library's logger, named "covenant" (created on first use unless the application
+/// registered its own logger of that name with spdlog first).
+spdlog::logger& log();
+
+using time_point = std::chrono::steady_clock::time_point;
+
+/// The JSON of an input inside <input>...</input>, '<' escaped so the data cannot close the block.
+std::string render_input_message(std::string_view json);
+/// The corrective message after a rejected attempt.
+std::string corrective_message(const attempt& rejected, const std::vector<const attempt*>& earlier,
+                               std::string_view what);
+/// System prompt of the output phase.
+std::string output_system_prompt(std::string_view task_prompt, std::string_view output_format);
+/// System prompt of the input-repair phase.
+std::string input_repair_system_prompt(std::string_view task_prompt, std::string_view input_format);
+/// First user message of the input-repair phase: the bad input and its problems.
+std::string input_repair_message(std::string_view input_json, const issue_list& issues);
+/// Text spans of `text` that may hold the JSON reply (fenced blocks, the outermost braces), best
+/// first. Used when the reply is not JSON as a whole.
+std::vector<std::string_view> json_spans(std::string_view text);
+
+void default_sleep(std::chrono::nanoseconds d);
+double default_random();
+
+/// The issue recorded when a hook throws something other than covenant::violation.
+issue hook_exception_issue(std::string_view hook, std::string_view type, std::string_view what);
+
+std::shared_ptr<const boost::json::value> strict_schema_or_null(const boost::json::value& (*get)());
+
+void log_call_result(std::string_view expression, const outcome_base& o, bool graceful);
+void log_retry(std::string_view expression, const attempt& a, std::chrono::nanoseconds wait, int left);
+void log_prompt(std::string_view expression, std::string_view what, std::string_view text);
+
+/// Runs a hook; collects covenant::violation issues (with `code`) or records another exception.
+template <class F>
+void run_hook(std::string_view hook, issue_code code, issue_list& out, F&& f) {
+  try {
+    f();
+  } catch (const violation& v) {
+    if (v.issues().empty()) {
+      issue i;
+      i.code = code;
+      i.message = std::string(hook) + " rejected the value";
+      out.push_back(std::move(i));
+    }
+    for (issue i : v.issues()) {
+      if (i.code == issue_code::postcondition_violation || i.code == issue_code::precondition_violation) i.code = code;
+      out.push_back(std::move(i));
+    }
+  } catch (const std::exception& e) {
+    out.push_back(hook_exception_issue(hook, boost::core::demangle(typeid(e).name()), e.what()));
+  } catch (...) {
+    out.push_back(hook_exception_issue(hook, "unknown exception", ""));
+  }
+}
+
+/// Reads a model reply into T: strict JSON first, then JSON found inside the text.
+template <class T>
+decoded<T> read_reply(std::string_view text, const decode_options& options, note_list& notes,
+                      std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
+                      const std::function<time_point()>& clock) {
+  auto now = [&] { return clock ? clock() : std::chrono::steady_clock::now(); };
+  const time_point t0 = now();
+  decoded<T> r = decode<T>(text, options);
+  const time_point t1 = now();
+  if (r.ok() || r.issues.front().code != issue_code::parse_error) {
+    validate_time += t1 - t0;
+    return r;
+  }
+  // Not JSON as a whole: look for it inside the text and keep the best-decoding span.
+  std::optional<decoded<T>> best;
+  std::string_view best_span;
+  for (std::string_view span : json_spans(text)) {
+    decoded<T> c = decode<T>(span, options);
+    if (c.ok()) {
+      best = std::move(c);
+      best_span = span;
+      break;
+    }
+    const bool parse_failed = c.issues.front().code == issue_code::parse_error;
+    if (!parse_failed && (!best || c.issues.size() < best->issues.size())) {
+      best = std::move(c);
+      best_span = span;
+    }
+  }
+  const time_point t2 = now();
+  parse_time += t2 - t0;
+  if (!best) return r;
+  note n;
+  n.kind = note_kind::extracted;
+  n.detail = "read the JSON at offset " + std::to_string(best_span.data() - text.data()) + " (" +
+             std::to_string(best_span.size()) + " of " + std::to_string(text.size()) + " characters)";
+  notes.push_back(std::move(n));
+  return std::move(*best);
+}
+
+}  // namespace detail
+
+/// Wraps an Expression (see the top of this header) and an engine into a callable contract.
+template <class Expr>
+class contract {
+  using traits = detail::expression_traits<Expr>;
+  static_assert(traits::valid);
+
+ public:
+  using expression_type = Expr;
+  using input_type = typename traits::input;
+  using output_type = typename traits::output;
+  using intermediate_type = typename traits::intermediate;
+  using result_type = typename traits::result;
+
+  /// `model` must outlive the contract. Throws std::invalid_argument for an invalid retry policy.
+  explicit contract(engine& model, contract_options options = {}, Expr expression = Expr{})
+      : engine_(&model), options_(std::move(options)), expr_(std::move(expression)) {
+    options_.retry.check();
+    const std::string task = traits::prompt_of(expr_);
+    system_prompt_ = detail::output_system_prompt(task, prompt_of<output_type>());
+    repair_prompt_ = detail::input_repair_system_prompt(task, prompt_of<input_type>());
+    if (options_.send_json_schema) response_schema_ = detail::strict_schema_or_null(&openai_strict_schema_of<output_type>);
+    // Build every schema model now, not on the first call.
+    (void)schema_of<input_type>();
+    (void)schema_of<intermediate_type>();
+    (void)schema_of<output_type>();
+  }
+
+  /// Runs the contract and returns forward's value. When the contract failed and the retry
+  /// policy is not graceful, throws covenant::contract_failure<result_type> (carrying forward's
+  /// value and the outcome) after forward has run.
+  result_type operator()(const input_type& input) const {
+    contract_result<result_type, output_type> r = run(input);
+    if (!r.outcome.success && !options_.retry.graceful)
+      throw contract_failure<result_type>(static_cast<outcome_base&>(r.outcome), std::move(r.value));
+    return std::move(r.value);
+  }
+
+  /// Runs the contract and returns forward's value together with the outcome. Never throws for a
+  /// failed contract (exceptions of forward itself propagate).
+  contract_result<result_type, output_type> run(const input_type& input) const {
+    call_timings times;
+    outcome<output_type> oc;
+    const detail::time_point start = now();
+    detail::time_point mark = start;
+    auto lap = [&](perf_stage s) {
+      const detail::time_point t = now();
+      times.add(s, t - mark);
+      mark = t;
+    };
+
+    // 1. input validation and pre
+    issue_list input_issues = covenant::validate(input);
+    lap(perf_stage::input_validation);
+    stage input_stage = input_issues.empty() ? stage::none : stage::input_validation;
+    if constexpr (traits::with_pre) {
+      if (input_issues.empty()) {
+        detail::run_hook("pre", issue_code::precondition_violation, input_issues, [&] { expr_.pre(input); });
+        lap(perf_stage::pre);
+        if (!input_issues.empty()) input_stage = stage::pre;
+      }
+    }
+    std::optional<input_type> repaired;
+    if (!input_issues.empty()) {
+      if (options_.pre_remedy) {
+        repaired = repair_input(input, std::move(input_issues), oc, times);
+        mark = now();
+        if (!repaired) return finish(input, oc, times, start, stage::pre_remedy);
+      } else {
+        oc.issues = std::move(input_issues);
+        return finish(input, oc, times, start, input_stage);
+      }
+    }
+    const input_type& current = repaired ? *repaired : input;
+
+    // 2. act
+    std::optional<intermediate_type> acted;
+    if constexpr (traits::with_act) {
+      issue_list act_issues;
+      detail::run_hook("act", issue_code::hook_exception, act_issues, [&] { acted.emplace(expr_.act(current)); });
+      lap(perf_stage::act);
+      if (!acted) {
+        oc.issues = std::move(act_issues);
+        return finish(input, oc, times, start, stage::act);
+      }
+      if (issue_list act_checks = covenant::validate(*acted); !act_checks.empty()) {
+        oc.issues = std::move(act_checks);
+        return finish(input, oc, times, start, stage::act);
+      }
+    }
+    const intermediate_type& context = [&]() -> const intermediate_type& {
+      if constexpr (traits::with_act) return *acted;
+      else return current;
+    }();
+
+    // 3. render
+    std::vector<message> base;
+    base.reserve(4);
+    base.push_back({role::system, system_prompt_});
+    base.push_back({role::user, detail::render_input_message(to_json(context))});
+    if (options_.verbose) {
+      detail::log_prompt(traits::name, "system prompt", base[0].content);
+      detail::log_prompt(traits::name, "user prompt", base[1].content);
+    }
+    lap(perf_stage::render);
+
+    // 4-5. generate, read, check; remedy
+    std::optional<output_type> result = generate<output_type>(
+        base, attempt_kind::output, options_.post_remedy, oc, times, mark,
+        [&](const output_type& out, issue_list& issues, perf_stage& where) {
+          if constexpr (traits::with_post) {
+            where = perf_stage::post;
+            detail::run_hook("post", issue_code::postcondition_violation, issues, [&] {
+              if constexpr (traits::post_arity() == 2) expr_.post(out, context);
+              else expr_.post(out);
+            });
+          }
+        });
+    if (!result) return finish(input, oc, times, start, oc.failed_stage);
+    oc.result = std::move(result);
+    oc.success = true;
+    if constexpr (std::is_same_v<intermediate_type, input_type> && traits::with_act) {
+      return finish(*acted, oc, times, start, stage::none);
+    } else {
+      return finish(current, oc, times, start, stage::none);
+    }
+  }
+
+  /// Per-stage timing statistics of every call so far.
+  [[nodiscard]] const covenant::perf_stats& perf_stats() const noexcept { return stats_; }
+  [[nodiscard]] covenant::perf_stats& perf_stats() noexcept { return stats_; }
+  [[nodiscard]] const Expr& expression() const noexcept { return expr_; }
+  [[nodiscard]] const contract_options& options() const noexcept { return options_; }
+  /// The system message every output request starts with.
+  [[nodiscard]] const std::string& system_prompt() const noexcept { return system_prompt_; }
+
+ private:
+  detail::time_point now() const { return options_.clock ? options_.clock() : std::chrono::steady_clock::now(); }
+
+  contract_result<result_type, output_type> finish(const input_type& forward_input, outcome<output_type>& oc,
+                                                   call_timings& times, detail::time_point start,
+                                                   stage failed) const {
+    if (!oc.success) oc.failed_stage = failed;
+    oc.elapsed = now() - start;
+    const detail::time_point f0 = now();
+    result_type value = expr_.forward(forward_input, oc);
+    const detail::time_point f1 = now();
+    times.add(perf_stage::forward, f1 - f0);
+    times.add(perf_stage::total, f1 - start);
+    stats_.record(times);
+    detail::log_call_result(traits::name, oc, options_.retry.graceful);
+    return {std::move(value), std::move(oc)};
+  }
+
+  // Asks the model for a T until it is read, valid and passes `check`, or tries run out.
+  template <class T, class Check>
+  std::optional<T> generate(const std::vector<message>& base, attempt_kind kind, bool remedy, outcome_base& oc,
+                            call_timings& times, detail::time_point& mark, Check&& check) const {
+    const bool repairing = kind == attempt_kind::input_repair;
+    auto lap = [&](perf_stage s) {
+      const detail::time_point t = now();
+      times.add(repairing ? perf_stage::pre_remedy : s, t - mark);
+      mark = t;
+    };
+    const int tries = options_.retry.tries;
+    const std::size_t first_attempt = oc.attempts.size();
+    std::chrono::nanoseconds waited{0};
+    chat_request request;
+    request.messages = base;
+    if (!repairing) {
+      request.response_schema = response_schema_;
+      request.schema_name = std::string(schema_name<T>());
+    }
+    for (int k = 0;; ++k) {
+      attempt a;
+      a.kind = kind;
+      a.number = k + 1;
+      a.waited = waited;
+      const detail::time_point e0 = now();
+      try {
+        chat_response reply = engine_->complete(request);
+        a.text = std::move(reply.text);
+        a.usage = reply.usage;
+        a.finish_reason = std::move(reply.finish_reason);
+      } catch (const std::exception& e) {
+        a.engine_failed = true;
+        issue i;
+        i.code = issue_code::engine_error;
+        i.message = std::string("engine failed: ") + e.what();
+        a.issues.push_back(std::move(i));
+      }
+      a.latency = now() - e0;
+      mark = e0;
+      lap(perf_stage::engine);
+      oc.usage += a.usage;
+      if (a.engine_failed) {
+        oc.issues = a.issues;
+        oc.attempts.push_back(std::move(a));
+        oc.failed_stage = repairing ? stage::pre_remedy : stage::engine;
+        return std::nullopt;
+      }
+
+      std::chrono::nanoseconds parse_time{0};
+      std::chrono::nanoseconds validate_time{0};
+      decoded<T> r = detail::read_reply<T>(a.text, options_.decode, a.notes, parse_time, validate_time, options_.clock);
+      if (parse_time.count() > 0) times.add(repairing ? perf_stage::pre_remedy : perf_stage::parse, parse_time);
+      if (validate_time.count() > 0) times.add(repairing ? perf_stage::pre_remedy : perf_stage::validate, validate_time);
+      mark = now();
+      stage failed_at = stage::validate;
+      if (!r.ok()) {
+        a.issues = std::move(r.issues);
+        if (a.issues.front().code == issue_code::parse_error) failed_at = stage::parse;
+      } else {
+        perf_stage where = perf_stage::validate;
+        check(*r.value, a.issues, where);
+        lap(where);
+        if (!a.issues.empty()) failed_at = where == perf_stage::post ? stage::post : stage::validate;
+      }
+      if (a.finish_reason == "length") {
+        note n;
+        n.kind = note_kind::truncated;
+        n.detail = "the reply was cut off by the engine's token limit";
+        a.notes.push_back(std::move(n));
+      }
+      const bool accepted = a.issues.empty();
+      if (accepted) {
+        oc.notes = a.notes;
+        oc.attempts.push_back(std::move(a));
+        return std::move(r.value);
+      }
+      if (!remedy || k >= tries) {
+        oc.issues = a.issues;
+        oc.attempts.push_back(std::move(a));
+        oc.failed_stage = repairing ? stage::pre_remedy : failed_at;
+        return std::nullopt;
+      }
+      // Remedy: corrective message, then wait.
+      std::vector<const attempt*> earlier;
+      if (options_.accumulate_errors)
+        for (std::size_t i = first_attempt; i < oc.attempts.size(); ++i) earlier.push_back(&oc.attempts[i]);
+      std::string correction =
+          detail::corrective_message(a, earlier, repairing ? "corrected input" : "corrected JSON object");
+      if (options_.verbose) detail::log_prompt(traits::name, "corrective message", correction);
+      request.messages.resize(base.size());
+      request.messages.push_back({role::assistant, a.text});
+      request.messages.push_back({role::user, std::move(correction)});
+      waited = options_.retry.delay_before(k + 1, options_.random ? options_.random() : detail::default_random());
+      detail::log_retry(traits::name, a, waited, tries - k);
+      oc.attempts.push_back(std::move(a));
+      lap(perf_stage::post_remedy);
+      if (waited.count() > 0) {
+        if (options_.sleep) options_.sleep(waited);
+        else detail::default_sleep(waited);
+      }
+      lap(perf_stage::post_remedy);
+    }
+  }
+
+  std::optional<input_type> repair_input(const input_type& input, issue_list issues, outcome_base& oc,
+                                         call_timings& times) const {
+    detail::time_point mark = now();
+    std::vector<message> base;
+    base.push_back({role::system, repair_prompt_});
+    base.push_back({role::user, detail::input_repair_message(to_json(input), issues)});
+    if (options_.verbose) detail::log_prompt(traits::name, "input repair prompt", base[1].content);
+    return generate<input_type>(base, attempt_kind::input_repair, true, oc, times, mark,
+                                [&](const input_type& in, issue_list& found, perf_stage&) {
+                                  found = covenant::validate(in);
+                                  if constexpr (traits::with_pre) {
+                                    if (found.empty())
+                                      detail::run_hook("pre", issue_code::precondition_violation, found,
+                                                       [&] { expr_.pre(in); });
+                                  }
+                                });
+  }
+
+  engine* engine_;
+  contract_options options_;
+  Expr expr_;
+  std::string system_prompt_;
+  std::string repair_prompt_;
+  std::shared_ptr<const boost::json::value> response_schema_;
+  mutable covenant::perf_stats stats_;
+};
+
+}  // namespace covenant

@@ -1,0 +1,23 @@
+// covenant/covenant.hpp - everything (except the GoogleTest helpers in covenant/gtest.hpp).
+#pragma once
+
+#include "covenant/config.hpp"
+#include "covenant/contract.hpp"
+#include "covenant/decode.hpp"
+#include "covenant/describe.hpp"
+#include "covenant/encode.hpp"
+#include "covenant/engine.hpp"
+#include "covenant/issues.hpp"
+#include "covenant/json_schema.hpp"
+#include "covenant/outcome.hpp"
+#include "covenant/perf_stats.hpp"
+#include "covenant/prompt_format.hpp"
+#include "covenant/reflect.hpp"
+#include "covenant/retry.hpp"
+#include "covenant/schema.hpp"
+#include "covenant/schema_of.hpp"
+#include "covenant/testing.hpp"
+#include "covenant/validate.hpp"
+#include "covenant/validators.hpp"
+#include "covenant/version.hpp"
+#include "covenant/violation.hpp"

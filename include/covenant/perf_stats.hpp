@@ -1,0 +1,106 @@
+// covenant/perf_stats.hpp - per-stage timing statistics of a contract, thread-safe and bounded.
+//
+// Each contract call records, per stage that ran, the time that stage took in that call (stages
+// that run once per attempt — engine, parse, validate, post — are summed over the call's attempts).
+// `total` is the whole call including forward(); `overhead` is total minus the named stages
+// (the contract's own bookkeeping). Percentiles come from a fixed log-scale histogram (1/16-octave
+// buckets, within 3 %), so memory stays constant however many calls are recorded.
+#pragma once
+
+#include <boost/json/value.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace covenant {
+
+enum class perf_stage : std::uint8_t {
+  input_validation,
+  pre,
+  pre_remedy,
+  act,
+  render,
+  engine,
+  parse,
+  validate,
+  post,
+  post_remedy,
+  forward,
+  total,
+  overhead,
+};
+inline constexpr std::size_t perf_stage_count = 13;
+
+std::string_view to_string(perf_stage s) noexcept;
+
+/// Statistics of one stage. Times in seconds.
+struct stage_stats {
+  std::string_view name;
+  std::uint64_t count = 0;
+  double total = 0;
+  double mean = 0;
+  double stddev = 0;
+  double min = 0;
+  double max = 0;
+  double p50 = 0;
+  double p95 = 0;
+  double p99 = 0;
+  double share = 0;  ///< total / total of stage `total` (0..1)
+};
+
+/// The stage times of one call (nanoseconds; negative = the stage did not run).
+struct call_timings {
+  std::array<std::int64_t, perf_stage_count> ns;
+  call_timings() { ns.fill(-1); }
+  void add(perf_stage s, std::chrono::nanoseconds d) noexcept {
+    auto& v = ns[static_cast<std::size_t>(s)];
+    v = (v < 0 ? 0 : v) + d.count();
+  }
+};
+
+class perf_stats {
+ public:
+  perf_stats();
+  perf_stats(const perf_stats&) = delete;
+  perf_stats& operator=(const perf_stats&) = delete;
+
+  /// Records one call; computes `overhead` from `total` and the named stages.
+  void record(const call_timings& timings);
+  /// Forgets everything recorded.
+  void reset();
+
+  /// One entry per stage, in perf_stage order (stages never run have count 0).
+  [[nodiscard]] std::vector<stage_stats> snapshot() const;
+  [[nodiscard]] stage_stats of(perf_stage s) const;
+  /// Aligned text table: stage, count, total, mean, std, min, max, p50, p95, p99, share.
+  [[nodiscard]] std::string table() const;
+  void print(std::ostream& os) const;
+  void print() const;  ///< to std::cout
+  /// {"stages": {"engine": {"count":..., "total_s":..., ...}, ...}}
+  [[nodiscard]] boost::json::value to_json() const;
+
+ private:
+  static constexpr std::size_t buckets = 64 * 16;
+  struct accumulator {
+    std::uint64_t count = 0;
+    double sum = 0;      // seconds
+    double mean = 0;     // Welford
+    double m2 = 0;
+    double min = 0;
+    double max = 0;
+    std::array<std::uint32_t, buckets> histogram{};
+    void add(std::int64_t ns);
+    [[nodiscard]] double percentile(double p) const;
+  };
+  mutable std::mutex mutex_;
+  std::array<accumulator, perf_stage_count> stages_;
+};
+
+}  // namespace covenant

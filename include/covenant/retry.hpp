@@ -1,0 +1,39 @@
+// covenant/retry.hpp - the remedy schedule: how many times a contract asks again, and when.
+//
+// Exact semantics:
+//  * `tries` is the number of remedy attempts after the first generation: a remedy phase makes
+//    at most 1 + tries model calls. tries = 0 means no re-ask.
+//  * Before remedy attempt k (k = 1..tries) the contract waits
+//        base(k)  = min(max_delay, delay * backoff^(k-1))
+//        delay(k) = clamp(base(k) * (1 + u), 0, max_delay),  u drawn uniformly from [-jitter, +jitter]
+//    There is no wait before the first generation, and no call and no wait after the last try.
+//  * `graceful` decides what the call operator does when tries run out (forward runs either way
+//    and the outcome keeps the full attempt history):
+//      graceful = false (default): after forward has produced its fallback, the call operator
+//        throws covenant::contract_failure<R> carrying that fallback value and the outcome.
+//      graceful = true: no exception; the call operator returns forward's value.
+//    contract::run() never throws for a failed contract, whatever `graceful` says.
+#pragma once
+
+#include <chrono>
+
+namespace covenant {
+
+struct retry_policy {
+  int tries = 5;
+  std::chrono::duration<double> delay{0.5};
+  double backoff = 2.0;
+  std::chrono::duration<double> max_delay{15.0};
+  double jitter = 0.1;
+  bool graceful = false;
+
+  /// min(max_delay, delay * backoff^(k-1)) for remedy attempt k >= 1 (no jitter).
+  [[nodiscard]] std::chrono::nanoseconds base_delay(int k) const;
+  /// The wait before remedy attempt k given a uniform draw u01 in [0, 1).
+  [[nodiscard]] std::chrono::nanoseconds delay_before(int k, double u01) const;
+  /// Throws std::invalid_argument when a value is out of range (negative tries, delays, jitter
+  /// outside [0, 1], backoff below 1...).
+  void check() const;
+};
+
+}  // namespace covenant

@@ -1,0 +1,55 @@
+// covenant/violation.hpp - how pre() and post() say "this is wrong".
+//
+//     void post(const Answer& a) const {
+//       covenant::violation v;
+//       if (a.coverage_score < 0.55) v.add("coverage_score", "must be at least 0.55");
+//       if (a.evidence.empty()) v.add("evidence", "must cite at least one snippet");
+//       v.raise_if_any();          // throws v when it holds anything: all violations at once
+//     }
+//
+// or simply `throw covenant::violation("The query must not be empty.");`.
+// Any other exception escaping a hook is caught by the contract, recorded as a hook_exception
+// issue and treated as a violation too.
+#pragma once
+
+#include <exception>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "covenant/issues.hpp"
+
+namespace covenant {
+
+class violation : public std::exception {
+ public:
+  /// An empty collection; add() violations, then raise_if_any().
+  violation() = default;
+  /// One violation of the whole value.
+  explicit violation(std::string message) { add(std::move(message)); }
+  /// One violation at a field path (`evidence[2].doc_id`).
+  violation(std::string_view path, std::string message) { add(path, std::move(message)); }
+
+  /// Adds a violation of the whole value.
+  violation& add(std::string message);
+  /// Adds a violation at a path (rendered form, e.g. `evidence[2].doc_id`).
+  violation& add(std::string_view path, std::string message);
+  /// Adds a fully specified issue (its code is kept as given).
+  violation& add(issue i);
+
+  [[nodiscard]] bool empty() const noexcept { return issues_.empty(); }
+  [[nodiscard]] const issue_list& issues() const noexcept { return issues_; }
+
+  /// Throws *this when it holds at least one violation.
+  void raise_if_any() const {
+    if (!empty()) throw *this;
+  }
+
+  [[nodiscard]] const char* what() const noexcept override;
+
+ private:
+  issue_list issues_;
+  std::string what_;
+};
+
+}  // namespace covenant

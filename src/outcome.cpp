@@ -1,0 +1,55 @@
+#include "covenant/outcome.hpp"
+
+#include "covenant/engine.hpp"
+
+namespace covenant {
+
+std::string_view to_string(role r) noexcept {
+  switch (r) {
+    case role::system: return "system";
+    case role::user: return "user";
+    case role::assistant: return "assistant";
+  }
+  return "user";
+}
+
+std::string_view to_string(stage s) noexcept {
+  switch (s) {
+    case stage::none: return "none";
+    case stage::input_validation: return "input_validation";
+    case stage::pre: return "pre";
+    case stage::pre_remedy: return "pre_remedy";
+    case stage::act: return "act";
+    case stage::render: return "render";
+    case stage::engine: return "engine";
+    case stage::parse: return "parse";
+    case stage::validate: return "validate";
+    case stage::post: return "post";
+    case stage::post_remedy: return "post_remedy";
+    case stage::forward: return "forward";
+  }
+  return "none";
+}
+
+std::string outcome_base::summary() const {
+  const std::size_t n = attempts.size();
+  std::string out;
+  if (success) {
+    out = "succeeded";
+  } else {
+    out = "failed at ";
+    out += to_string(failed_stage);
+  }
+  out += " after " + std::to_string(n) + (n == 1 ? " model call" : " model calls");
+  if (!success && !issues.empty()) {
+    out += ": ";
+    issues.front().append_to(out);
+    if (issues.size() > 1) out += " (+" + std::to_string(issues.size() - 1) + " more)";
+  }
+  return out;
+}
+
+contract_error::contract_error(outcome_base outcome)
+    : std::runtime_error("covenant contract " + outcome.summary()), outcome_(std::move(outcome)) {}
+
+}  // namespace covenant

@@ -1,0 +1,25 @@
+#include "covenant/violation.hpp"
+
+namespace covenant {
+
+violation& violation::add(std::string message) { return add(std::string_view{}, std::move(message)); }
+
+violation& violation::add(std::string_view p, std::string message) {
+  issue i;
+  i.path = path::parse(p);
+  // The contract sets precondition_violation or postcondition_violation by where it was thrown.
+  i.code = issue_code::postcondition_violation;
+  i.message = std::move(message);
+  return add(std::move(i));
+}
+
+violation& violation::add(issue i) {
+  if (!what_.empty()) what_ += "; ";
+  what_ += i.path.empty() ? i.message : i.to_string();
+  issues_.push_back(std::move(i));
+  return *this;
+}
+
+const char* violation::what() const noexcept { return what_.empty() ? "covenant::violation" : what_.c_str(); }
+
+}  // namespace covenant

@@ -1,0 +1,468 @@
+// The contract's data path, remedy loop and forward fallback, driven by a scripted engine.
+#include <covenant/contract.hpp>
+#include <covenant/gtest.hpp>
+#include <covenant/testing.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace contract_test {
+
+struct Question {
+  std::string text;
+  int max_words = 50;
+};
+
+struct Answer {
+  std::string answer;
+  double confidence = 0;
+  std::vector<std::string> sources;
+};
+
+struct Prepared {
+  std::string question;
+  std::vector<std::string> keywords;
+};
+
+// Answers must be confident enough; forward falls back to a fixed answer.
+struct QA {
+  static constexpr std::string_view prompt = "Answer the question.";
+  void post(const Answer& a) const {
+    if (a.confidence < 0.5) throw covenant::violation("confidence", "must be at least 0.5 for a final answer");
+  }
+  Answer forward(const Question&, const covenant::outcome<Answer>& o) const {
+    if (o.success) return *o.result;
+    return Answer{"I don't know.", 0, {}};
+  }
+};
+
+// Reports several violations at once, and a non-violation exception for a magic answer.
+struct Picky {
+  static constexpr std::string_view prompt = "Answer carefully.";
+  void pre(const Question& q) const {
+    if (q.text.find('?') == std::string::npos) throw covenant::violation("text", "must be a question ending in '?'");
+  }
+  void post(const Answer& a) const {
+    if (a.answer == "boom") throw std::out_of_range("index 7 out of range");
+    covenant::violation v;
+    if (a.sources.empty()) v.add("sources", "must cite at least one source");
+    if (a.confidence > 0.99) v.add("confidence", "must not claim certainty");
+    v.raise_if_any();
+  }
+  std::string forward(const Question& q, const covenant::outcome<Answer>& o) const {
+    return o.success ? o.result->answer : "fallback for " + q.text;
+  }
+};
+
+// act changes the type; post sees act's result as context.
+struct WithAct {
+  static constexpr std::string_view prompt = "Answer from the keywords.";
+  Prepared act(const Question& q) const {
+    Prepared p;
+    p.question = q.text;
+    for (std::size_t i = 0, j; i < q.text.size(); i = j + 1) {
+      j = q.text.find(' ', i);
+      if (j == std::string::npos) j = q.text.size();
+      if (j - i > 4) p.keywords.push_back(q.text.substr(i, j - i));
+    }
+    return p;
+  }
+  void post(const Answer& a, const Prepared& p) const {
+    if (a.sources.size() > p.keywords.size())
+      throw covenant::violation("sources", "must have at most " + std::to_string(p.keywords.size()) + " items");
+  }
+  Answer forward(const Question&, const covenant::outcome<Answer>& o) const { return o.result.value_or(Answer{}); }
+};
+
+// act returning the input type: forward receives the act-modified input on success.
+struct Normalize {
+  static constexpr std::string_view prompt = "Answer.";
+  Question act(const Question& q) const { return Question{q.text + " (normalized)", q.max_words}; }
+  std::string forward(const Question& q, const covenant::outcome<Answer>&) const { return q.text; }
+};
+
+}  // namespace contract_test
+
+template <>
+struct covenant::describe<contract_test::Question> {
+  static constexpr auto fields = covenant::fields<contract_test::Question>(
+      covenant::field<&contract_test::Question::text>("The question.", covenant::non_empty{}),
+      covenant::field<&contract_test::Question::max_words>("Longest answer.", covenant::range{1, 100}));
+};
+
+template <>
+struct covenant::describe<contract_test::Answer> {
+  static constexpr auto fields = covenant::fields<contract_test::Answer>(
+      covenant::field<&contract_test::Answer::answer>("The answer.", covenant::non_empty{}),
+      covenant::field<&contract_test::Answer::confidence>("Confidence.", covenant::range{0.0, 1.0}),
+      covenant::field<&contract_test::Answer::sources>("Sources.", covenant::each{covenant::non_empty{}}));
+};
+
+namespace {
+
+using namespace contract_test;
+using covenant::testing::fake_sleeper;
+using covenant::testing::instant;
+using covenant::testing::scripted_engine;
+using covenant::testing::step;
+using ::testing::HasSubstr;
+
+const char* good = R"({"answer": "Paris", "confidence": 0.9, "sources": ["atlas"]})";
+const char* unsure = R"({"answer": "Paris", "confidence": 0.2, "sources": ["atlas"]})";
+const char* out_of_range = R"({"answer": "Paris", "confidence": 1.7, "sources": [""]})";
+
+const Question question{"What is the capital of France?", 10};
+
+TEST(Contract, SucceedsOnFirstValidReplyWithOneCall) {
+  scripted_engine model{step(good, {100, 20})};
+  covenant::contract<QA> qa{model, instant()};
+  auto [value, outcome] = qa.run(question);
+  EXPECT_THAT(outcome, covenant::testing::Succeeded());
+  EXPECT_EQ(value.answer, "Paris");
+  ASSERT_TRUE(outcome.result.has_value());
+  EXPECT_EQ(model.calls(), 1u);
+  ASSERT_EQ(outcome.attempts.size(), 1u);
+  EXPECT_EQ(outcome.attempts[0].text, good);
+  EXPECT_EQ(outcome.usage, (covenant::usage{100, 20}));
+  EXPECT_EQ(outcome.failed_stage, covenant::stage::none);
+}
+
+TEST(Contract, PromptHasTaskSchemaAndInputInUncloseableDelimiters) {
+  scripted_engine model{good};
+  covenant::contract<QA> qa{model, instant()};
+  (void)qa.run(Question{"Is </input> a tag? <b>", 5});
+  const auto req = model.request(0);
+  ASSERT_EQ(req.messages.size(), 2u);
+  EXPECT_EQ(req.messages[0].role, covenant::role::system);
+  EXPECT_THAT(req.messages[0].content, HasSubstr("Answer the question."));
+  EXPECT_THAT(req.messages[0].content, HasSubstr("\"confidence\": float"));
+  EXPECT_THAT(req.messages[0].content, HasSubstr("Between 0 and 1"));
+  EXPECT_EQ(req.messages[1].content,
+            "<input>\n{\"text\":\"Is \\u003c/input> a tag? \\u003cb>\",\"max_words\":5}\n</input>");
+  EXPECT_NE(req.response_schema, nullptr);
+  EXPECT_EQ(req.schema_name, "Answer");
+}
+
+TEST(RemedyLoop, FirstPostViolationIsFedBack) {
+  scripted_engine model{unsure, good};
+  covenant::contract<QA> qa{model, instant()};
+  auto r = qa.run(question);
+  EXPECT_TRUE(r.outcome.success);
+  ASSERT_EQ(model.calls(), 2u);
+  const auto second = model.request(1);
+  ASSERT_EQ(second.messages.size(), 4u);
+  EXPECT_EQ(second.messages[2].role, covenant::role::assistant);
+  EXPECT_EQ(second.messages[2].content, unsure);
+  EXPECT_EQ(second.messages[3].content,
+            "Your previous reply was rejected:\n"
+            "- confidence: must be at least 0.5 for a final answer\n"
+            "Reply again with the complete corrected JSON object only, fixing every problem listed.");
+  ASSERT_EQ(r.outcome.attempts.size(), 2u);
+  EXPECT_EQ(r.outcome.attempts[0].issues.at(0).code, covenant::issue_code::postcondition_violation);
+}
+
+TEST(RemedyLoop, EverySchemaIssueOfAnAttemptIsFedBackAtOnce) {
+  scripted_engine model{out_of_range, good};
+  covenant::contract<QA> qa{model, instant()};
+  (void)qa.run(question);
+  EXPECT_EQ(model.last_message(1),
+            "Your previous reply was rejected:\n"
+            "- confidence: must be <= 1 (got 1.7)\n"
+            "- sources[0]: must not be empty (got \"\")\n"
+            "Reply again with the complete corrected JSON object only, fixing every problem listed.");
+}
+
+TEST(RemedyLoop, MakesAtMostOnePlusTriesCallsAndNoSleepAfterTheLast) {
+  scripted_engine model{unsure, unsure, unsure, unsure, unsure, good};
+  fake_sleeper sleeper;
+  covenant::retry_policy policy{.tries = 3, .delay = std::chrono::milliseconds(100), .backoff = 2.0,
+                                .max_delay = std::chrono::seconds(10), .jitter = 0.0, .graceful = true};
+  covenant::contract<QA> qa{model, instant(policy, &sleeper)};
+  auto r = qa.run(question);
+  EXPECT_FALSE(r.outcome.success);
+  EXPECT_EQ(model.calls(), 4u);
+  EXPECT_EQ(r.outcome.attempts.size(), 4u);
+  using std::chrono::milliseconds;
+  EXPECT_THAT(sleeper.sleeps(), ::testing::ElementsAre(milliseconds(100), milliseconds(200), milliseconds(400)));
+  EXPECT_EQ(r.outcome.failed_stage, covenant::stage::post);
+  EXPECT_EQ(r.value.answer, "I don't know.");
+}
+
+TEST(RemedyLoop, ZeroTriesMeansNoReask) {
+  scripted_engine model{unsure, good};
+  covenant::contract<QA> qa{model, instant({.tries = 0, .graceful = true})};
+  EXPECT_FALSE(qa.run(question).outcome.success);
+  EXPECT_EQ(model.calls(), 1u);
+}
+
+TEST(RemedyLoop, DelaysAreCappedByMaxDelay) {
+  scripted_engine model{unsure, unsure, unsure, unsure, unsure};
+  fake_sleeper sleeper;
+  covenant::contract<QA> qa{
+      model, instant({.tries = 4, .delay = std::chrono::seconds(1), .backoff = 3.0, .max_delay = std::chrono::seconds(5),
+                      .jitter = 0.0, .graceful = true},
+                     &sleeper)};
+  (void)qa.run(question);
+  using std::chrono::seconds;
+  EXPECT_THAT(sleeper.sleeps(), ::testing::ElementsAre(seconds(1), seconds(3), seconds(5), seconds(5)));
+}
+
+TEST(RemedyLoop, JitteredDelaysAreSeededAndWithinBounds) {
+  auto run_once = [] {
+    scripted_engine model{unsure, unsure, unsure, unsure};
+    fake_sleeper sleeper;
+    covenant::contract<QA> qa{model,
+                              instant({.tries = 3, .delay = std::chrono::seconds(1), .backoff = 2.0,
+                                       .max_delay = std::chrono::seconds(3), .jitter = 0.5, .graceful = true},
+                                      &sleeper, 7)};
+    (void)qa.run(question);
+    return sleeper.sleeps();
+  };
+  const auto a = run_once();
+  const auto b = run_once();
+  EXPECT_EQ(a, b);
+  ASSERT_EQ(a.size(), 3u);
+  const double base[] = {1.0, 2.0, 3.0};
+  for (std::size_t k = 0; k < 3; ++k) {
+    const double s = std::chrono::duration<double>(a[k]).count();
+    EXPECT_GE(s, base[k] * 0.5);
+    EXPECT_LE(s, std::min(3.0, base[k] * 1.5));
+  }
+}
+
+TEST(RemedyLoop, AccumulateErrorsListsEveryEarlierAttempt) {
+  scripted_engine model{out_of_range, unsure, good};
+  auto options = instant();
+  options.accumulate_errors = true;
+  covenant::contract<QA> qa{model, options};
+  EXPECT_TRUE(qa.run(question).outcome.success);
+  EXPECT_EQ(model.last_message(2),
+            "Your previous reply was rejected:\n"
+            "- confidence: must be at least 0.5 for a final answer\n"
+            "Earlier replies were rejected too:\n"
+            "Reply 1 ({\"answer\": \"Paris\", \"confidence\": 1.7, \"...):\n"
+            "  - confidence: must be <= 1 (got 1.7)\n"
+            "  - sources[0]: must not be empty (got \"\")\n"
+            "Reply again with the complete corrected JSON object only, fixing every problem listed.");
+  // Without accumulation only the latest attempt is shown.
+  scripted_engine model2{out_of_range, unsure, good};
+  covenant::contract<QA> qa2{model2, instant()};
+  (void)qa2.run(question);
+  EXPECT_THAT(model2.last_message(2), ::testing::Not(HasSubstr("Earlier")));
+}
+
+TEST(RemedyLoop, PostRemedyOffFailsWithoutReasking) {
+  scripted_engine model{unsure, good};
+  auto options = instant({.graceful = true});
+  options.post_remedy = false;
+  covenant::contract<QA> qa{model, options};
+  auto r = qa.run(question);
+  EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::post));
+  EXPECT_EQ(model.calls(), 1u);
+}
+
+TEST(RemedyLoop, UnreadableReplyFailsAtParseAndIsFedBack) {
+  scripted_engine model{"I think the answer is Paris.", good};
+  covenant::contract<QA> qa{model, instant()};
+  auto r = qa.run(question);
+  EXPECT_TRUE(r.outcome.success);
+  EXPECT_EQ(r.outcome.attempts[0].issues.at(0).code, covenant::issue_code::parse_error);
+  EXPECT_THAT(model.last_message(1), HasSubstr("- invalid JSON at line 1, column 1"));
+}
+
+TEST(Parse, JsonInsideMarkdownFenceAndProseIsReadWithANote) {
+  scripted_engine model{std::string("Sure! Here it is:\n```json\n") + good + "\n```\nAnything else?"};
+  covenant::contract<QA> qa{model, instant()};
+  auto r = qa.run(question);
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  EXPECT_EQ(model.calls(), 1u);
+  ASSERT_EQ(r.outcome.notes.size(), 1u);
+  EXPECT_EQ(r.outcome.notes[0].kind, covenant::note_kind::extracted);
+}
+
+TEST(Forward, AlwaysRunsAndGetsTheFailureAndOriginalInput) {
+  const char* no_sources = R"({"answer": "Paris", "confidence": 0.9, "sources": []})";
+  scripted_engine model{no_sources, no_sources};
+  covenant::contract<Picky> picky{model, instant({.tries = 1, .graceful = true})};
+  auto r = picky.run(question);
+  EXPECT_EQ(r.value, "fallback for What is the capital of France?");
+  EXPECT_FALSE(r.outcome.result.has_value());
+  EXPECT_EQ(r.outcome.attempts.size(), 2u);
+}
+
+TEST(Forward, OnSuccessReceivesTheActModifiedInput) {
+  scripted_engine model{good};
+  covenant::contract<Normalize> c{model, instant()};
+  EXPECT_EQ(c(question), "What is the capital of France? (normalized)");
+  scripted_engine failing{"nope", "nope", "nope"};
+  covenant::contract<Normalize> c2{failing, instant({.tries = 2, .graceful = true})};
+  EXPECT_EQ(c2(question), "What is the capital of France?");
+}
+
+TEST(Graceful, FalseThrowsAfterForwardWithFallbackAndHistory) {
+  scripted_engine model{unsure, unsure};
+  covenant::contract<QA> qa{model, instant({.tries = 1, .graceful = false})};
+  try {
+    (void)qa(question);
+    FAIL() << "expected contract_failure";
+  } catch (const covenant::contract_failure<Answer>& e) {
+    EXPECT_EQ(e.fallback().answer, "I don't know.");
+    EXPECT_EQ(e.outcome().attempts.size(), 2u);
+    EXPECT_EQ(e.outcome().failed_stage, covenant::stage::post);
+    EXPECT_THAT(e.what(), HasSubstr("failed at post after 2 model calls"));
+  }
+}
+
+TEST(Graceful, TrueReturnsForwardsValueAndRunNeverThrows) {
+  scripted_engine model{unsure, unsure, unsure, unsure};
+  covenant::contract<QA> graceful{model, instant({.tries = 1, .graceful = true})};
+  EXPECT_EQ(graceful(question).answer, "I don't know.");
+  covenant::contract<QA> strict{model, instant({.tries = 1, .graceful = false})};
+  auto r = strict.run(question);
+  EXPECT_FALSE(r.outcome.success);
+}
+
+TEST(Hooks, SeveralViolationsAreReportedAtOnce) {
+  scripted_engine model{R"({"answer": "yes", "confidence": 1.0, "sources": []})", good};
+  covenant::contract<Picky> picky{model, instant()};
+  auto r = picky.run(question);
+  ASSERT_TRUE(r.outcome.success);
+  EXPECT_EQ(model.last_message(1),
+            "Your previous reply was rejected:\n"
+            "- sources: must cite at least one source\n"
+            "- confidence: must not claim certainty\n"
+            "Reply again with the complete corrected JSON object only, fixing every problem listed.");
+}
+
+TEST(Hooks, OtherExceptionsAreRecordedAndTreatedAsViolations) {
+  scripted_engine model{R"({"answer": "boom", "confidence": 0.5, "sources": ["s"]})", good};
+  covenant::contract<Picky> picky{model, instant()};
+  auto r = picky.run(question);
+  ASSERT_TRUE(r.outcome.success);
+  const auto& first = r.outcome.attempts.at(0).issues.at(0);
+  EXPECT_EQ(first.code, covenant::issue_code::hook_exception);
+  EXPECT_EQ(first.message, "post threw std::out_of_range: index 7 out of range");
+}
+
+TEST(PreRemedy, OffFailsAtPreWithoutCallingTheModel) {
+  scripted_engine model{good};
+  covenant::contract<Picky> picky{model, instant({.graceful = true})};
+  auto r = picky.run(Question{"Capital of France", 10});
+  EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::pre));
+  EXPECT_EQ(model.calls(), 0u);
+  EXPECT_THAT(r.outcome.issues, ::testing::ElementsAre(covenant::testing::IssueRendered(
+                                    "text: must be a question ending in '?'")));
+  EXPECT_EQ(r.outcome.issues[0].code, covenant::issue_code::precondition_violation);
+}
+
+TEST(PreRemedy, ShowsTheBadInputAndViolationsThenUsesTheCorrectedInput) {
+  scripted_engine model{R"({"text": "What is the capital of France?", "max_words": 10})", good};
+  auto options = instant();
+  options.pre_remedy = true;
+  covenant::contract<Picky> picky{model, options};
+  auto r = picky.run(Question{"Capital of France", 10});
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  EXPECT_EQ(model.calls(), 2u);
+  const auto repair = model.request(0);
+  EXPECT_EQ(repair.messages[1].content,
+            "<input>\n{\"text\":\"Capital of France\",\"max_words\":10}\n</input>\n"
+            "Problems with this input:\n"
+            "- text: must be a question ending in '?'");
+  EXPECT_THAT(repair.messages[0].content, HasSubstr("Answer carefully."));
+  EXPECT_EQ(r.outcome.attempts[0].kind, covenant::attempt_kind::input_repair);
+  EXPECT_EQ(model.request(1).messages[1].content,
+            "<input>\n{\"text\":\"What is the capital of France?\",\"max_words\":10}\n</input>");
+}
+
+TEST(PreRemedy, InputSchemaViolationsAreRemediedToo) {
+  scripted_engine model{R"({"text": "Why?", "max_words": 500})", R"({"text": "Why?", "max_words": 50})", good};
+  auto options = instant();
+  options.pre_remedy = true;
+  covenant::contract<Picky> picky{model, options};
+  auto r = picky.run(Question{"", 500});
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  EXPECT_THAT(model.request(0).messages[1].content, HasSubstr("- text: must not be empty (got \"\")"));
+  EXPECT_THAT(model.request(0).messages[1].content, HasSubstr("- max_words: must be <= 100 (got 500)"));
+  EXPECT_THAT(model.last_message(1), HasSubstr("- max_words: must be <= 100 (got 500)"));
+}
+
+TEST(InputValidation, InvalidInputFailsWithoutCallingTheModel) {
+  scripted_engine model{good};
+  covenant::contract<QA> qa{model, instant({.graceful = true})};
+  auto r = qa.run(Question{"", 0});
+  EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::input_validation));
+  EXPECT_EQ(r.outcome.issues.size(), 2u);
+  EXPECT_EQ(model.calls(), 0u);
+}
+
+TEST(Engine, FailuresAreNotShownToTheModelAsViolations) {
+  scripted_engine model{step::failure("HTTP 503 after 3 retries"), good};
+  covenant::contract<QA> qa{model, instant({.graceful = true})};
+  auto r = qa.run(question);
+  EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::engine));
+  EXPECT_EQ(model.calls(), 1u);
+  EXPECT_EQ(r.outcome.issues.at(0).code, covenant::issue_code::engine_error);
+  EXPECT_TRUE(r.outcome.attempts.at(0).engine_failed);
+}
+
+TEST(Usage, IsSummedOverEveryAttemptOnSuccessAndFailure) {
+  scripted_engine model{step(unsure, {10, 5}), step(good, {12, 6})};
+  covenant::contract<QA> qa{model, instant()};
+  EXPECT_EQ(qa.run(question).outcome.usage, (covenant::usage{22, 11}));
+  scripted_engine failing{step(unsure, {10, 5}), step(unsure, {10, 5})};
+  covenant::contract<QA> qa2{failing, instant({.tries = 1, .graceful = true})};
+  EXPECT_EQ(qa2.run(question).outcome.usage, (covenant::usage{20, 10}));
+}
+
+TEST(Act, ContextReachesPostAndPrompt) {
+  scripted_engine model{R"({"answer": "a", "confidence": 0.9, "sources": ["1", "2", "3"]})",
+                        R"({"answer": "a", "confidence": 0.9, "sources": ["1"]})"};
+  covenant::contract<WithAct> c{model, instant()};
+  auto r = c.run(Question{"Where is the Louvre?", 10});
+  ASSERT_TRUE(r.outcome.success);
+  EXPECT_EQ(model.request(0).messages[1].content,
+            "<input>\n{\"question\":\"Where is the Louvre?\",\"keywords\":[\"Where\",\"Louvre?\"]}\n</input>");
+  EXPECT_THAT(model.last_message(1), HasSubstr("- sources: must have at most 2 items"));
+  EXPECT_EQ(r.outcome.attempts.size(), 2u);
+}
+
+TEST(Outcome, BelongsToItsCallOnly) {
+  scripted_engine model{unsure, unsure, good};
+  covenant::contract<QA> qa{model, instant({.tries = 1, .graceful = true})};
+  auto first = qa.run(question);
+  EXPECT_FALSE(first.outcome.success);
+  scripted_engine model2{good};
+  covenant::contract<QA> qa2{model2, instant()};
+  auto second = qa2.run(question);
+  EXPECT_TRUE(second.outcome.success);
+  EXPECT_EQ(second.outcome.attempts.size(), 1u);
+  EXPECT_TRUE(second.outcome.issues.empty());
+}
+
+TEST(PerfStats, RecordsEveryStageWithCountsAndShares) {
+  scripted_engine model{unsure, good};
+  auto options = instant();
+  covenant::testing::manual_clock clock{std::chrono::microseconds(10)};
+  options.clock = [&clock] { return clock(); };
+  covenant::contract<QA> qa{model, options};
+  (void)qa.run(question);
+  (void)qa.run(question);  // script exhausted: engine failure
+  const auto& stats = qa.perf_stats();
+  EXPECT_EQ(stats.of(covenant::perf_stage::total).count, 2u);
+  EXPECT_EQ(stats.of(covenant::perf_stage::engine).count, 2u);
+  EXPECT_EQ(stats.of(covenant::perf_stage::post).count, 1u);
+  EXPECT_EQ(stats.of(covenant::perf_stage::post_remedy).count, 1u);
+  EXPECT_EQ(stats.of(covenant::perf_stage::forward).count, 2u);
+  EXPECT_GT(stats.of(covenant::perf_stage::engine).share, 0.0);
+  double shares = 0;
+  for (const auto& s : stats.snapshot())
+    if (s.name != "total") shares += s.share;
+  EXPECT_NEAR(shares, 1.0, 1e-9);
+  EXPECT_THAT(stats.table(), HasSubstr("engine"));
+  EXPECT_EQ(stats.to_json().at("stages").at("total").at("count").as_uint64(), 2u);
+  qa.perf_stats().reset();
+  EXPECT_EQ(stats.of(covenant::perf_stage::total).count, 0u);
+}
+
+}  // namespace
