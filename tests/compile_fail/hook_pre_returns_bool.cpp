@@ -1,4 +1,4 @@
-// expect: pre must be .void pre.const Input// expect: pre must be `void pre\(const Input&\) const`. const. and signal violations
+// expect: pre must be .void pre.const Input.. const. and signal violations
 // pre() signals violations by throwing covenant::violation, not by returning a value.
 #include <covenant/contract.hpp>
 #include <covenant/testing.hpp>
