@@ -1,0 +1,122 @@
+// The flagship example: a multi-document QA agent under contract (examples/models/multidoc_qa.hpp).
+//
+// Offline (default) it talks to a scripted model whose first reply is cut off, whose second
+// reply breaks the agent's coverage rule, and whose third reply is valid, and prints the
+// conversation, the outcome and the per-stage timings.
+#include <covenant/contract.hpp>
+#include <covenant/testing.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "models/multidoc_qa.hpp"
+
+namespace {
+
+std::vector<qa::Document> corpus() {
+  return {
+      {"A1",
+       "Symbolic reasoning systems manipulate explicit rules and facts. They make every step of an inference "
+       "inspectable. Modern hybrids pair them with statistical learning."},
+      {"B2",
+       "A vector database stores embeddings, numeric representations of text. It answers nearest-neighbour "
+       "queries over those embeddings in milliseconds. This makes semantic search practical: results match the "
+       "meaning of a query, not only its words."},
+      {"C3",
+       "Hybrid search combines keyword matching with dense vector similarity. The combination improves both "
+       "recall and precision on specialised collections."},
+  };
+}
+
+// What the scripted model answers, in order.
+std::vector<covenant::testing::step> script() {
+  using covenant::testing::step;
+  return {
+      // 1. cut off mid-output: not readable as the output type
+      step(R"({"answer": "Vector databases keep embeddings of documents, so text whose meaning is close to a query is found quickly.", "evidence": [{"doc_id": "B2", "snippet": "It answers nearest-neighbour queries)",
+           {412, 48}, "length"),
+      // 2. valid JSON, but the coverage is below the agent's minimum: post() rejects it
+      step(R"({"answer": "Vector databases find text by meaning.", "evidence": [{"doc_id": "B2", "snippet": "A vector database stores embeddings, numeric representations of text."}], "coverage_score": 0.45})",
+           {530, 41}),
+      // 3. valid and well supported
+      step(R"({"answer": "A vector database stores embeddings of texts and answers nearest-neighbour queries over them in milliseconds, so a search returns passages whose meaning matches the query even when the words differ.", "evidence": [{"doc_id": "B2", "snippet": "It answers nearest-neighbour queries over those embeddings in milliseconds."}, {"doc_id": "B2", "snippet": "This makes semantic search practical: results match the meaning of a query, not only its words."}], "coverage_score": 0.9})",
+           {655, 77}),
+  };
+}
+
+void print_rule(const char* title) { std::cout << "\n=== " << title << " ===\n"; }
+
+}  // namespace
+
+int main() {
+  const char* base_url = std::getenv("COVENANT_BASE_URL");
+  if (base_url != nullptr && *base_url != '\0') {
+    std::cerr << "COVENANT_BASE_URL is set, but this build has no HTTP engine; running offline.\n";
+  }
+  covenant::testing::scripted_engine model{script()};
+
+  covenant::contract_options options;
+  options.pre_remedy = true;
+  options.post_remedy = true;
+  options.accumulate_errors = true;
+  options.retry = {.tries = 3,
+                   .delay = std::chrono::milliseconds(400),
+                   .backoff = 1.8,
+                   .max_delay = std::chrono::seconds(4),
+                   .jitter = 0.15,
+                   .graceful = true};
+  // Offline: the waits of the retry schedule are recorded on each attempt instead of slept.
+  options.sleep = [](std::chrono::nanoseconds) {};
+  covenant::testing::seeded_random jitter{2024};
+  options.random = [&jitter] { return jitter(); };
+
+  const covenant::contract<qa::MultiDocQA> agent{model, options, qa::MultiDocQA{.min_coverage = 0.6}};
+
+  const qa::MultiDocQAInput input{"Why are vector databases useful for semantic search?", corpus(), 2};
+
+  print_rule("task");
+  std::cout << "question: " << input.query << "\ndocuments: A1, B2, C3; at most " << *input.max_snippets
+            << " snippets; minimum coverage 0.6\n";
+
+  auto [answer, outcome] = agent.run(input);
+
+  print_rule("conversation");
+  const auto requests = model.requests();
+  for (std::size_t i = 0; i < outcome.attempts.size(); ++i) {
+    const auto& a = outcome.attempts[i];
+    std::cout << "--- attempt " << a.number;
+    if (a.waited.count() > 0)
+      std::cout << " (after waiting " << std::chrono::duration<double>(a.waited).count() << " s)";
+    std::cout << " ---\n";
+    if (i == 0) {
+      std::cout << "[system]\n" << requests[i].messages[0].content << "\n[user]\n" << requests[i].messages[1].content << "\n";
+    } else {
+      std::cout << "[user, corrective]\n" << requests[i].messages.back().content << "\n";
+    }
+    std::cout << "[model" << (a.finish_reason == "length" ? ", cut off by its token limit" : "") << "]\n"
+              << a.text << "\n";
+    if (a.issues.empty()) {
+      std::cout << "  accepted\n";
+    } else {
+      std::cout << "  rejected:\n";
+      for (const auto& issue : a.issues)
+        std::cout << "    " << issue.to_string() << "   [" << covenant::to_string(issue.code) << "]\n";
+    }
+  }
+
+  print_rule("outcome");
+  std::cout << outcome.summary() << "\n";
+  std::cout << "tokens: " << outcome.usage.input_tokens << " in, " << outcome.usage.output_tokens << " out (all "
+            << outcome.attempts.size() << " attempts)\n";
+  for (const auto& n : outcome.notes) std::cout << "note: " << n.to_string() << "\n";
+
+  print_rule("answer (from forward)");
+  std::cout << answer.answer << "\ncoverage: " << answer.coverage_score << "\n";
+  for (const auto& e : answer.evidence) std::cout << "  (Doc " << e.doc_id << ") " << e.snippet << "\n";
+
+  print_rule("per-stage timings");
+  agent.perf_stats().print(std::cout);
+  return outcome.success ? EXIT_SUCCESS : EXIT_FAILURE;
+}
