@@ -195,7 +195,7 @@ class exporter {
       case constraint_kind::one_of: {
         if (!is_primitive(k) || o.contains("enum")) return false;
         json::array values;
-        for (const auto& v : c.values) values.push_back(v);
+        for (const auto& v : c.values) values.push_back(v.is_double() ? number_value(v.get_double()) : v);
         o["enum"] = std::move(values);
         return true;
       }

@@ -344,7 +344,8 @@ class prompt_renderer {
       if (print_name) out += d.name + " ";
       out += object_body(*obj, 0);
     } else if (const auto* e = d.enumeration()) {
-      if (std::string notes = detail::enum_value_notes(*e); !notes.empty()) comment_lines(out, 0, notes);
+      if (std::string notes = detail::enum_value_notes(*e); !notes.empty())
+        comment_lines(out, 0, detail::sentence(notes));
       if (print_name) out += d.name + " = ";
       out += enum_text(*e);
     } else if (const auto* a = d.alias()) {

@@ -96,7 +96,11 @@ std::string number_text(double v) {
   return std::string(buf, static_cast<std::size_t>(r.ptr - buf));
 }
 
-std::string json_text(const boost::json::value& v) { return boost::json::serialize(v); }
+/// JSON text of a value; doubles in shortest form (1 and 0.5, not 1E0 and 5E-1).
+std::string json_text(const boost::json::value& v) {
+  if (v.is_double()) return number_text(v.get_double());
+  return boost::json::serialize(v);
+}
 
 void append_expression(std::string& out, const type& t, bool in_union) {
   switch (t.kind) {
