@@ -58,9 +58,21 @@ std::string one_of_text(const std::vector<boost::json::value>& values) {
   std::string out;
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (i) out += ", ";
-    out += json_text(values[i]);
+    out += values[i].is_double() ? number_text(values[i].get_double()) : json_text(values[i]);
   }
   return out;
+}
+
+// The count when a list's min and max bounds (or a string's) are equal: "exactly N".
+std::size_t exact_count(const std::vector<schema::constraint>& cs, schema::constraint_kind lo,
+                        schema::constraint_kind hi) noexcept {
+  std::size_t a = SIZE_MAX;
+  std::size_t b = SIZE_MAX - 1;
+  for (const auto& c : cs) {
+    if (c.kind == lo) a = c.count;
+    if (c.kind == hi) b = c.count;
+  }
+  return a == b ? a : SIZE_MAX;
 }
 
 void custom(const schema::constraint& c, std::string_view raw, const void* native, decode_context& ctx,
@@ -143,12 +155,14 @@ void check_string(const std::vector<schema::constraint>& cs, std::string_view v,
         if (v.size() >= 4 * c.count) break;
         const std::size_t n = v.size() < c.count ? v.size() : code_points(v);
         if (n >= c.count) break;
-        if (c.count == 1) {
+        const bool exact = exact_count(cs, schema::constraint_kind::min_length, schema::constraint_kind::max_length) ==
+                           c.count;
+        if (c.count == 1 && !exact) {
           ctx.add(at, issue_code::constraint_violation, "non-empty string", "\"\"", "must not be empty");
         } else {
-          ctx.add(at, issue_code::constraint_violation, "at least " + plural(c.count, "character", "characters"),
-                  n == 0 ? std::string("\"\"") : plural(n, "character", "characters"),
-                  "must have at least " + plural(c.count, "character", "characters"));
+          const std::string bound = (exact ? "exactly " : "at least ") + plural(c.count, "character", "characters");
+          ctx.add(at, issue_code::constraint_violation, bound,
+                  n == 0 ? std::string("\"\"") : plural(n, "character", "characters"), "must have " + bound);
         }
         break;
       }
@@ -156,9 +170,10 @@ void check_string(const std::vector<schema::constraint>& cs, std::string_view v,
         if (v.size() <= c.count) break;
         const std::size_t n = code_points(v);
         if (n <= c.count) break;
-        ctx.add(at, issue_code::constraint_violation, "at most " + plural(c.count, "character", "characters"),
-                plural(n, "character", "characters"),
-                "must have at most " + plural(c.count, "character", "characters"));
+        const bool exact = exact_count(cs, schema::constraint_kind::min_length, schema::constraint_kind::max_length) ==
+                           c.count;
+        const std::string bound = (exact ? "exactly " : "at most ") + plural(c.count, "character", "characters");
+        ctx.add(at, issue_code::constraint_violation, bound, plural(n, "character", "characters"), "must have " + bound);
         break;
       }
       case schema::constraint_kind::pattern:
@@ -201,21 +216,27 @@ void check_count(const std::vector<schema::constraint>& cs, std::size_t n, bool 
   const char* many = is_map ? "entries" : "items";
   for (const auto& c : cs) {
     switch (c.kind) {
-      case schema::constraint_kind::min_items:
+      case schema::constraint_kind::min_items: {
         if (n >= c.count) break;
-        if (c.count == 1) {
+        const bool exact =
+            exact_count(cs, schema::constraint_kind::min_items, schema::constraint_kind::max_items) == c.count;
+        if (c.count == 1 && !exact) {
           ctx.add(at, issue_code::constraint_violation, std::string("at least 1 ") + one, is_map ? "{}" : "[]",
                   "must not be empty");
         } else {
-          ctx.add(at, issue_code::constraint_violation, "at least " + plural(c.count, one, many), plural(n, one, many),
-                  "must have at least " + plural(c.count, one, many));
+          const std::string bound = (exact ? "exactly " : "at least ") + plural(c.count, one, many);
+          ctx.add(at, issue_code::constraint_violation, bound, plural(n, one, many), "must have " + bound);
         }
         break;
-      case schema::constraint_kind::max_items:
+      }
+      case schema::constraint_kind::max_items: {
         if (n <= c.count) break;
-        ctx.add(at, issue_code::constraint_violation, "at most " + plural(c.count, one, many), plural(n, one, many),
-                "must have at most " + plural(c.count, one, many));
+        const bool exact =
+            exact_count(cs, schema::constraint_kind::min_items, schema::constraint_kind::max_items) == c.count;
+        const std::string bound = (exact ? "exactly " : "at most ") + plural(c.count, one, many);
+        ctx.add(at, issue_code::constraint_violation, bound, plural(n, one, many), "must have " + bound);
         break;
+      }
       case schema::constraint_kind::unique_items:
       case schema::constraint_kind::unique_by:
       case schema::constraint_kind::predicate:

@@ -22,16 +22,17 @@ spdlog::logger& log() {
   return *logger;
 }
 
-std::string render_input_message(std::string_view json) {
-  std::string out;
-  out.reserve(json.size() + 24);
-  out += "<input>\n";
-  for (char c : json) {
-    if (c == '<') out += "\\u003c";
-    else out.push_back(c);
+void seal_input_message(std::string& message, std::size_t json_start) {
+  std::size_t lt = message.find('<', json_start);
+  if (lt != std::string::npos) {
+    std::string escaped(message, 0, lt);
+    for (std::size_t i = lt; i < message.size(); ++i) {
+      if (message[i] == '<') escaped += "\\u003c";
+      else escaped.push_back(message[i]);
+    }
+    message.swap(escaped);
   }
-  out += "\n</input>";
-  return out;
+  message += "\n</input>";
 }
 
 namespace {
@@ -80,8 +81,8 @@ std::string input_repair_system_prompt(std::string_view task_prompt, std::string
   return out;
 }
 
-std::string input_repair_message(std::string_view input_json, const issue_list& issues) {
-  std::string out = render_input_message(input_json);
+std::string input_repair_message(std::string input_block, const issue_list& issues) {
+  std::string out = std::move(input_block);
   out += "\nProblems with this input:\n";
   append_issue_lines(out, issues, "");
   if (!out.empty() && out.back() == '\n') out.pop_back();

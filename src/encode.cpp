@@ -1,5 +1,6 @@
 #include "covenant/encode.hpp"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 
@@ -7,12 +8,16 @@ namespace covenant::detail {
 
 void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
-  out.reserve(out.size() + s.size() + 2);
   out.push_back('"');
+  static constexpr auto plain = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0x20; c < 256; ++c) t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
+    return t;
+  }();
   std::size_t run = 0;
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    if (plain[c]) continue;
     out.append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {

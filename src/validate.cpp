@@ -1,5 +1,8 @@
 #include "covenant/validate.hpp"
 
+#include <cstdint>
+#include <cstring>
+
 namespace covenant::detail {
 
 bool valid_utf8(std::string_view s) noexcept {
@@ -7,6 +10,14 @@ bool valid_utf8(std::string_view s) noexcept {
   const std::size_t n = s.size();
   std::size_t i = 0;
   while (i < n) {
+    if (n - i >= 8) {  // ASCII fast path, 8 bytes at a time
+      std::uint64_t w;
+      std::memcpy(&w, u + i, 8);
+      if ((w & 0x8080808080808080ull) == 0) {
+        i += 8;
+        continue;
+      }
+    }
     const unsigned char c = u[i];
     if (c < 0x80) {
       ++i;

@@ -292,13 +292,13 @@ TEST(RetrievalQuery, FractionalTopKIsATypeMismatch) {
 
 TEST(RetrievalQuery, EmbeddingShorterThan1024ValuesIsRejected) {
   EXPECT_TRUE(fails_with<models::RetrievalQuery>(retrieval_query.with("query_embedding", repeated(1023, "0.01")),
-                                                 "query_embedding: must have at least 1024 items (got 1023 items)",
+                                                 "query_embedding: must have exactly 1024 items (got 1023 items)",
                                                  issue_code::constraint_violation));
 }
 
 TEST(RetrievalQuery, EmbeddingLongerThan1024ValuesIsRejected) {
   EXPECT_TRUE(fails_with<models::RetrievalQuery>(retrieval_query.with("query_embedding", repeated(1025, "0.01")),
-                                                 "query_embedding: must have at most 1024 items (got 1025 items)",
+                                                 "query_embedding: must have exactly 1024 items (got 1025 items)",
                                                  issue_code::constraint_violation));
 }
 

@@ -97,8 +97,21 @@ spdlog::logger& log();
 
 using time_point = std::chrono::steady_clock::time_point;
 
-/// The JSON of an input inside <input>...</input>, '<' escaped so the data cannot close the block.
-std::string render_input_message(std::string_view json);
+/// Puts the JSON of an input between <input> and </input>: `message` holds "<input>\n" followed
+/// by the JSON from `json_start` on; '<' in the JSON is escaped so the data cannot close the block.
+void seal_input_message(std::string& message, std::size_t json_start);
+
+/// The input message of `value`: its JSON inside <input>...</input>.
+template <class T>
+std::string render_input_message(const T& value) {
+  std::string message;
+  message.reserve(256);
+  message += "<input>\n";
+  const std::size_t start = message.size();
+  to_json(value, message);
+  seal_input_message(message, start);
+  return message;
+}
 /// The corrective message after a rejected attempt.
 std::string corrective_message(const attempt& rejected, const std::vector<const attempt*>& earlier,
                                std::string_view what);
@@ -106,8 +119,8 @@ std::string corrective_message(const attempt& rejected, const std::vector<const 
 std::string output_system_prompt(std::string_view task_prompt, std::string_view output_format);
 /// System prompt of the input-repair phase.
 std::string input_repair_system_prompt(std::string_view task_prompt, std::string_view input_format);
-/// First user message of the input-repair phase: the bad input and its problems.
-std::string input_repair_message(std::string_view input_json, const issue_list& issues);
+/// First user message of the input-repair phase: the bad input (its <input> block) and its problems.
+std::string input_repair_message(std::string input_block, const issue_list& issues);
 /// Text spans of `text` that may hold the JSON reply (fenced blocks, the outermost braces), best
 /// first. Used when the reply is not JSON as a whole.
 std::vector<std::string_view> json_spans(std::string_view text);
@@ -287,7 +300,7 @@ class contract {
     std::vector<message> base;
     base.reserve(4);
     base.push_back({role::system, system_prompt_});
-    base.push_back({role::user, detail::render_input_message(to_json(context))});
+    base.push_back({role::user, detail::render_input_message(context)});
     if (options_.verbose) {
       detail::log_prompt(traits::name, "system prompt", base[0].content);
       detail::log_prompt(traits::name, "user prompt", base[1].content);
@@ -296,7 +309,7 @@ class contract {
 
     // 4-5. generate, read, check; remedy
     std::optional<output_type> result = generate<output_type>(
-        base, attempt_kind::output, options_.post_remedy, oc, times, mark,
+        std::move(base), attempt_kind::output, options_.post_remedy, oc, times, mark,
         [&](const output_type& out, issue_list& issues, perf_stage& where) {
           if constexpr (traits::with_post) {
             where = perf_stage::post;
@@ -344,7 +357,7 @@ class contract {
 
   // Asks the model for a T until it is read, valid and passes `check`, or tries run out.
   template <class T, class Check>
-  std::optional<T> generate(const std::vector<message>& base, attempt_kind kind, bool remedy, outcome_base& oc,
+  std::optional<T> generate(std::vector<message> base, attempt_kind kind, bool remedy, outcome_base& oc,
                             call_timings& times, detail::time_point& mark, Check&& check) const {
     const bool repairing = kind == attempt_kind::input_repair;
     auto lap = [&](perf_stage s) {
@@ -356,7 +369,8 @@ class contract {
     const std::size_t first_attempt = oc.attempts.size();
     std::chrono::nanoseconds waited{0};
     chat_request request;
-    request.messages = base;
+    request.messages = std::move(base);
+    const std::size_t base_size = request.messages.size();
     if (!repairing) {
       request.response_schema = response_schema_;
       request.schema_name = std::string(schema_name<T>());
@@ -431,7 +445,7 @@ class contract {
       std::string correction =
           detail::corrective_message(a, earlier, repairing ? "corrected input" : "corrected JSON object");
       if (options_.verbose) detail::log_prompt(traits::name, "corrective message", correction);
-      request.messages.resize(base.size());
+      request.messages.resize(base_size);
       request.messages.push_back({role::assistant, a.text});
       request.messages.push_back({role::user, std::move(correction)});
       waited = options_.retry.delay_before(k + 1, options_.random ? options_.random() : detail::default_random());
@@ -451,9 +465,9 @@ class contract {
     detail::time_point mark = now();
     std::vector<message> base;
     base.push_back({role::system, repair_prompt_});
-    base.push_back({role::user, detail::input_repair_message(to_json(input), issues)});
+    base.push_back({role::user, detail::input_repair_message(detail::render_input_message(input), issues)});
     if (options_.verbose) detail::log_prompt(traits::name, "input repair prompt", base[1].content);
-    return generate<input_type>(base, attempt_kind::input_repair, true, oc, times, mark,
+    return generate<input_type>(std::move(base), attempt_kind::input_repair, true, oc, times, mark,
                                 [&](const input_type& in, issue_list& found, perf_stage&) {
                                   found = covenant::validate(in);
                                   if constexpr (traits::with_pre) {

@@ -1,0 +1,70 @@
+// A full contract call whose engine answers instantly: the contract's own overhead.
+#include <benchmark/benchmark.h>
+#include <covenant/contract.hpp>
+#include <covenant/decode.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "../examples/models/final_answer.hpp"
+
+namespace contract_bench {
+
+std::string sample(const char* name) {
+  std::ifstream f(std::string(COVENANT_SHARED_DIR) + "/bench/python/samples/" + name, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+struct Question {
+  std::string text;
+};
+
+// No pre, act or post: the contract checks the input, renders the prompt, reads and validates
+// the reply, and forward returns the result.
+struct AnswerQuestion {
+  static constexpr std::string_view prompt = "Answer the question with sources.";
+  models::FinalAnswer forward(const Question&, const covenant::outcome<models::FinalAnswer>& o) const {
+    return o.result ? *o.result : models::FinalAnswer{};
+  }
+};
+
+// Replies with the same text every time, instantly.
+class instant_engine : public covenant::engine {
+ public:
+  explicit instant_engine(std::string reply) : reply_(std::move(reply)) {}
+  covenant::chat_response complete(const covenant::chat_request&) override {
+    covenant::chat_response r;
+    r.text = reply_;
+    r.usage = {512, 128};
+    return r;
+  }
+
+ private:
+  std::string reply_;
+};
+
+void BM_contract_zero_latency(benchmark::State& state) {
+  const std::string reply = sample("valid_final_answer.json");
+  if (reply.empty()) {
+    state.SkipWithError("sample missing (../shared/bench/python/samples)");
+    return;
+  }
+  covenant::detail::log().set_level(spdlog::level::warn);
+  instant_engine model(reply);
+  const covenant::contract<AnswerQuestion> c{model};
+  const Question q{"How tall is the Eiffel Tower?"};
+  for (auto _ : state) {
+    auto r = c.run(q);
+    if (!r.outcome.success) state.SkipWithError("contract failed");
+    benchmark::DoNotOptimize(r);
+  }
+  const auto total = c.perf_stats().of(covenant::perf_stage::total);
+  state.counters["p50_us"] = total.p50 * 1e6;
+  state.counters["p99_us"] = total.p99 * 1e6;
+}
+BENCHMARK(BM_contract_zero_latency)->Name("contract/final_answer_zero_latency");
+
+}  // namespace contract_bench
