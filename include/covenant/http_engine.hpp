@@ -1,0 +1,146 @@
+// covenant/http_engine.hpp - an engine for OpenAI-compatible Chat Completions servers (libcurl).
+//
+//     covenant::http_engine model{{.base_url = "https://api.openai.com/v1",
+//                                  .api_key = key, .model = "gpt-4o-mini"}};
+//     auto model2 = covenant::http_engine::from_env();   // COVENANT_BASE_URL, _API_KEY, _MODEL
+//     covenant::contract<Summarize> summarize{model};
+//
+// Each complete() is one POST {base_url}/chat/completions with the JSON body
+//     {"model", "messages": [{"role", "content"}], "temperature"?, "max_tokens"?, "response_format"?}
+// where response_format = {"type": "json_schema", "json_schema": {"name", "strict": true, "schema"}}
+// is sent when the request carries a response schema and `structured_outputs` is on. The reply's
+// choices[0].message.content, usage.prompt_tokens / completion_tokens, finish_reason and model
+// become the chat_response.
+//
+// Transport retries (never shown to the model): HTTP 408, 429, 500, 502, 503, 504 (see
+// `retry_statuses`), connection failures and timeouts are retried up to `max_retries` times.
+// The wait before retry k (k = 1..max_retries) is
+//     Retry-After (retry-after-ms, or Retry-After in seconds or as an HTTP-date) when the server
+//     sent one and `honour_retry_after` is on, capped at max_backoff; otherwise
+//     min(max_backoff, initial_backoff * 2^(k-1)) * (1 + U(-jitter, +jitter)), within [0, max_backoff].
+// When the budget is spent: engine_error(message, status, retryable = true) (status 0 when there
+// was no HTTP response). Any other HTTP error fails at once with engine_error(message, status,
+// retryable = false) quoting the server's error message (trimmed, elided when long). A 2xx reply
+// whose body is not a chat completion is an engine_error too (never a crash).
+//
+// Secrets: the API key is only ever sent in the Authorization header. It is never logged and
+// never put into an exception message (a server echoing it back is redacted); URLs in messages
+// and logs lose their query string and user-info. Logging goes to the "covenant" spdlog logger:
+// debug for each request (method, URL, status, latency, attempt), warn for each transport retry.
+//
+// Thread-safe: complete() may be called from many threads at once (curl handles are pooled and
+// keep their connections alive between calls).
+#pragma once
+
+#include <boost/json/object.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "covenant/engine.hpp"
+
+namespace covenant {
+
+struct http_engine_options {
+  /// API root, e.g. "https://api.openai.com/v1" or "http://localhost:8080/v1" (a trailing slash is
+  /// ignored). Requests go to {base_url}/chat/completions. Required.
+  std::string base_url{};
+  /// Sent as "Authorization: Bearer <api_key>"; empty sends no Authorization header.
+  std::string api_key{};
+  /// The "model" field of each request; empty leaves the field out (single-model local servers).
+  std::string model{};
+  /// Time allowed to establish the connection (TCP and TLS), per attempt.
+  std::chrono::milliseconds connect_timeout{10'000};
+  /// Time allowed for one whole attempt (connect, send, wait, receive).
+  std::chrono::milliseconds request_timeout{120'000};
+  /// Transport retries after the first attempt: at most 1 + max_retries requests per complete().
+  int max_retries = 4;
+  /// Wait before the first transport retry; doubles for each further retry.
+  std::chrono::milliseconds initial_backoff{500};
+  /// Cap of every wait, including a server's Retry-After.
+  std::chrono::milliseconds max_backoff{30'000};
+  /// Relative spread of the computed backoff: x (1 + U(-jitter, +jitter)), jitter in [0, 1].
+  double jitter = 0.2;
+  /// Wait as long as the server's Retry-After / retry-after-ms says (capped at max_backoff).
+  bool honour_retry_after = true;
+  /// HTTP statuses retried as transient.
+  std::vector<int> retry_statuses{408, 429, 500, 502, 503, 504};
+  /// Extra request headers (name, value), e.g. {"OpenAI-Organization", "org-..."}. Never logged.
+  std::vector<std::pair<std::string, std::string>> headers{};
+  /// User-Agent header; empty uses "covenant/<version>".
+  std::string user_agent{};
+  /// Send the request's JSON Schema as `response_format` (OpenAI structured outputs).
+  bool structured_outputs = true;
+  /// Body field that carries chat_request::max_tokens ("max_completion_tokens" for newer models).
+  std::string max_tokens_field = "max_tokens";
+  /// Extra top-level fields merged into every request body (e.g. {"seed", 7}); request fields win.
+  boost::json::object extra_body{};
+  /// Largest accepted response body; a larger one fails the call (not retried).
+  std::size_t max_response_bytes = 64u * 1024u * 1024u;
+  /// Injectable for tests: sleeps between transport attempts (default std::this_thread::sleep_for).
+  std::function<void(std::chrono::nanoseconds)> sleep{};
+  /// Injectable for tests: uniform draws in [0, 1) for jitter (default: a per-thread generator).
+  std::function<double()> random{};
+};
+
+/// An engine speaking the OpenAI Chat Completions protocol over HTTP(S), with transport retries.
+class http_engine final : public engine {
+ public:
+  /// Throws std::invalid_argument for invalid options (missing or non-http(s) base_url, negative
+  /// retries or waits, jitter outside [0, 1], CR/LF in a header or the API key).
+  explicit http_engine(http_engine_options options);
+  ~http_engine() override;
+  http_engine(http_engine&&) noexcept;
+  http_engine& operator=(http_engine&&) noexcept;
+  http_engine(const http_engine&) = delete;
+  http_engine& operator=(const http_engine&) = delete;
+
+  /// `defaults` with base_url, api_key, model and request_timeout taken from the environment:
+  ///   COVENANT_BASE_URL  (required unless defaults.base_url is set)
+  ///   COVENANT_API_KEY   (optional)
+  ///   COVENANT_MODEL     (optional)
+  ///   COVENANT_TIMEOUT_S (optional, request timeout in seconds, e.g. 30 or 2.5)
+  /// Throws std::invalid_argument naming the variable when one is missing or malformed.
+  static http_engine_options options_from_env(http_engine_options defaults = {});
+  /// http_engine(options_from_env(defaults)).
+  static http_engine from_env(http_engine_options defaults = {});
+
+  /// One chat completion, with transport retries. Throws engine_error.
+  chat_response complete(const chat_request& request) override;
+
+  /// The JSON body complete() sends for `request`.
+  [[nodiscard]] boost::json::object request_body(const chat_request& request) const;
+  /// {base_url}/chat/completions
+  [[nodiscard]] const std::string& endpoint() const noexcept;
+  /// The options (api_key included: do not log them).
+  [[nodiscard]] const http_engine_options& options() const noexcept;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+namespace detail {
+
+/// The wait a Retry-After header value asks for: delta-seconds ("120", "1.5") or an HTTP-date
+/// (relative to `now`, never negative). nullopt when the value is neither.
+std::optional<std::chrono::nanoseconds> parse_retry_after(std::string_view value,
+                                                          std::chrono::system_clock::time_point now);
+
+/// A chat_response from a Chat Completions response body. Throws engine_error (status 200, not
+/// retryable) naming what is missing when the body is not a chat completion.
+chat_response parse_chat_completion(std::string_view body);
+
+/// The server's error message from an error response body (error.message of an OpenAI-style error
+/// object, else the body as text): one line, trimmed, elided past `max_chars`.
+std::string server_error_message(std::string_view body, std::size_t max_chars = 300);
+
+}  // namespace detail
+
+}  // namespace covenant
