@@ -29,7 +29,8 @@ Commands:
   demo [args...]  build examples/demo.cpp in build/ (g++, RelWithDebInfo) and
                   run it with the given arguments
   test            build and run all tests in build-gcc/ (g++, Debug) and
-                  build-clang/ (clang++-14, Debug, ASan+UBSan); -Werror in both
+                  build-clang/ (clang++-14, Debug, ASan+UBSan, plus the concurrency
+                  tests under TSan); -Werror in both
   bench [filter]  Release build in build-bench/, run every bench_* executable
                   (optionally with --benchmark_filter=<filter>); JSON results in
                   build-bench/<name>.json, merged into build-bench/bench.json
@@ -175,7 +176,7 @@ cmd_test() {
   test_tree build-gcc g++ -- || status=1
   test_tree build-clang clang++-14 \
     "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1" \
-    -- -DCOVENANT_SANITIZE=address,undefined || status=1
+    -- -DCOVENANT_SANITIZE=address,undefined -DCOVENANT_TSAN_TESTS=ON || status=1
   echo
   local s
   for s in "${SUMMARIES[@]}"; do echo "$s"; done
