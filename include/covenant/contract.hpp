@@ -82,11 +82,11 @@ struct contract_options {
   /// Send the output's JSON Schema with each request (for engines with structured outputs).
   bool send_json_schema = true;
   /// Injectable for tests: sleeps between attempts (default std::this_thread::sleep_for).
-  std::function<void(std::chrono::nanoseconds)> sleep;
+  std::function<void(std::chrono::nanoseconds)> sleep{};
   /// Injectable for tests: uniform draws in [0, 1) for jitter (default: a per-thread generator).
-  std::function<double()> random;
+  std::function<double()> random{};
   /// Injectable for tests: the clock stages are timed with (default std::chrono::steady_clock).
-  std::function<std::chrono::steady_clock::time_point()> clock;
+  std::function<std::chrono::steady_clock::time_point()> clock{};
 };
 
 namespace detail {
