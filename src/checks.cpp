@@ -6,7 +6,7 @@
 #include <string>
 
 #include "covenant/detail/decode_context.hpp"
-#include "covenant/detail/formats.hpp"
+#include "covenant/formats.hpp"
 
 namespace covenant::detail {
 
@@ -183,7 +183,7 @@ void check_string(const std::vector<schema::constraint>& cs, std::string_view v,
         }
         break;
       case schema::constraint_kind::format:
-        if (!matches_format(c.text, v)) {
+        if (!formats::matches_format(c.text, v)) {
           ctx.add(at, issue_code::constraint_violation, "format " + c.text, actual_of(raw), format_message(c.text));
         }
         break;

@@ -1,6 +1,6 @@
-#include "covenant/detail/formats.hpp"
+#include "covenant/formats.hpp"
 
-namespace covenant::detail {
+namespace covenant::formats {
 
 namespace {
 
@@ -110,6 +110,29 @@ bool is_email(std::string_view s) noexcept {
   return dot != std::string_view::npos && dot > 0 && dot + 1 < domain.size();
 }
 
+std::optional<std::chrono::sys_time<std::chrono::milliseconds>> parse_date_time(std::string_view s) noexcept {
+  if (!is_date_time(s)) return std::nullopt;
+  using namespace std::chrono;
+  const year_month_day ymd{year{number(s, 0, 4)}, month{static_cast<unsigned>(number(s, 5, 2))},
+                           day{static_cast<unsigned>(number(s, 8, 2))}};
+  sys_time<milliseconds> t = sys_days{ymd} + hours{number(s, 11, 2)} + minutes{number(s, 14, 2)} +
+                             seconds{number(s, 17, 2)};
+  std::size_t i = 19;
+  if (s[i] == '.') {
+    int ms = 0;
+    int digits = 0;
+    for (++i; i < s.size() && digit(s[i]); ++i, ++digits)
+      if (digits < 3) ms = ms * 10 + (s[i] - '0');
+    for (; digits < 3; ++digits) ms *= 10;
+    t += milliseconds{ms};
+  }
+  if (s[i] == '+' || s[i] == '-') {
+    const minutes off = hours{number(s, i + 1, 2)} + minutes{number(s, i + 4, 2)};
+    t -= s[i] == '+' ? off : -off;
+  }
+  return t;
+}
+
 bool matches_format(std::string_view format, std::string_view s) noexcept {
   if (format == "uri" || format == "url") return is_url(s);
   if (format == "uuid") return is_uuid(s);
@@ -120,4 +143,4 @@ bool matches_format(std::string_view format, std::string_view s) noexcept {
   return true;
 }
 
-}  // namespace covenant::detail
+}  // namespace covenant::formats

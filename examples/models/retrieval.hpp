@@ -67,6 +67,7 @@
 #pragma once
 
 #include <covenant/describe.hpp>
+#include <covenant/formats.hpp>
 
 #include <charconv>
 #include <chrono>
@@ -174,59 +175,15 @@ inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c ==
 /// An expected source: an absolute URL (scheme://host...) or a document ID; neither has spaces.
 /// The empty string passes here (non_empty reports it).
 inline bool is_source_reference(const std::string& s) {
+  if (s.find("://") != std::string::npos) return covenant::formats::is_url(s);
   for (char c : s)
     if (is_space(c) || static_cast<unsigned char>(c) < 0x20) return false;
-  const std::size_t sep = s.find("://");
-  if (sep == std::string::npos) return true;
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
-  if (sep == 0 || !alpha(s[0])) return false;
-  for (std::size_t i = 1; i < sep; ++i) {
-    const char c = s[i];
-    if (!alpha(c) && !(c >= '0' && c <= '9') && c != '+' && c != '-' && c != '.') return false;
-  }
-  const std::size_t host = sep + 3;
-  return host < s.size() && s[host] != '/' && s[host] != '?' && s[host] != '#';
-}
-
-/// The instant of an RFC 3339 date-time (seconds precision), or nullopt when `s` does not have
-/// that shape (the iso8601 validator reports it).
-inline std::optional<std::chrono::sys_seconds> parse_date_time(std::string_view s) {
-  auto num = [&](std::size_t pos, std::size_t n) -> int {
-    int v = 0;
-    for (std::size_t i = pos; i < pos + n; ++i) {
-      if (i >= s.size() || s[i] < '0' || s[i] > '9') return -1;
-      v = v * 10 + (s[i] - '0');
-    }
-    return v;
-  };
-  if (s.size() < 20 || s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':') return std::nullopt;
-  if (s[10] != 'T' && s[10] != 't' && s[10] != ' ') return std::nullopt;
-  const int y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2), se = num(17, 2);
-  if (y < 0 || mo < 0 || d < 0 || h < 0 || mi < 0 || se < 0) return std::nullopt;
-  const std::chrono::year_month_day ymd{std::chrono::year{y}, std::chrono::month{static_cast<unsigned>(mo)},
-                                        std::chrono::day{static_cast<unsigned>(d)}};
-  if (!ymd.ok()) return std::nullopt;
-  std::size_t i = 19;
-  if (i < s.size() && s[i] == '.')
-    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9';) ++i;
-  if (i >= s.size()) return std::nullopt;
-  std::chrono::seconds offset{0};
-  if (s[i] == '+' || s[i] == '-') {
-    const int oh = num(i + 1, 2), om = num(i + 4, 2);
-    if (oh < 0 || om < 0 || s[i + 3] != ':' || i + 6 != s.size()) return std::nullopt;
-    offset = std::chrono::hours{oh} + std::chrono::minutes{om};
-    if (s[i] == '-') offset = -offset;
-  } else if ((s[i] != 'Z' && s[i] != 'z') || i + 1 != s.size()) {
-    return std::nullopt;
-  }
-  const std::chrono::sys_seconds local =
-      std::chrono::sys_days{ymd} + std::chrono::hours{h} + std::chrono::minutes{mi} + std::chrono::seconds{se};
-  return local - offset;
+  return true;
 }
 
 /// Retrieval timestamps lie between 2000-01-01T00:00:00Z and now (plus 5 minutes of clock skew).
 inline std::optional<std::string> retrieval_time_in_bounds(const std::string& s) {
-  const auto t = parse_date_time(s);
+  const auto t = covenant::formats::parse_date_time(s);
   if (!t) return std::nullopt;
   const std::chrono::sys_days earliest{std::chrono::year{2000} / std::chrono::January / 1};
   if (*t < earliest) return std::string("must not be earlier than 2000-01-01T00:00:00Z");
