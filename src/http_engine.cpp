@@ -193,7 +193,12 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     t->too_large = true;
     return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
   }
-  t->body.append(data, n);
+  try {
+    t->body.append(data, n);
+  } catch (...) {  // no exception may cross libcurl's C frames
+    t->too_large = true;
+    return 0;
+  }
   return n;
 }
 
@@ -339,7 +344,11 @@ struct http_engine::impl {
   void perform(CURL* h, const std::string& body, transfer& t) const {
     t.max_bytes = options.max_response_bytes;
     curl_easy_setopt(h, CURLOPT_URL, endpoint.c_str());
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
