@@ -13,18 +13,19 @@ namespace covenant::detail {
 covenant::path to_path(const path_frame* at) {
   std::size_t depth = 0;
   for (const path_frame* f = at; f != nullptr; f = f->parent) ++depth;
-  std::vector<const path_frame*> chain(depth);
-  for (const path_frame* f = at; f != nullptr; f = f->parent) chain[--depth] = f;
-  covenant::path p;
-  for (const path_frame* f : chain) {
-    if (f->is_index) p.index(f->index);
-    else p.key(f->key);
+  std::vector<path_segment> segments(depth);
+  for (const path_frame* f = at; f != nullptr; f = f->parent) {
+    path_segment& s = segments[--depth];
+    s.is_index = f->is_index;
+    if (f->is_index) s.index = f->index;
+    else s.key.assign(f->key.data(), f->key.size());
   }
-  return p;
+  return covenant::path(std::move(segments));
 }
 
 void decode_context::add(const path_frame* at, issue_code code, std::string expected, std::string actual,
                          std::string message) {
+  if (issues.capacity() == 0) issues.reserve(4);
   issue i;
   i.path = to_path(at);
   i.code = code;

@@ -153,6 +153,9 @@ std::string issue::to_string() const {
 }
 
 void render_feedback(const issue_list& issues, std::string& out) {
+  std::size_t size = out.size();
+  for (const auto& i : issues) size += i.message.size() + i.actual.size() + 32;
+  out.reserve(size);
   for (const auto& i : issues) {
     i.append_to(out);
     out.push_back('\n');

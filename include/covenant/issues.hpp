@@ -52,6 +52,8 @@ class path {
 
   /// Parses the rendered form (`a.b[2]["odd key"]`). Inverse of to_string().
   static path parse(std::string_view text);
+  /// A path of these segments.
+  explicit path(std::vector<path_segment> segments) : segments_(std::move(segments)) {}
 
   path& key(std::string_view k) {
     segments_.push_back(path_segment{std::string(k), 0, false});
