@@ -35,6 +35,15 @@ void decode_context::add(const path_frame* at, issue_code code, std::string expe
   issues.push_back(std::move(i));
 }
 
+void decode_context::note(const path_frame* at, note_kind kind, std::string detail) {
+  if (notes == nullptr) return;
+  covenant::note n;
+  n.kind = kind;
+  n.path = to_path(at);
+  n.detail = std::move(detail);
+  notes->push_back(std::move(n));
+}
+
 namespace {
 
 std::string number_text(double v) {

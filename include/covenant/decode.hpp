@@ -32,6 +32,7 @@
 #include <variant>
 #include <vector>
 
+#include "covenant/detail/coerce.hpp"
 #include "covenant/detail/decode_context.hpp"
 #include "covenant/detail/json_reader.hpp"
 #include "covenant/detail/traits.hpp"
@@ -45,6 +46,7 @@ template <class T>
 struct decoded {
   std::optional<T> value;
   issue_list issues;
+  note_list notes;  ///< coercions applied (decode_options::coerce)
 
   [[nodiscard]] bool ok() const noexcept { return issues.empty(); }
   explicit operator bool() const noexcept { return ok(); }
@@ -104,9 +106,39 @@ bool integer_from_token(const number_token& tok, I& out) noexcept {
   return true;
 }
 
+// Coerce mode: a number written as a JSON string. Returns true when handled (read or reported).
+template <class N>
+bool number_from_string(json_reader& r, N& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  const char* start = r.position();
+  std::string scratch;
+  std::string_view text;
+  if (!r.read_string_view(text, scratch)) return true;
+  const std::string_view raw = span_from(r, start);
+  double v = 0;
+  if (!number_from_text(text, std::is_floating_point_v<N>, v)) {
+    type_mismatch(ctx, at, node, raw);
+    return true;
+  }
+  if constexpr (std::is_floating_point_v<N>) {
+    out = static_cast<N>(v);
+  } else {
+    if (std::trunc(v) != v || v < static_cast<double>(std::numeric_limits<N>::min()) ||
+        v >= static_cast<double>(std::numeric_limits<N>::max()) + 1.0) {
+      if (std::trunc(v) != v) type_mismatch(ctx, at, node, raw);
+      else integer_out_of_range(ctx, at, node, raw);
+      return true;
+    }
+    out = static_cast<N>(v);
+  }
+  ctx.note(at, note_kind::coerced, std::string(raw) + " read as a number");
+  if (!node.constraints.empty()) check_number(node.constraints, static_cast<double>(out), raw, &out, ctx, at);
+  return true;
+}
+
 template <class I>
 void read_integer(json_reader& r, I& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
   const char c = r.peek();
+  if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at)) return;
   if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
   number_token tok;
   if (!r.read_number(tok)) return;
@@ -156,6 +188,7 @@ inline bool fast_decimal(const number_token& tok, double& out) noexcept {
 template <class F>
 void read_floating(json_reader& r, F& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
   const char c = r.peek();
+  if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at)) return;
   if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
   number_token tok;
   if (!r.read_number(tok)) return;
@@ -234,6 +267,14 @@ struct object_codec {
           }
         }
       }
+      if (j == N && ctx.opts.coerce) {
+        const std::size_t m = match_field_key(def, key);
+        if (m != no_match && !seen.test(m)) {
+          j = m;
+          path_frame f{at, def.fields[j].key, 0, false};
+          ctx.note(&f, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
+        }
+      }
       if (j == N) {
         const std::string k(key);
         path_frame f{at, k, 0, false};
@@ -285,6 +326,17 @@ void read_enum(json_reader& r, E& out, const schema::type& node, decode_context&
       return;
     }
   }
+  if (ctx.opts.coerce) {
+    std::string how;
+    const std::size_t k = match_enum_value(*std::get_if<schema::enum_def>(&def.body), v, how);
+    if (k != no_match) {
+      out = static_cast<E>(values[k].number);
+      ctx.note(at, note_kind::coerced,
+               std::string(span_from(r, start)) + " read as \"" + values[k].name + "\" (" + how + ")");
+      if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
+      return;
+    }
+  }
   enum_mismatch(ctx, at, def, span_from(r, start));
 }
 
@@ -294,12 +346,15 @@ bool try_alternative(json_reader& r, V& out, const schema::type& node, decode_co
   using A = std::variant_alternative_t<K, V>;
   r.rewind(start);
   issue_list local;
-  decode_context sub{ctx.s, ctx.opts, local};
+  note_list local_notes;
+  decode_context sub{ctx.s, ctx.opts, local, ctx.notes != nullptr ? &local_notes : nullptr};
   A value{};
   read_value(r, value, node.args[K], sub, at);
   if (r.failed()) return true;  // a syntax error is the same for every alternative
   if (local.empty()) {
     out.template emplace<K>(std::move(value));
+    if (ctx.notes != nullptr)
+      for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
     return true;
   }
   // An alternative of the wrong JSON type ranks below any that got the type right.
@@ -320,9 +375,26 @@ void read_variant(json_reader& r, V& out, const schema::type& node, decode_conte
   issue_list best;
   std::size_t best_count = std::numeric_limits<std::size_t>::max();
   std::size_t best_index = 0;
-  const bool done = [&]<std::size_t... K>(std::index_sequence<K...>) {
-    return (try_alternative<V, K>(r, out, node, ctx, at, start, best, best_count, best_index) || ...);
-  }(std::make_index_sequence<std::variant_size_v<V>>{});
+  auto pass = [&](decode_context& c) {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return (try_alternative<V, K>(r, out, node, c, at, start, best, best_count, best_index) || ...);
+    }(std::make_index_sequence<std::variant_size_v<V>>{});
+  };
+  // In coerce mode an alternative that fits as written wins over one that needs coercion.
+  bool done = false;
+  if (ctx.opts.coerce) {
+    decode_options exact = ctx.opts;
+    exact.coerce = false;
+    decode_context strict_ctx{ctx.s, exact, ctx.issues, nullptr};
+    done = pass(strict_ctx);
+    if (!done && !r.failed()) {
+      best.clear();
+      best_count = std::numeric_limits<std::size_t>::max();
+      done = pass(ctx);
+    }
+  } else {
+    done = pass(ctx);
+  }
   if (r.failed() || done) return;
   // No alternative fits. If each failed only on its type at this very position, say so once.
   const path here = to_path(at);
@@ -350,6 +422,16 @@ void read_value(json_reader& r, T& out, const schema::type& node, decode_context
     read_value(r, *out, node, ctx, at);
   } else if constexpr (std::is_same_v<T, bool>) {
     const char c = r.peek();
+    if (c == '"' && ctx.opts.coerce) {
+      const char* start = r.position();
+      std::string scratch;
+      std::string_view text;
+      if (!r.read_string_view(text, scratch)) return;
+      if (!bool_from_text(text, out)) return type_mismatch(ctx, at, node, span_from(r, start));
+      ctx.note(at, note_kind::coerced, std::string(span_from(r, start)) + " read as a boolean");
+      if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
+      return;
+    }
     if (c != 't' && c != 'f') return mismatch_and_skip(r, node, ctx, at);
     const char* start = r.position();
     if (!r.read_bool(out)) return;
@@ -359,7 +441,16 @@ void read_value(json_reader& r, T& out, const schema::type& node, decode_context
   } else if constexpr (std::is_floating_point_v<T>) {
     read_floating(r, out, node, ctx, at);
   } else if constexpr (std::is_same_v<T, std::string>) {
-    if (r.peek() != '"') return mismatch_and_skip(r, node, ctx, at);
+    const char c = r.peek();
+    if (c != '"' && ctx.opts.coerce && (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f')) {
+      std::string_view raw;
+      if (!r.skip_value(raw)) return;
+      out.assign(raw.data(), raw.size());
+      ctx.note(at, note_kind::coerced, std::string(raw) + " read as the string \"" + out + "\"");
+      if (!node.constraints.empty()) check_string(node.constraints, out, raw, &out, ctx, at);
+      return;
+    }
+    if (c != '"') return mismatch_and_skip(r, node, ctx, at);
     const char* start = r.position();
     if (!r.read_string(out)) return;
     if (!node.constraints.empty()) check_string(node.constraints, out, span_from(r, start), &out, ctx, at);
@@ -375,7 +466,19 @@ void read_value(json_reader& r, T& out, const schema::type& node, decode_context
     out = boost::json::parse(raw, ec, {}, po);
     if (ec) ctx.add(at, issue_code::type_mismatch, "JSON value", actual_of(raw), ec.message());
   } else if constexpr (is_vector<T>::value) {
-    if (r.peek() != '[') return mismatch_and_skip(r, node, ctx, at);
+    const char c = r.peek();
+    if (c != '[' && c != 'n' && ctx.opts.coerce) {
+      // A single value where a list is expected: a one-item list.
+      const std::size_t before = ctx.issues.size();
+      out.resize(1);
+      path_frame f{at, {}, 0, true};
+      read_value(r, out[0], node.args[0], ctx, &f);
+      if (r.failed()) return;
+      if (ctx.issues.size() == before) ctx.note(at, note_kind::coerced, "a single value read as a one-item list");
+      if (!node.constraints.empty()) check_count(node.constraints, 1, false, "[...]", &out, ctx, at);
+      return;
+    }
+    if (c != '[') return mismatch_and_skip(r, node, ctx, at);
     const char* start = r.position();
     if (!r.begin_array()) return;
     std::size_t n = 0;
@@ -424,12 +527,13 @@ void read_value(json_reader& r, T& out, const schema::type& node, decode_context
 }  // namespace detail
 
 /// Decodes `json` into `out`, reusing its storage (strings and vectors keep their capacity).
-/// Returns every issue; `out` holds a best-effort value when there are issues.
+/// Returns every issue; `out` holds a best-effort value when there are issues. Coercions
+/// (decode_options::coerce) are appended to `notes` when given.
 template <class T>
-issue_list decode_into(std::string_view json, T& out, const decode_options& options = {}) {
+issue_list decode_into(std::string_view json, T& out, const decode_options& options = {}, note_list* notes = nullptr) {
   const schema::model& s = schema_of<T>();
   issue_list issues;
-  detail::decode_context ctx{s, options, issues};
+  detail::decode_context ctx{s, options, issues, notes};
   if (json.size() > options.max_input_bytes) {
     detail::parse_failure(ctx, {}, 0, "input is larger than the configured maximum size");
     return issues;
@@ -449,7 +553,7 @@ template <class T>
 decoded<T> decode(std::string_view json, const decode_options& options = {}) {
   decoded<T> result;
   T value{};
-  result.issues = decode_into(json, value, options);
+  result.issues = decode_into(json, value, options, options.coerce ? &result.notes : nullptr);
   if (result.issues.empty()) result.value.emplace(std::move(value));
   return result;
 }

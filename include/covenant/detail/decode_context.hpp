@@ -22,6 +22,11 @@ struct decode_options {
   std::size_t max_depth = COVENANT_DEFAULT_MAX_DEPTH;
   /// Largest input accepted, in bytes.
   std::size_t max_input_bytes = COVENANT_DEFAULT_MAX_INPUT_BYTES;
+  /// Schema-guided coercions: read "0.9" as the number 0.9 ("87%" as 0.87 for a float, "9/10",
+  /// "1,234"), "true" as a boolean, a number as a string, "HIGH" or "the answer is high" as the
+  /// enum value high, modelUsed as the key model_used, a single value as a one-item list. Each one
+  /// is recorded as a note; a value that cannot be read for its field is still an issue.
+  bool coerce = false;
 };
 
 namespace detail {
@@ -41,7 +46,11 @@ struct decode_context {
   const decode_options& opts;
   issue_list& issues;
 
+  /// Where coercions are recorded (may be null: not recorded).
+  note_list* notes = nullptr;
+
   void add(const path_frame* at, issue_code code, std::string expected, std::string actual, std::string message);
+  void note(const path_frame* at, note_kind kind, std::string detail);
 };
 
 // ---- constraint checks ---------------------------------------------------------------------

@@ -1,0 +1,35 @@
+// covenant/detail/coerce.hpp - schema-guided readings of values written in the wrong form
+// ("0.9" for a number, "HIGH" for the enum value high, "modelUsed" for the key model_used). Used
+// by every decoder in coerce mode; each reading is recorded as a note by the caller. Nothing here
+// invents data: a text that is not clearly one value of the target is refused.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "covenant/schema.hpp"
+
+namespace covenant::detail {
+
+inline constexpr std::size_t no_match = static_cast<std::size_t>(-1);
+
+/// A number written as text: "0.9", " -3 ", "1,234.5" (thousands separators), "9/10" (a
+/// fraction), "87%" (a fraction 0.87 when `percent_is_fraction`, refused otherwise), "1e3".
+/// Surrounding whitespace is ignored. False when the text is not exactly one number.
+bool number_from_text(std::string_view text, bool percent_is_fraction, double& out) noexcept;
+
+/// "true" / "false" in any letter case (surrounding whitespace ignored).
+bool bool_from_text(std::string_view text, bool& out) noexcept;
+
+/// Index of the enum value `text` names: exactly, then ignoring letter case, separators ('_',
+/// '-', ' ') and surrounding quotes/punctuation, then as the only value named as a whole word in
+/// the text. Aliases count as names; skipped values never match. `how` describes the rule used.
+std::size_t match_enum_value(const schema::enum_def& e, std::string_view text, std::string& how);
+
+/// Index of the field whose key (or declared name) `key` denotes ignoring letter case and the
+/// separators '_', '-', ' ' (so modelUsed, ModelUsed, model-used and MODEL_USED all denote
+/// model_used), when exactly one field matches; no_match otherwise.
+std::size_t match_field_key(const schema::object_def& o, std::string_view key);
+
+}  // namespace covenant::detail
