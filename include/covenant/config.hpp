@@ -28,3 +28,24 @@
 #ifndef COVENANT_ACTUAL_MAX_CHARS
 #define COVENANT_ACTUAL_MAX_CHARS 40
 #endif
+
+/// Largest schema file (or JSON Schema document) accepted by the runtime-schema loaders (4 MiB).
+#ifndef COVENANT_SCHEMA_MAX_BYTES
+#define COVENANT_SCHEMA_MAX_BYTES (4u * 1024u * 1024u)
+#endif
+
+/// Deepest nesting accepted in a schema: type expressions, inline objects, @check expressions,
+/// JSON Schema subschemas.
+#ifndef COVENANT_SCHEMA_MAX_DEPTH
+#define COVENANT_SCHEMA_MAX_DEPTH 64
+#endif
+
+/// Most named types (classes, enums, aliases, inline objects) one schema may declare.
+#ifndef COVENANT_SCHEMA_MAX_TYPES
+#define COVENANT_SCHEMA_MAX_TYPES 10000
+#endif
+
+/// Most fields and enum values, in total, one schema may declare.
+#ifndef COVENANT_SCHEMA_MAX_FIELDS
+#define COVENANT_SCHEMA_MAX_FIELDS 100000
+#endif

@@ -1,0 +1,33 @@
+// covenant/detail/schema_checks.hpp - structural checks shared by the schema-file reader, the
+// JSON Schema importer and the registry (see covenant::check_model).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "covenant/schema.hpp"
+#include "covenant/schema_diagnostic.hpp"
+
+namespace covenant::detail {
+
+/// One structural problem of a model, anchored at a definition (and a field of it, if any).
+struct model_problem {
+  schema_error_code code = schema_error_code::unknown_type;
+  std::uint32_t def = schema::no_def;  ///< definition index (no_def: the root type)
+  std::string field;                   ///< declared field name, or ""
+  std::string message;
+};
+
+/// Every structural problem of `m` (see covenant::check_model for the list).
+std::vector<model_problem> find_model_problems(const schema::model& m);
+
+/// Whether `key` is acceptable as a map key type (string, enum, string literal, a union of those,
+/// or an alias of one), following refs in `m`.
+bool valid_map_key(const schema::model& m, const schema::type& key);
+
+/// `t` after following refs to aliases: a non-ref type, or a ref to an object or an enum.
+/// nullptr for unresolvable refs and alias cycles.
+const schema::type* unalias(const schema::model& m, const schema::type& t);
+
+}  // namespace covenant::detail

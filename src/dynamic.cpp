@@ -1,0 +1,838 @@
+// Decoding JSON text against a runtime schema into a boost::json::value, with the typed decoder's
+// issues (decode.hpp is the reference: every branch below mirrors one of its readers).
+#include "covenant/dynamic.hpp"
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/string.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "covenant/decode.hpp"
+#include "covenant/detail/schema_checks.hpp"
+#include "covenant/detail/schema_expression.hpp"
+#include "covenant/encode.hpp"
+#include "covenant/validators.hpp"
+
+namespace covenant {
+
+namespace {
+
+namespace json = boost::json;
+using detail::decode_context;
+using detail::json_reader;
+using detail::path_frame;
+using schema::constraint_kind;
+using schema::kind;
+
+bool is_number(const json::value& v) { return v.is_int64() || v.is_uint64() || v.is_double(); }
+
+double as_double(const json::value& v) {
+  if (v.is_int64()) return static_cast<double>(v.get_int64());
+  if (v.is_uint64()) return static_cast<double>(v.get_uint64());
+  return v.is_double() ? v.get_double() : 0;
+}
+
+// Equality of decoded values as the typed decoder's deep_equal sees them: numbers by value, and an
+// absent object member equal to a null one (both are an empty std::optional).
+bool same_value(const json::value& a, const json::value& b) {
+  if (is_number(a) && is_number(b)) {
+    if (a.is_int64() && b.is_int64()) return a.get_int64() == b.get_int64();
+    if (a.is_uint64() && b.is_uint64()) return a.get_uint64() == b.get_uint64();
+    return as_double(a) == as_double(b);
+  }
+  if (a.kind() != b.kind()) return false;
+  if (a.is_array()) {
+    const auto& x = a.get_array();
+    const auto& y = b.get_array();
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (!same_value(x[i], y[i])) return false;
+    return true;
+  }
+  if (a.is_object()) {
+    const auto& x = a.get_object();
+    const auto& y = b.get_object();
+    static const json::value null_value;
+    for (const auto& kv : x) {
+      const auto* o = y.if_contains(kv.key());
+      if (!same_value(kv.value(), o == nullptr ? null_value : *o)) return false;
+    }
+    for (const auto& kv : y) {
+      if (!x.contains(kv.key()) && !kv.value().is_null()) return false;
+    }
+    return true;
+  }
+  return a == b;
+}
+
+void append_number(std::string& out, double v) { detail::append_json_number(out, v); }
+
+void write_json(std::string& out, const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null: out += "null"; break;
+    case json::kind::bool_: out += v.get_bool() ? "true" : "false"; break;
+    case json::kind::int64: out += std::to_string(v.get_int64()); break;
+    case json::kind::uint64: out += std::to_string(v.get_uint64()); break;
+    case json::kind::double_: append_number(out, v.get_double()); break;
+    case json::kind::string: detail::append_json_string(out, v.get_string()); break;
+    case json::kind::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const auto& x : v.get_array()) {
+        if (!first) out.push_back(',');
+        first = false;
+        write_json(out, x);
+      }
+      out.push_back(']');
+      break;
+    }
+    case json::kind::object: {
+      out.push_back('{');
+      bool first = true;
+      for (const auto& kv : v.get_object()) {
+        if (!first) out.push_back(',');
+        first = false;
+        detail::append_json_string(out, kv.key());
+        out.push_back(':');
+        write_json(out, kv.value());
+      }
+      out.push_back('}');
+      break;
+    }
+  }
+}
+
+bool soft_rule(const schema::custom_check* c) {
+  const auto* e = dynamic_cast<const detail::expression_check*>(c);
+  return e != nullptr && e->soft();
+}
+
+class dynamic_decoder {
+ public:
+  dynamic_decoder(json_reader& r, output_keys keys) : r_(r), keys_(keys) {}
+
+  json::value read(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    if (++depth_ > limit(ctx)) {
+      --depth_;
+      std::string_view raw;
+      if (r_.skip_value(raw))
+        ctx.add(at, issue_code::type_mismatch, detail::expected_of(ctx.s, t), detail::actual_of(raw),
+                "the schema nests deeper than the decoder allows here");
+      return nullptr;
+    }
+    json::value v = read_inner(t, ctx, at);
+    --depth_;
+    return v;
+  }
+
+ private:
+  static std::size_t limit(const decode_context& ctx) { return ctx.opts.max_depth * 4 + 64; }
+
+  json::value mismatch(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    detail::mismatch_and_skip(r_, t, ctx, at);
+    return nullptr;
+  }
+
+  json::value read_inner(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    if (t.nullable && t.kind != kind::any && r_.peek() == 'n') {
+      r_.read_null();
+      return nullptr;
+    }
+    switch (t.kind) {
+      case kind::any: return read_any(ctx, at);
+      case kind::null:
+        if (r_.peek() != 'n') return mismatch(t, ctx, at);
+        r_.read_null();
+        return nullptr;
+      case kind::boolean: {
+        const char c = r_.peek();
+        const char* start = r_.position();
+        bool b = false;
+        if (c == '"' && ctx.opts.coerce) {
+          std::string scratch;
+          std::string_view text;
+          if (!r_.read_string_view(text, scratch)) return nullptr;
+          if (!detail::bool_from_text(text, b)) {
+            detail::type_mismatch(ctx, at, t, detail::span_from(r_, start));
+            return nullptr;
+          }
+          ctx.note(at, note_kind::coerced, std::string(detail::span_from(r_, start)) + " read as a boolean");
+        } else {
+          if (c != 't' && c != 'f') return mismatch(t, ctx, at);
+          if (!r_.read_bool(b)) return nullptr;
+        }
+        json::value v = b;
+        if (!t.constraints.empty()) rules(t.constraints, v, detail::span_from(r_, start), false, false, ctx, at);
+        return v;
+      }
+      case kind::integer: return read_integer(t, ctx, at);
+      case kind::number: return read_number(t, ctx, at);
+      case kind::string: {
+        const char c = r_.peek();
+        const char* start = r_.position();
+        std::string scratch;
+        std::string_view s;
+        if (c != '"' && ctx.opts.coerce && (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f')) {
+          if (!r_.skip_value(s)) return nullptr;
+          ctx.note(at, note_kind::coerced, std::string(s) + " read as the string \"" + std::string(s) + "\"");
+        } else {
+          if (c != '"') return mismatch(t, ctx, at);
+          if (!r_.read_string_view(s, scratch)) return nullptr;
+        }
+        json::value v = json::string(s);
+        if (!t.constraints.empty()) {
+          const std::string_view raw = detail::span_from(r_, start);
+          detail::check_string(t.constraints, s, raw, nullptr, ctx, at);
+          rules(t.constraints, v, raw, false, false, ctx, at);
+        }
+        return v;
+      }
+      case kind::array: return read_array(t, ctx, at);
+      case kind::map: return read_map(t, ctx, at);
+      case kind::union_: return read_union(t, ctx, at);
+      case kind::literal: return read_literal(t, ctx, at);
+      case kind::ref: {
+        const schema::definition* d = ctx.s.resolve(t);
+        if (d == nullptr) return mismatch(t, ctx, at);
+        if (d->object() != nullptr) return read_object(t, *d, ctx, at);
+        if (d->enumeration() != nullptr) return read_enum(t, *d, ctx, at);
+        r_.peek();
+        const char* start = r_.position();
+        json::value v = read(d->alias()->target, ctx, at);
+        if (!t.constraints.empty() && !r_.failed()) {
+          value_constraints(t.constraints, v, detail::span_from(r_, start), ctx, at);
+        }
+        return v;
+      }
+    }
+    return nullptr;
+  }
+
+  json::value read_any(decode_context& ctx, const path_frame* at) {
+    std::string_view raw;
+    if (!r_.skip_value(raw)) return nullptr;
+    json::parse_options po;
+    po.max_depth = ctx.opts.max_depth;
+    boost::system::error_code ec;
+    json::value v = json::parse(raw, ec, {}, po);
+    if (ec) {
+      ctx.add(at, issue_code::type_mismatch, "JSON value", detail::actual_of(raw), ec.message());
+      return nullptr;
+    }
+    return v;
+  }
+
+  template <class I>
+  bool integer_as(const detail::number_token& tok, json::value& v) {
+    I out{};
+    if (!detail::integer_from_token(tok, out)) return false;
+    if constexpr (std::is_signed_v<I>) v = static_cast<std::int64_t>(out);
+    else v = static_cast<std::uint64_t>(out);
+    return true;
+  }
+
+  // Coerce mode: a number written as a JSON string, read by the typed decoder's own routine.
+  template <class N>
+  json::value number_from_string(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    const char* start = r_.position();
+    const std::size_t before = ctx.issues.size();
+    N out{};
+    detail::number_from_string(r_, out, t, ctx, at);
+    if (r_.failed()) return nullptr;
+    for (std::size_t i = before; i < ctx.issues.size(); ++i)
+      if (ctx.issues[i].code == issue_code::type_mismatch) return nullptr;
+    json::value v;
+    if constexpr (std::is_floating_point_v<N>) v = static_cast<double>(out);
+    else if constexpr (std::is_signed_v<N>) v = static_cast<std::int64_t>(out);
+    else v = static_cast<std::uint64_t>(out);
+    if (!t.constraints.empty()) rules(t.constraints, v, detail::span_from(r_, start), false, false, ctx, at);
+    return v;
+  }
+
+  json::value integer_from_string(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    if (t.is_unsigned) {
+      if (t.int_bits <= 8) return number_from_string<std::uint8_t>(t, ctx, at);
+      if (t.int_bits <= 16) return number_from_string<std::uint16_t>(t, ctx, at);
+      if (t.int_bits <= 32) return number_from_string<std::uint32_t>(t, ctx, at);
+      return number_from_string<std::uint64_t>(t, ctx, at);
+    }
+    if (t.int_bits <= 8) return number_from_string<std::int8_t>(t, ctx, at);
+    if (t.int_bits <= 16) return number_from_string<std::int16_t>(t, ctx, at);
+    if (t.int_bits <= 32) return number_from_string<std::int32_t>(t, ctx, at);
+    return number_from_string<std::int64_t>(t, ctx, at);
+  }
+
+  json::value read_integer(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    const char c = r_.peek();
+    if (c == '"' && ctx.opts.coerce) return integer_from_string(t, ctx, at);
+    if (c != '-' && (c < '0' || c > '9')) return mismatch(t, ctx, at);
+    detail::number_token tok;
+    if (!r_.read_number(tok)) return nullptr;
+    json::value v;
+    bool ok = false;
+    if (t.is_unsigned) {
+      if (t.int_bits <= 8) ok = integer_as<std::uint8_t>(tok, v);
+      else if (t.int_bits <= 16) ok = integer_as<std::uint16_t>(tok, v);
+      else if (t.int_bits <= 32) ok = integer_as<std::uint32_t>(tok, v);
+      else ok = integer_as<std::uint64_t>(tok, v);
+    } else {
+      if (t.int_bits <= 8) ok = integer_as<std::int8_t>(tok, v);
+      else if (t.int_bits <= 16) ok = integer_as<std::int16_t>(tok, v);
+      else if (t.int_bits <= 32) ok = integer_as<std::int32_t>(tok, v);
+      else ok = integer_as<std::int64_t>(tok, v);
+    }
+    if (!ok) {
+      if (tok.integral) {
+        detail::integer_out_of_range(ctx, at, t, tok.text());
+      } else {
+        double d = 0;
+        const auto res = std::from_chars(tok.begin, tok.end, d);
+        if (res.ec == std::errc() && std::isfinite(d) && std::trunc(d) == d) detail::integer_out_of_range(ctx, at, t, tok.text());
+        else detail::type_mismatch(ctx, at, t, tok.text());
+      }
+      return nullptr;
+    }
+    if (!t.constraints.empty()) {
+      detail::check_number(t.constraints, as_double(v), tok.text(), nullptr, ctx, at);
+      rules(t.constraints, v, tok.text(), false, false, ctx, at);
+    }
+    return v;
+  }
+
+  json::value read_number(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    const char c = r_.peek();
+    if (c == '"' && ctx.opts.coerce) return number_from_string<double>(t, ctx, at);
+    if (c != '-' && (c < '0' || c > '9')) return mismatch(t, ctx, at);
+    detail::number_token tok;
+    if (!r_.read_number(tok)) return nullptr;
+    double d = 0;
+    if (!detail::fast_decimal(tok, d)) {
+      const auto res = std::from_chars(tok.begin, tok.end, d);
+      if (res.ec != std::errc() || !std::isfinite(d)) {
+        ctx.add(at, issue_code::type_mismatch, "finite number", detail::actual_of(tok.text()), "number is out of range");
+        return nullptr;
+      }
+    }
+    json::value v = d;
+    if (!t.constraints.empty()) {
+      detail::check_number(t.constraints, d, tok.text(), nullptr, ctx, at);
+      rules(t.constraints, v, tok.text(), false, false, ctx, at);
+    }
+    return v;
+  }
+
+  json::value read_array(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    const char c = r_.peek();
+    if (c != '[' && c != 'n' && ctx.opts.coerce) {
+      // A single value where a list is expected: a one-item list.
+      const std::size_t before = ctx.issues.size();
+      path_frame f{at, {}, 0, true};
+      json::array out;
+      out.push_back(read(t.args[0], ctx, &f));
+      if (r_.failed()) return nullptr;
+      if (ctx.issues.size() == before) ctx.note(at, note_kind::coerced, "a single value read as a one-item list");
+      json::value v = std::move(out);
+      if (!t.constraints.empty()) {
+        detail::check_count(t.constraints, 1, false, "[...]", nullptr, ctx, at);
+        uniqueness(t, v.get_array(), ctx, at);
+        rules(t.constraints, v, "[...]", true, false, ctx, at);
+      }
+      return v;
+    }
+    if (c != '[') return mismatch(t, ctx, at);
+    const char* start = r_.position();
+    if (!r_.begin_array()) return nullptr;
+    json::array out;
+    bool first = true;
+    std::size_t n = 0;
+    while (r_.next_element(first)) {
+      first = false;
+      path_frame f{at, {}, n, true};
+      out.push_back(read(t.args[0], ctx, &f));
+      if (r_.failed()) return nullptr;
+      ++n;
+    }
+    if (r_.failed()) return nullptr;
+    json::value v = std::move(out);
+    if (!t.constraints.empty()) {
+      const std::string_view raw = detail::span_from(r_, start);
+      detail::check_count(t.constraints, n, false, raw, nullptr, ctx, at);
+      uniqueness(t, v.get_array(), ctx, at);
+      rules(t.constraints, v, raw, true, false, ctx, at);
+    }
+    return v;
+  }
+
+  // Whether `key` is one the key type accepts; appends an issue at `f` otherwise.
+  void check_key(const schema::type& key, std::string_view k, decode_context& ctx, const path_frame* f) {
+    const schema::type* t = detail::unalias(ctx.s, key);
+    if (t == nullptr || t->kind == kind::string) return;
+    std::vector<std::string> allowed;
+    bool ok = false;
+    auto consider = [&](const schema::type& x, auto&& self) -> void {
+      const schema::type* u = detail::unalias(ctx.s, x);
+      if (u == nullptr) return;
+      if (u->kind == kind::string) {
+        ok = true;
+      } else if (u->kind == kind::literal && u->literal.is_string()) {
+        const std::string s(u->literal.get_string());
+        ok = ok || s == k;
+        allowed.push_back("\"" + s + "\"");
+      } else if (u->kind == kind::ref) {
+        const schema::definition* d = ctx.s.resolve(*u);
+        if (d == nullptr || d->enumeration() == nullptr) return;
+        for (const auto& ev : d->enumeration()->values) {
+          if (!ev.skip) allowed.push_back("\"" + ev.name + "\"");
+          if (!ev.skip && ev.name == k) ok = true;
+          for (const auto& a : ev.aliases)
+            if (a == k) ok = true;
+        }
+      } else if (u->kind == kind::union_) {
+        for (const auto& a : u->args) self(a, self);
+      }
+    };
+    consider(*t, consider);
+    if (ok) return;
+    std::string list;
+    for (const auto& a : allowed) {
+      if (!list.empty()) list += ", ";
+      list += a;
+    }
+    std::string raw;
+    detail::append_json_string(raw, k);
+    ctx.add(f, issue_code::constraint_violation, "key one of " + list, detail::actual_of(raw),
+            "key must be one of " + list);
+  }
+
+  json::value read_map(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    if (r_.peek() != '{') return mismatch(t, ctx, at);
+    const char* start = r_.position();
+    if (!r_.begin_object()) return nullptr;
+    json::object out;
+    std::string scratch;
+    std::string_view key;
+    bool first = true;
+    const bool plain_keys = t.args[0].kind == kind::string && t.args[0].constraints.empty();
+    while (r_.next_key(first, key, scratch)) {
+      first = false;
+      std::string k(key);
+      path_frame f{at, k, 0, false};
+      if (!plain_keys) check_key(t.args[0], k, ctx, &f);
+      json::value v = read(t.args[1], ctx, &f);
+      if (r_.failed()) return nullptr;
+      out.insert_or_assign(k, std::move(v));
+    }
+    if (r_.failed()) return nullptr;
+    json::value v = std::move(out);
+    if (!t.constraints.empty()) {
+      const std::string_view raw = detail::span_from(r_, start);
+      detail::check_count(t.constraints, v.get_object().size(), true, raw, nullptr, ctx, at);
+      rules(t.constraints, v, raw, true, true, ctx, at);
+    }
+    return v;
+  }
+
+  // One pass over the alternatives with `c`: the value of the first that fits (nullopt when none
+  // does; `best` then holds the issues of the best-ranked one, as read_variant ranks them).
+  std::optional<json::value> try_alternatives(const schema::type& t, decode_context& c, const char* start,
+                                              const covenant::path& here, issue_list& best, std::size_t& best_count,
+                                              const path_frame* at) {
+    for (const auto& alt : t.args) {
+      r_.rewind(start);
+      issue_list local;
+      note_list local_notes;
+      decode_context sub{c.s, c.opts, local, &local_notes};
+      json::value v = read(alt, sub, at);
+      if (r_.failed()) return json::value(nullptr);
+      if (local.empty()) {
+        if (c.notes != nullptr)
+          for (auto& n : local_notes) c.notes->push_back(std::move(n));
+        return v;
+      }
+      const bool wrong_type =
+          local.size() == 1 && local.front().code == issue_code::type_mismatch && local.front().path == here;
+      const std::size_t score = wrong_type ? std::numeric_limits<std::size_t>::max() - 1 : local.size();
+      if (score < best_count) {
+        best_count = score;
+        best = std::move(local);
+      }
+    }
+    return std::nullopt;
+  }
+
+  json::value read_union(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    r_.peek();
+    const char* start = r_.position();
+    issue_list best;
+    std::size_t best_count = std::numeric_limits<std::size_t>::max();
+    const covenant::path here = detail::to_path(at);
+    std::optional<json::value> v;
+    if (ctx.opts.coerce) {
+      // An alternative that fits as written wins over one that needs coercion.
+      decode_options exact = ctx.opts;
+      exact.coerce = false;
+      decode_context strict_ctx{ctx.s, exact, ctx.issues, ctx.notes};
+      v = try_alternatives(t, strict_ctx, start, here, best, best_count, at);
+      if (!v && !r_.failed()) {
+        best.clear();
+        best_count = std::numeric_limits<std::size_t>::max();
+        v = try_alternatives(t, ctx, start, here, best, best_count, at);
+      }
+    } else {
+      v = try_alternatives(t, ctx, start, here, best, best_count, at);
+    }
+    if (r_.failed()) return nullptr;
+    if (v) {
+      if (!t.constraints.empty()) value_constraints(t.constraints, *v, detail::span_from(r_, start), ctx, at);
+      return std::move(*v);
+    }
+    r_.rewind(start);
+    std::string_view raw;
+    if (!r_.skip_value(raw)) return nullptr;
+    if (best.size() == 1 && best.front().code == issue_code::type_mismatch && best.front().path == here) {
+      detail::type_mismatch(ctx, at, t, raw);
+      return nullptr;
+    }
+    for (auto& i : best) ctx.issues.push_back(std::move(i));
+    return nullptr;
+  }
+
+  json::value read_literal(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    const json::value& lit = t.literal;
+    const char c = r_.peek();
+    const char* start = r_.position();
+    bool match = false;
+    if (lit.is_string()) {
+      if (c != '"') return mismatch(t, ctx, at);
+      std::string scratch;
+      std::string_view s;
+      if (!r_.read_string_view(s, scratch)) return nullptr;
+      match = s == std::string_view(lit.get_string());
+    } else if (lit.is_bool()) {
+      if (c != 't' && c != 'f') return mismatch(t, ctx, at);
+      bool b = false;
+      if (!r_.read_bool(b)) return nullptr;
+      match = b == lit.get_bool();
+    } else if (is_number(lit)) {
+      if (c != '-' && (c < '0' || c > '9')) return mismatch(t, ctx, at);
+      detail::number_token tok;
+      if (!r_.read_number(tok)) return nullptr;
+      double d = 0;
+      const auto res = std::from_chars(tok.begin, tok.end, d);
+      if (lit.is_double()) {
+        match = res.ec == std::errc() && d == lit.get_double();
+      } else {
+        std::int64_t i = 0;
+        if (detail::integer_from_token(tok, i)) match = lit.is_int64() ? i == lit.get_int64() : i >= 0 && static_cast<std::uint64_t>(i) == lit.get_uint64();
+        else {
+          std::uint64_t u = 0;
+          match = lit.is_uint64() && detail::integer_from_token(tok, u) && u == lit.get_uint64();
+        }
+      }
+    } else if (lit.is_null()) {
+      if (c != 'n') return mismatch(t, ctx, at);
+      r_.read_null();
+      match = true;
+    } else {
+      // Structured literal: compare the parsed value.
+      json::value v = read_any(ctx, at);
+      match = same_value(v, lit);
+    }
+    if (r_.failed()) return nullptr;
+    const std::string_view raw = detail::span_from(r_, start);
+    if (!match) {
+      detail::type_mismatch(ctx, at, t, raw);
+      return nullptr;
+    }
+    json::value v = lit;
+    if (!t.constraints.empty()) rules(t.constraints, v, raw, false, false, ctx, at);
+    return v;
+  }
+
+  json::value read_enum(const schema::type& t, const schema::definition& def, decode_context& ctx,
+                        const path_frame* at) {
+    if (r_.peek() != '"') return mismatch(t, ctx, at);
+    const char* start = r_.position();
+    std::string scratch;
+    std::string_view v;
+    if (!r_.read_string_view(v, scratch)) return nullptr;
+    for (const auto& ev : def.enumeration()->values) {
+      bool match = !ev.skip && ev.name == v;
+      for (std::size_t a = 0; !match && a < ev.aliases.size(); ++a) match = ev.aliases[a] == v;
+      if (!match) continue;
+      return enum_value(t, ev, detail::span_from(r_, start), ctx, at);
+    }
+    if (ctx.opts.coerce) {
+      std::string how;
+      const std::size_t k = detail::match_enum_value(*def.enumeration(), v, how);
+      if (k != detail::no_match) {
+        const auto& ev = def.enumeration()->values[k];
+        ctx.note(at, note_kind::coerced,
+                 std::string(detail::span_from(r_, start)) + " read as \"" + ev.name + "\" (" + how + ")");
+        return enum_value(t, ev, detail::span_from(r_, start), ctx, at);
+      }
+    }
+    detail::enum_mismatch(ctx, at, def, detail::span_from(r_, start));
+    return nullptr;
+  }
+
+  json::value enum_value(const schema::type& t, const schema::enum_value& ev, std::string_view raw, decode_context& ctx,
+                         const path_frame* at) {
+    json::value out = json::string(keys_ == output_keys::declared && !ev.declared_name.empty() ? ev.declared_name : ev.name);
+    if (!t.constraints.empty()) {
+      const json::value seen = json::string(ev.declared_name.empty() ? ev.name : ev.declared_name);
+      rules(t.constraints, seen, raw, false, false, ctx, at);
+    }
+    return out;
+  }
+
+  json::value read_object(const schema::type& t, const schema::definition& d, decode_context& ctx,
+                          const path_frame* at) {
+    if (r_.peek() != '{') return mismatch(t, ctx, at);
+    const char* start = r_.position();
+    const schema::object_def& def = *d.object();
+    const std::size_t n = def.fields.size();
+    const std::size_t issues_before = ctx.issues.size();
+    if (!r_.begin_object()) return nullptr;
+    std::vector<json::value> slots(n);
+    std::vector<bool> seen(n, false);
+    std::string scratch;
+    std::string_view key;
+    bool first = true;
+    while (r_.next_key(first, key, scratch)) {
+      first = false;
+      std::size_t j = n;
+      for (std::size_t k = 0; k < n; ++k) {
+        if (def.fields[k].key == key) {
+          j = k;
+          break;
+        }
+      }
+      if (j == n && ctx.opts.coerce) {
+        const std::size_t m = detail::match_field_key(def, key);
+        if (m != detail::no_match && !seen[m]) {
+          j = m;
+          path_frame f{at, def.fields[j].key, 0, false};
+          ctx.note(&f, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
+        }
+      }
+      if (j == n || def.fields[j].skip) {
+        const std::string k(key);
+        path_frame f{at, k, 0, false};
+        std::string_view ignored;
+        if (!r_.skip_value(ignored)) return nullptr;
+        if (j == n && ctx.opts.reject_unknown_fields) detail::unknown_field(ctx, &f);
+        continue;
+      }
+      seen[j] = true;
+      path_frame f{at, def.fields[j].key, 0, false};
+      slots[j] = read(def.fields[j].type, ctx, &f);
+      if (r_.failed()) return nullptr;
+    }
+    if (r_.failed()) return nullptr;
+    json::object out;
+    for (std::size_t j = 0; j < n; ++j) {
+      const schema::field& f = def.fields[j];
+      if (f.skip) continue;
+      const std::string& name = keys_ == output_keys::declared ? f.name : f.key;
+      if (seen[j]) {
+        out.emplace(name, std::move(slots[j]));
+        continue;
+      }
+      if (f.required) {
+        path_frame pf{at, f.key, 0, false};
+        detail::missing_field(ctx, &pf, f.key);
+      } else if (f.default_value) {
+        out.emplace(name, *f.default_value);
+      }
+    }
+    json::value v = std::move(out);
+    if (ctx.issues.size() == issues_before && (!def.invariants.empty() || !t.constraints.empty())) {
+      const json::value view = rule_view(def, v);
+      for (const auto& inv : def.invariants) {
+        if (!inv.check || !inv.check->has_json()) continue;
+        auto r = inv.check->check_json(view);
+        if (!r) continue;
+        path_frame anchor{at, inv.anchor, 0, false};
+        const path_frame* where = inv.anchor.empty() ? at : &anchor;
+        if (soft_rule(inv.check.get())) {
+          ctx.note(where, note_kind::check_failed, "check failed: " + inv.description);
+          continue;
+        }
+        std::string message = r->empty() ? "must satisfy: " + inv.description : std::move(*r);
+        ctx.add(where, issue_code::invariant_violation, inv.description, "", std::move(message));
+      }
+      if (!t.constraints.empty()) {
+        rules(t.constraints, view, detail::span_from(r_, start), false, false, ctx, at);
+      }
+    }
+    return v;
+  }
+
+  // The object as its own rules read it: fields under their declared names.
+  json::value rule_view(const schema::object_def& def, const json::value& v) const {
+    if (keys_ == output_keys::declared) return v;
+    bool renamed = false;
+    for (const auto& f : def.fields) renamed = renamed || (f.key != f.name && !f.skip);
+    if (!renamed) return v;
+    json::object o;
+    const auto& src = v.get_object();
+    for (const auto& f : def.fields) {
+      if (const auto* x = src.if_contains(f.key)) o.emplace(f.name, *x);
+    }
+    return o;
+  }
+
+  // Custom checks on JSON values (predicates from schema files) and soft constraints.
+  // `container`: arrays and maps report like check_count (expected = rule, no actual).
+  void rules(const std::vector<schema::constraint>& cs, const json::value& v, std::string_view raw, bool container,
+             bool is_map, decode_context& ctx, const path_frame* at) {
+    (void)is_map;
+    for (const auto& c : cs) {
+      if (c.kind != constraint_kind::predicate || !c.custom || !c.custom->has_json()) continue;
+      auto r = c.custom->check_json(v);
+      if (!r) continue;
+      if (c.soft) {
+        ctx.note(at, note_kind::check_failed, "check failed: " + c.text);
+        continue;
+      }
+      if (container) {
+        std::string message = r->empty() ? (c.text.empty() ? schema::describe(c) : c.text) : std::move(*r);
+        ctx.add(at, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
+      } else {
+        std::string message =
+            r->empty() ? (c.text.empty() ? std::string("must satisfy its rule") : c.text) : std::move(*r);
+        ctx.add(at, issue_code::constraint_violation, c.text, detail::actual_of(raw), std::move(message));
+      }
+    }
+  }
+
+  // Keyword and custom constraints of a ref-to-alias or union node, on the value already read.
+  void value_constraints(const std::vector<schema::constraint>& cs, const json::value& v, std::string_view raw,
+                         decode_context& ctx, const path_frame* at) {
+    if (v.is_string()) {
+      detail::check_string(cs, v.get_string(), raw, nullptr, ctx, at);
+      rules(cs, v, raw, false, false, ctx, at);
+    } else if (is_number(v)) {
+      detail::check_number(cs, as_double(v), raw, nullptr, ctx, at);
+      rules(cs, v, raw, false, false, ctx, at);
+    } else if (v.is_array()) {
+      detail::check_count(cs, v.get_array().size(), false, raw, nullptr, ctx, at);
+      rules(cs, v, raw, true, false, ctx, at);
+    } else if (v.is_object()) {
+      detail::check_count(cs, v.get_object().size(), true, raw, nullptr, ctx, at);
+      rules(cs, v, raw, true, true, ctx, at);
+    } else {
+      rules(cs, v, raw, false, false, ctx, at);
+    }
+  }
+
+  // unique_items and unique_by on a JSON array, with the typed validators' messages.
+  void uniqueness(const schema::type& t, const json::array& a, decode_context& ctx, const path_frame* at) {
+    for (const auto& c : t.constraints) {
+      if (c.kind == constraint_kind::unique_items) {
+        if (auto m = duplicate_items(a)) ctx.add(at, issue_code::constraint_violation, schema::describe(c), "", std::move(*m));
+      } else if (c.kind == constraint_kind::unique_by) {
+        if (auto m = duplicate_members(t.args[0], c.text, a, ctx)) ctx.add(at, issue_code::constraint_violation, schema::describe(c), "", std::move(*m));
+      }
+    }
+  }
+
+  static std::optional<std::string> duplicate_items(const json::array& a) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+      for (std::size_t j = i + 1; j < a.size(); ++j)
+        if (same_value(a[i], a[j]))
+          return "items must be unique ([" + std::to_string(i) + "] and [" + std::to_string(j) + "] are equal)";
+    return std::nullopt;
+  }
+
+  std::optional<std::string> duplicate_members(const schema::type& item, const std::string& member, const json::array& a,
+                                               decode_context& ctx) const {
+    // The member's key in the output and its type (for the message's rendering of the value).
+    std::string key = member;
+    const schema::type* mtype = nullptr;
+    if (const schema::type* u = detail::unalias(ctx.s, item)) {
+      if (const schema::definition* d = ctx.s.resolve(*u); d != nullptr && d->object() != nullptr) {
+        for (const auto& f : d->object()->fields) {
+          if (f.name == member || f.key == member) {
+            key = keys_ == output_keys::declared ? f.name : f.key;
+            mtype = &f.type;
+            break;
+          }
+        }
+      }
+    }
+    static const json::value null_value;
+    auto member_of = [&](const json::value& v) -> const json::value& {
+      if (v.is_object())
+        if (const auto* m = v.get_object().if_contains(key)) return *m;
+      return null_value;
+    };
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      for (std::size_t j = i + 1; j < a.size(); ++j) {
+        const json::value& x = member_of(a[i]);
+        if (!same_value(x, member_of(a[j]))) continue;
+        std::string shown;
+        const schema::type* mt = mtype == nullptr ? nullptr : detail::unalias(ctx.s, *mtype);
+        if (mt != nullptr && !mtype->nullable && !mt->nullable) {
+          if (mt->kind == kind::string && x.is_string()) detail::append_json_string(shown, x.get_string());
+          else if (mt->kind == kind::integer && x.is_int64()) shown = std::to_string(x.get_int64());
+          else if (mt->kind == kind::integer && x.is_uint64()) shown = std::to_string(x.get_uint64());
+          else if (mt->kind == kind::number && is_number(x)) shown = std::to_string(as_double(x));
+          else if (mt->kind == kind::boolean && x.is_bool()) shown = std::to_string(x.get_bool() ? 1 : 0);
+        }
+        return detail::render_unique_by_duplicate(member, shown, i, j);
+      }
+    }
+    return std::nullopt;
+  }
+
+  json_reader& r_;
+  output_keys keys_;
+  std::size_t depth_ = 0;
+};
+
+}  // namespace
+
+dynamic_result decode_dynamic(std::string_view text, const schema::model& m, const decode_options& options,
+                              output_keys keys) {
+  dynamic_result result;
+  detail::decode_context ctx{m, options, result.issues};
+  if (text.size() > options.max_input_bytes) {
+    detail::parse_failure(ctx, {}, 0, "input is larger than the configured maximum size");
+    return result;
+  }
+  ctx.notes = &result.notes;
+  detail::json_reader r(text, options.max_depth);
+  dynamic_decoder d(r, keys);
+  result.value = d.read(m.root, ctx, nullptr);
+  r.finish();
+  if (r.failed()) {
+    result.issues.clear();
+    result.notes.clear();
+    result.value = nullptr;
+    detail::parse_failure(ctx, text, r.error_offset(), r.error_message());
+  }
+  return result;
+}
+
+dynamic_result validate_value(const boost::json::value& value, const schema::model& m, const decode_options& options,
+                              output_keys keys) {
+  return decode_dynamic(json_text(value), m, options, keys);
+}
+
+std::string json_text(const boost::json::value& value) {
+  std::string out;
+  write_json(out, value);
+  return out;
+}
+
+}  // namespace covenant

@@ -1,0 +1,972 @@
+// The @check/@assert expression language: parser, evaluator, translation to keyword constraints.
+#include "covenant/detail/schema_expression.hpp"
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/string.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <system_error>
+#include <utility>
+
+namespace covenant::detail {
+
+namespace json = boost::json;
+
+struct expression::node {
+  enum class op : std::uint8_t {
+    literal,
+    this_,
+    list,
+    member,   // kids[0].name
+    index,    // kids[0][kids[1]]
+    filter,   // kids[0]|name(kids[1..])
+    not_,
+    neg,
+    and_,
+    or_,
+    eq,
+    ne,
+    lt,
+    le,
+    gt,
+    ge,
+    in,
+    not_in,
+    add,
+    sub,
+    mul,
+    div,
+    mod,
+    concat,
+  };
+  op o = op::literal;
+  json::value value;
+  std::string name;
+  std::vector<node> kids;
+  std::shared_ptr<const schema::compiled_pattern> regex;
+};
+
+expression::expression() = default;
+expression::~expression() = default;
+
+namespace {
+
+using node = expression::node;
+using op = node::op;
+
+// ---- tokenizer ----------------------------------------------------------------------------------
+
+enum class tok : std::uint8_t { end, ident, number, string, punct, error };
+
+struct token {
+  tok kind = tok::end;
+  std::string text;  // identifier, punctuation, decoded string
+  json::value number;
+  std::size_t offset = 0;
+};
+
+bool ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
+bool digit(char c) { return c >= '0' && c <= '9'; }
+
+class lexer {
+ public:
+  explicit lexer(std::string_view s) : s_(s) {}
+
+  token next() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+    token t;
+    t.offset = i_;
+    if (i_ >= s_.size()) return t;
+    const char c = s_[i_];
+    if (ident_start(c)) {
+      const std::size_t b = i_;
+      while (i_ < s_.size() && ident_char(s_[i_])) ++i_;
+      t.kind = tok::ident;
+      t.text = std::string(s_.substr(b, i_ - b));
+      return t;
+    }
+    if (digit(c)) {
+      const std::size_t b = i_;
+      bool integral = true;
+      while (i_ < s_.size() && digit(s_[i_])) ++i_;
+      if (i_ + 1 < s_.size() && s_[i_] == '.' && digit(s_[i_ + 1])) {
+        integral = false;
+        ++i_;
+        while (i_ < s_.size() && digit(s_[i_])) ++i_;
+      }
+      if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+        std::size_t j = i_ + 1;
+        if (j < s_.size() && (s_[j] == '+' || s_[j] == '-')) ++j;
+        if (j < s_.size() && digit(s_[j])) {
+          integral = false;
+          i_ = j;
+          while (i_ < s_.size() && digit(s_[i_])) ++i_;
+        }
+      }
+      const std::string_view text = s_.substr(b, i_ - b);
+      t.kind = tok::number;
+      if (integral) {
+        std::int64_t v = 0;
+        const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (r.ec == std::errc()) {
+          t.number = v;
+          return t;
+        }
+      }
+      double d = 0;
+      const auto r = std::from_chars(text.data(), text.data() + text.size(), d);
+      if (r.ec != std::errc() || !std::isfinite(d)) {
+        t.kind = tok::error;
+        t.text = "number out of range";
+        return t;
+      }
+      t.number = d;
+      return t;
+    }
+    if (c == '"' || c == '\'') {
+      const char q = c;
+      ++i_;
+      std::string out;
+      while (i_ < s_.size() && s_[i_] != q) {
+        if (s_[i_] == '\\' && i_ + 1 < s_.size()) {
+          const char e = s_[i_ + 1];
+          switch (e) {
+            case '\\': out.push_back('\\'); break;
+            case '"': out.push_back('"'); break;
+            case '\'': out.push_back('\''); break;
+            case 'n': out.push_back('\n'); break;
+            case 't': out.push_back('\t'); break;
+            case 'r': out.push_back('\r'); break;
+            default:  // unknown escapes stay as written (regular expressions: \d, \s, \.)
+              out.push_back('\\');
+              out.push_back(e);
+          }
+          i_ += 2;
+          continue;
+        }
+        out.push_back(s_[i_++]);
+      }
+      if (i_ >= s_.size()) {
+        t.kind = tok::error;
+        t.text = "unterminated string";
+        return t;
+      }
+      ++i_;
+      t.kind = tok::string;
+      t.text = std::move(out);
+      return t;
+    }
+    static constexpr std::string_view two[] = {"==", "!=", "<=", ">=", "//"};
+    for (auto p : two) {
+      if (s_.substr(i_, 2) == p) {
+        i_ += 2;
+        t.kind = tok::punct;
+        t.text = std::string(p);
+        return t;
+      }
+    }
+    static constexpr std::string_view one = "<>()[].,|+-*/%~";
+    if (one.find(c) != std::string_view::npos) {
+      ++i_;
+      t.kind = tok::punct;
+      t.text = std::string(1, c);
+      return t;
+    }
+    t.kind = tok::error;
+    t.text = std::string("unexpected character '") + c + "'";
+    return t;
+  }
+
+ private:
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
+// ---- parser -------------------------------------------------------------------------------------
+
+struct parse_failure {
+  std::string message;
+  std::size_t offset;
+};
+
+class parser {
+ public:
+  parser(std::string_view s, std::size_t max_depth) : lex_(s), max_depth_(max_depth) { advance(); }
+
+  node parse_all() {
+    node n = parse_or();
+    if (cur_.kind != tok::end) fail("unexpected '" + describe(cur_) + "'");
+    return n;
+  }
+
+ private:
+  [[noreturn]] void fail(std::string message) const { throw parse_failure{std::move(message), cur_.offset}; }
+
+  static std::string describe(const token& t) {
+    switch (t.kind) {
+      case tok::end: return "end of expression";
+      case tok::number: return "number";
+      case tok::string: return "string";
+      default: return t.text;
+    }
+  }
+
+  void advance() {
+    cur_ = lex_.next();
+    if (cur_.kind == tok::error) fail(cur_.text);
+  }
+
+  bool is_punct(std::string_view p) const { return cur_.kind == tok::punct && cur_.text == p; }
+  bool is_word(std::string_view w) const { return cur_.kind == tok::ident && cur_.text == w; }
+
+  void expect_punct(std::string_view p) {
+    if (!is_punct(p)) fail("expected '" + std::string(p) + "' but found '" + describe(cur_) + "'");
+    advance();
+  }
+
+  struct depth_guard {
+    parser& p;
+    explicit depth_guard(parser& q) : p(q) {
+      if (++p.depth_ > p.max_depth_) p.fail("expression is nested too deeply");
+    }
+    ~depth_guard() { --p.depth_; }
+  };
+
+  // Left-leaning chains (a and b and c ...) are built in loops; their length bounds the depth of
+  // the tree as well.
+  void chain_step(std::size_t& n) const {
+    if (++n > 256) fail("too many operators in one expression");
+  }
+
+  static node binary(op o, node a, node b) {
+    node n;
+    n.o = o;
+    n.kids.push_back(std::move(a));
+    n.kids.push_back(std::move(b));
+    return n;
+  }
+
+  node parse_or() {
+    depth_guard g(*this);
+    node n = parse_and();
+    std::size_t steps = 0;
+    while (is_word("or")) {
+      chain_step(steps);
+      advance();
+      n = binary(op::or_, std::move(n), parse_and());
+    }
+    return n;
+  }
+
+  node parse_and() {
+    node n = parse_not();
+    std::size_t steps = 0;
+    while (is_word("and")) {
+      chain_step(steps);
+      advance();
+      n = binary(op::and_, std::move(n), parse_not());
+    }
+    return n;
+  }
+
+  node parse_not() {
+    depth_guard g(*this);
+    if (is_word("not")) {
+      advance();
+      node n;
+      n.o = op::not_;
+      n.kids.push_back(parse_not());
+      return n;
+    }
+    return parse_compare();
+  }
+
+  node parse_compare() {
+    node n = parse_add();
+    std::size_t steps = 0;
+    for (;;) {
+      chain_step(steps);
+      op o;
+      if (is_punct("==")) o = op::eq;
+      else if (is_punct("!=")) o = op::ne;
+      else if (is_punct("<")) o = op::lt;
+      else if (is_punct("<=")) o = op::le;
+      else if (is_punct(">")) o = op::gt;
+      else if (is_punct(">=")) o = op::ge;
+      else if (is_word("in")) o = op::in;
+      else if (is_word("not")) {
+        advance();
+        if (!is_word("in")) fail("expected 'in' after 'not'");
+        o = op::not_in;
+      } else if (is_word("is")) {
+        fail("'is' tests are not supported (compare with == instead)");
+      } else {
+        return n;
+      }
+      advance();
+      n = binary(o, std::move(n), parse_add());
+    }
+  }
+
+  node parse_add() {
+    node n = parse_mul();
+    std::size_t steps = 0;
+    for (;;) {
+      chain_step(steps);
+      op o;
+      if (is_punct("+")) o = op::add;
+      else if (is_punct("-")) o = op::sub;
+      else if (is_punct("~")) o = op::concat;
+      else return n;
+      advance();
+      n = binary(o, std::move(n), parse_mul());
+    }
+  }
+
+  node parse_mul() {
+    node n = parse_unary();
+    std::size_t steps = 0;
+    for (;;) {
+      chain_step(steps);
+      op o;
+      if (is_punct("*")) o = op::mul;
+      else if (is_punct("/")) o = op::div;
+      else if (is_punct("%")) o = op::mod;
+      else if (is_punct("//")) fail("'//' (floor division) is not supported");
+      else return n;
+      advance();
+      n = binary(o, std::move(n), parse_unary());
+    }
+  }
+
+  node parse_unary() {
+    depth_guard g(*this);
+    if (is_punct("-")) {
+      advance();
+      node inner = parse_unary();
+      if (inner.o == op::literal && inner.value.is_int64()) {
+        inner.value = -inner.value.get_int64();
+        return inner;
+      }
+      if (inner.o == op::literal && inner.value.is_double()) {
+        inner.value = -inner.value.get_double();
+        return inner;
+      }
+      node n;
+      n.o = op::neg;
+      n.kids.push_back(std::move(inner));
+      return n;
+    }
+    return parse_postfix();
+  }
+
+  node parse_postfix() {
+    node n = parse_primary();
+    std::size_t steps = 0;
+    for (;;) {
+      chain_step(steps);
+      if (is_punct(".")) {
+        advance();
+        if (cur_.kind != tok::ident && cur_.kind != tok::number) fail("expected a member name after '.'");
+        node m;
+        m.o = op::member;
+        if (cur_.kind == tok::ident) {
+          m.name = cur_.text;
+        } else {
+          m.o = op::index;  // this.0 == this[0]
+        }
+        if (m.o == op::index) {
+          node idx;
+          idx.value = cur_.number;
+          m.kids.push_back(std::move(n));
+          m.kids.push_back(std::move(idx));
+        } else {
+          m.kids.push_back(std::move(n));
+        }
+        advance();
+        n = std::move(m);
+      } else if (is_punct("[")) {
+        depth_guard g(*this);
+        advance();
+        node idx = parse_or();
+        expect_punct("]");
+        n = binary(op::index, std::move(n), std::move(idx));
+      } else if (is_punct("|")) {
+        advance();
+        if (cur_.kind != tok::ident) fail("expected a filter name after '|'");
+        node f;
+        f.o = op::filter;
+        f.name = cur_.text;
+        const std::size_t at = cur_.offset;
+        advance();
+        f.kids.push_back(std::move(n));
+        if (is_punct("(")) {
+          depth_guard g(*this);
+          advance();
+          if (!is_punct(")")) {
+            for (;;) {
+              f.kids.push_back(parse_or());
+              if (is_punct(",")) {
+                advance();
+                continue;
+              }
+              break;
+            }
+          }
+          expect_punct(")");
+        }
+        check_filter(f, at);
+        n = std::move(f);
+      } else {
+        return n;
+      }
+    }
+  }
+
+  void check_filter(node& f, std::size_t at) const {
+    static constexpr std::string_view no_args[] = {"length", "lower", "upper", "trim", "abs",
+                                                   "int",    "float", "first", "last", "count"};
+    for (auto name : no_args) {
+      if (f.name == name) {
+        if (f.kids.size() != 1) throw parse_failure{"filter '" + f.name + "' takes no arguments", at};
+        if (f.name == "count") f.name = "length";
+        return;
+      }
+    }
+    if (f.name == "regex_match") {
+      if (f.kids.size() != 2 || f.kids[1].o != op::literal || !f.kids[1].value.is_string())
+        throw parse_failure{"regex_match takes one string literal (the regular expression)", at};
+      std::string error;
+      const auto& pat = f.kids[1].value.get_string();
+      f.regex = schema::compile_pattern(std::string_view(pat.data(), pat.size()), &error);
+      if (!f.regex) throw parse_failure{"invalid regular expression: " + error, at};
+      return;
+    }
+    throw parse_failure{"unknown filter '" + f.name +
+                            "' (known: length, lower, upper, trim, abs, int, float, first, last, regex_match)",
+                        at};
+  }
+
+  node parse_primary() {
+    depth_guard g(*this);
+    node n;
+    switch (cur_.kind) {
+      case tok::number:
+        n.value = cur_.number;
+        advance();
+        return n;
+      case tok::string:
+        n.value = json::string(cur_.text);
+        advance();
+        return n;
+      case tok::ident: {
+        const std::string& w = cur_.text;
+        if (w == "this") n.o = op::this_;
+        else if (w == "true" || w == "True") n.value = true;
+        else if (w == "false" || w == "False") n.value = false;
+        else if (w == "none" || w == "None" || w == "null") n.value = nullptr;
+        else fail("unknown name '" + w + "' (expressions read the value as `this`)");
+        advance();
+        return n;
+      }
+      case tok::punct:
+        if (is_punct("(")) {
+          advance();
+          n = parse_or();
+          expect_punct(")");
+          return n;
+        }
+        if (is_punct("[")) {
+          advance();
+          n.o = op::list;
+          if (!is_punct("]")) {
+            for (;;) {
+              n.kids.push_back(parse_or());
+              if (is_punct(",")) {
+                advance();
+                continue;
+              }
+              break;
+            }
+          }
+          expect_punct("]");
+          return n;
+        }
+        break;
+      default: break;
+    }
+    fail("expected a value but found '" + describe(cur_) + "'");
+  }
+
+  lexer lex_;
+  token cur_;
+  std::size_t depth_ = 0;
+  std::size_t max_depth_;
+};
+
+// ---- evaluation ---------------------------------------------------------------------------------
+
+bool truthy(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null: return false;
+    case json::kind::bool_: return v.get_bool();
+    case json::kind::int64: return v.get_int64() != 0;
+    case json::kind::uint64: return v.get_uint64() != 0;
+    case json::kind::double_: return v.get_double() != 0;
+    case json::kind::string: return !v.get_string().empty();
+    case json::kind::array: return !v.get_array().empty();
+    case json::kind::object: return !v.get_object().empty();
+  }
+  return false;
+}
+
+bool is_number(const json::value& v) { return v.is_int64() || v.is_uint64() || v.is_double(); }
+
+double as_double(const json::value& v) {
+  if (v.is_int64()) return static_cast<double>(v.get_int64());
+  if (v.is_uint64()) return static_cast<double>(v.get_uint64());
+  if (v.is_double()) return v.get_double();
+  return 0;
+}
+
+bool equal(const json::value& a, const json::value& b) {
+  if (is_number(a) && is_number(b)) {
+    if (a.is_double() || b.is_double()) return as_double(a) == as_double(b);
+    if (a.is_int64() && b.is_int64()) return a.get_int64() == b.get_int64();
+    if (a.is_uint64() && b.is_uint64()) return a.get_uint64() == b.get_uint64();
+    const std::int64_t s = a.is_int64() ? a.get_int64() : b.get_int64();
+    const std::uint64_t u = a.is_uint64() ? a.get_uint64() : b.get_uint64();
+    return s >= 0 && static_cast<std::uint64_t>(s) == u;
+  }
+  if (a.kind() != b.kind()) return false;
+  if (a.is_array()) {
+    const auto& x = a.get_array();
+    const auto& y = b.get_array();
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (!equal(x[i], y[i])) return false;
+    return true;
+  }
+  if (a.is_object()) {
+    const auto& x = a.get_object();
+    const auto& y = b.get_object();
+    if (x.size() != y.size()) return false;
+    for (const auto& kv : x) {
+      const auto* other = y.if_contains(kv.key());
+      if (other == nullptr || !equal(kv.value(), *other)) return false;
+    }
+    return true;
+  }
+  return a == b;
+}
+
+// -1, 0, 1; nullopt when the kinds cannot be ordered.
+std::optional<int> order(const json::value& a, const json::value& b) {
+  if (is_number(a) && is_number(b)) {
+    const double x = as_double(a);
+    const double y = as_double(b);
+    if (x < y) return -1;
+    if (x > y) return 1;
+    if (x == y) return 0;
+    return std::nullopt;  // NaN
+  }
+  if (a.is_string() && b.is_string()) {
+    const int c = a.get_string().compare(b.get_string());
+    return c < 0 ? -1 : (c > 0 ? 1 : 0);
+  }
+  return std::nullopt;
+}
+
+std::size_t code_points(std::string_view s) {
+  std::size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+json::value number_result(double v) {
+  if (std::isfinite(v) && std::trunc(v) == v && std::fabs(v) < 9007199254740992.0)
+    return json::value(static_cast<std::int64_t>(v));
+  return json::value(v);
+}
+
+json::value arithmetic(op o, const json::value& a, const json::value& b) {
+  if (o == op::concat) {
+    auto text = [](const json::value& v) -> std::string {
+      if (v.is_string()) return std::string(v.get_string());
+      if (v.is_null()) return "";
+      if (v.is_bool()) return v.get_bool() ? "true" : "false";
+      if (v.is_int64()) return std::to_string(v.get_int64());
+      if (v.is_uint64()) return std::to_string(v.get_uint64());
+      if (v.is_double()) {
+        char buf[32];
+        auto r = std::to_chars(buf, buf + sizeof buf, v.get_double());
+        return std::string(buf, static_cast<std::size_t>(r.ptr - buf));
+      }
+      return "";
+    };
+    return json::string(text(a) + text(b));
+  }
+  if (o == op::add && a.is_string() && b.is_string())
+    return json::string(std::string(a.get_string()) + std::string(b.get_string()));
+  if (!is_number(a) || !is_number(b)) return nullptr;
+  const bool ints = !a.is_double() && !b.is_double();
+  const double x = as_double(a);
+  const double y = as_double(b);
+  switch (o) {
+    case op::add: return ints ? number_result(x + y) : json::value(x + y);
+    case op::sub: return ints ? number_result(x - y) : json::value(x - y);
+    case op::mul: return ints ? number_result(x * y) : json::value(x * y);
+    case op::div:
+      if (y == 0) return nullptr;
+      return json::value(x / y);
+    case op::mod:
+      if (y == 0) return nullptr;
+      return ints ? number_result(std::fmod(x, y)) : json::value(std::fmod(x, y));
+    default: return nullptr;
+  }
+}
+
+std::string trimmed(std::string_view s) {
+  std::size_t b = 0;
+  std::size_t e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r')) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+json::value eval(const node& n, const json::value& self);
+
+json::value apply_filter(const node& n, const json::value& self) {
+  json::value v = eval(n.kids[0], self);
+  const std::string& f = n.name;
+  if (f == "length") {
+    if (v.is_string()) return static_cast<std::int64_t>(code_points(v.get_string()));
+    if (v.is_array()) return static_cast<std::int64_t>(v.get_array().size());
+    if (v.is_object()) return static_cast<std::int64_t>(v.get_object().size());
+    return nullptr;
+  }
+  if (f == "lower" || f == "upper") {
+    if (!v.is_string()) return nullptr;
+    std::string s(v.get_string());
+    for (char& c : s) {
+      if (f == "lower" && c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      if (f == "upper" && c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+    }
+    return json::string(s);
+  }
+  if (f == "trim") return v.is_string() ? json::value(json::string(trimmed(v.get_string()))) : json::value(nullptr);
+  if (f == "abs") {
+    if (v.is_int64()) return v.get_int64() < 0 ? number_result(-as_double(v)) : v;
+    if (is_number(v)) return json::value(std::fabs(as_double(v)));
+    return nullptr;
+  }
+  if (f == "int") {
+    if (is_number(v)) return number_result(std::trunc(as_double(v)));
+    if (v.is_string()) {
+      std::int64_t i = 0;
+      const std::string s = trimmed(v.get_string());
+      const auto r = std::from_chars(s.data(), s.data() + s.size(), i);
+      if (r.ec == std::errc() && r.ptr == s.data() + s.size()) return i;
+    }
+    return nullptr;
+  }
+  if (f == "float") {
+    if (is_number(v)) return json::value(as_double(v));
+    if (v.is_string()) {
+      double d = 0;
+      const std::string s = trimmed(v.get_string());
+      const auto r = std::from_chars(s.data(), s.data() + s.size(), d);
+      if (r.ec == std::errc() && r.ptr == s.data() + s.size()) return d;
+    }
+    return nullptr;
+  }
+  if (f == "first" || f == "last") {
+    if (v.is_array() && !v.get_array().empty()) return f == "first" ? v.get_array().front() : v.get_array().back();
+    return nullptr;
+  }
+  if (f == "regex_match") {
+    if (!v.is_string() || !n.regex) return false;
+    return schema::pattern_matches(*n.regex, v.get_string());
+  }
+  return nullptr;
+}
+
+json::value eval(const node& n, const json::value& self) {
+  switch (n.o) {
+    case op::literal: return n.value;
+    case op::this_: return self;
+    case op::list: {
+      json::array a;
+      for (const auto& k : n.kids) a.push_back(eval(k, self));
+      return a;
+    }
+    case op::member: {
+      json::value v = eval(n.kids[0], self);
+      if (v.is_object()) {
+        if (const auto* m = v.get_object().if_contains(n.name)) return *m;
+      }
+      return nullptr;
+    }
+    case op::index: {
+      json::value v = eval(n.kids[0], self);
+      json::value k = eval(n.kids[1], self);
+      if (v.is_object() && k.is_string()) {
+        if (const auto* m = v.get_object().if_contains(k.get_string())) return *m;
+        return nullptr;
+      }
+      if (v.is_array() && (k.is_int64() || k.is_uint64())) {
+        const auto& a = v.get_array();
+        std::int64_t i = k.is_int64() ? k.get_int64() : static_cast<std::int64_t>(k.get_uint64());
+        if (i < 0) i += static_cast<std::int64_t>(a.size());
+        if (i >= 0 && static_cast<std::size_t>(i) < a.size()) return a[static_cast<std::size_t>(i)];
+      }
+      return nullptr;
+    }
+    case op::filter: return apply_filter(n, self);
+    case op::not_: return !truthy(eval(n.kids[0], self));
+    case op::neg: {
+      json::value v = eval(n.kids[0], self);
+      if (v.is_int64()) return number_result(-as_double(v));
+      if (is_number(v)) return json::value(-as_double(v));
+      return nullptr;
+    }
+    case op::and_: {
+      json::value a = eval(n.kids[0], self);
+      if (!truthy(a)) return a;
+      return eval(n.kids[1], self);
+    }
+    case op::or_: {
+      json::value a = eval(n.kids[0], self);
+      if (truthy(a)) return a;
+      return eval(n.kids[1], self);
+    }
+    case op::eq: return equal(eval(n.kids[0], self), eval(n.kids[1], self));
+    case op::ne: return !equal(eval(n.kids[0], self), eval(n.kids[1], self));
+    case op::lt:
+    case op::le:
+    case op::gt:
+    case op::ge: {
+      const auto c = order(eval(n.kids[0], self), eval(n.kids[1], self));
+      if (!c) return false;
+      switch (n.o) {
+        case op::lt: return *c < 0;
+        case op::le: return *c <= 0;
+        case op::gt: return *c > 0;
+        default: return *c >= 0;
+      }
+    }
+    case op::in:
+    case op::not_in: {
+      json::value needle = eval(n.kids[0], self);
+      json::value hay = eval(n.kids[1], self);
+      bool found = false;
+      if (hay.is_string() && needle.is_string()) {
+        found = std::string_view(hay.get_string()).find(std::string_view(needle.get_string())) != std::string_view::npos;
+      } else if (hay.is_array()) {
+        for (const auto& x : hay.get_array())
+          if (equal(x, needle)) found = true;
+      } else if (hay.is_object() && needle.is_string()) {
+        found = hay.get_object().contains(needle.get_string());
+      }
+      return n.o == op::in ? found : !found;
+    }
+    case op::add:
+    case op::sub:
+    case op::mul:
+    case op::div:
+    case op::mod:
+    case op::concat: return arithmetic(n.o, eval(n.kids[0], self), eval(n.kids[1], self));
+  }
+  return nullptr;
+}
+
+// ---- translation to keyword constraints ---------------------------------------------------------
+
+enum class subject : std::uint8_t { none, value, length };
+
+subject subject_of(const node& n) {
+  if (n.o == op::this_) return subject::value;
+  if (n.o == op::filter && n.name == "length" && n.kids.size() == 1 && n.kids[0].o == op::this_) return subject::length;
+  return subject::none;
+}
+
+op flip(op o) {
+  switch (o) {
+    case op::lt: return op::gt;
+    case op::le: return op::ge;
+    case op::gt: return op::lt;
+    case op::ge: return op::le;
+    default: return o;
+  }
+}
+
+schema::constraint number_constraint(schema::constraint_kind k, double v) {
+  schema::constraint c;
+  c.kind = k;
+  c.number = v;
+  return c;
+}
+
+schema::constraint count_constraint(schema::constraint_kind k, std::size_t n) {
+  schema::constraint c;
+  c.kind = k;
+  c.count = n;
+  return c;
+}
+
+bool atom(const node& n, schema::kind k, std::vector<schema::constraint>& out) {
+  using ck = schema::constraint_kind;
+  if (n.o == op::filter && n.name == "regex_match" && n.kids.size() == 2 && n.kids[0].o == op::this_ &&
+      k == schema::kind::string && n.regex) {
+    schema::constraint c;
+    c.kind = ck::pattern;
+    c.text = std::string(n.kids[1].value.get_string());
+    c.regex = n.regex;
+    out.push_back(std::move(c));
+    return true;
+  }
+  if (n.o != op::eq && n.o != op::lt && n.o != op::le && n.o != op::gt && n.o != op::ge) return false;
+  op o = n.o;
+  const node* subj = &n.kids[0];
+  const node* lit = &n.kids[1];
+  if (subject_of(*subj) == subject::none) {
+    std::swap(subj, lit);
+    o = flip(o);
+  }
+  const subject s = subject_of(*subj);
+  if (s == subject::none || lit->o != op::literal) return false;
+  const json::value& v = lit->value;
+  if (s == subject::value) {
+    if (k == schema::kind::string && o == op::eq && v.is_string()) {
+      schema::constraint c;
+      c.kind = ck::one_of;
+      c.values.push_back(v);
+      out.push_back(std::move(c));
+      return true;
+    }
+    if ((k != schema::kind::integer && k != schema::kind::number) || !is_number(v)) return false;
+    const double x = as_double(v);
+    switch (o) {
+      case op::ge: out.push_back(number_constraint(ck::minimum, x)); return true;
+      case op::gt: out.push_back(number_constraint(ck::exclusive_minimum, x)); return true;
+      case op::le: out.push_back(number_constraint(ck::maximum, x)); return true;
+      case op::lt: out.push_back(number_constraint(ck::exclusive_maximum, x)); return true;
+      case op::eq: {
+        schema::constraint c;
+        c.kind = ck::one_of;
+        c.values.push_back(v);
+        out.push_back(std::move(c));
+        return true;
+      }
+      default: return false;
+    }
+  }
+  // this|length OP n
+  const bool text = k == schema::kind::string;
+  const bool items = k == schema::kind::array || k == schema::kind::map;
+  if ((!text && !items) || !is_number(v)) return false;
+  const double x = as_double(v);
+  if (!(x >= 0) || std::trunc(x) != x || x > 1e15) return false;
+  const auto count = static_cast<std::size_t>(x);
+  const ck lo = text ? ck::min_length : ck::min_items;
+  const ck hi = text ? ck::max_length : ck::max_items;
+  switch (o) {
+    case op::ge: out.push_back(count_constraint(lo, count)); return true;
+    case op::gt: out.push_back(count_constraint(lo, count + 1)); return true;
+    case op::le: out.push_back(count_constraint(hi, count)); return true;
+    case op::lt:
+      if (count == 0) return false;
+      out.push_back(count_constraint(hi, count - 1));
+      return true;
+    case op::eq:
+      out.push_back(count_constraint(lo, count));
+      out.push_back(count_constraint(hi, count));
+      return true;
+    default: return false;
+  }
+}
+
+bool conjunction(const node& n, schema::kind k, std::vector<schema::constraint>& out) {
+  if (n.o == op::and_) return conjunction(n.kids[0], k, out) && conjunction(n.kids[1], k, out);
+  return atom(n, k, out);
+}
+
+void collect_members(const node& n, std::vector<std::string>& out) {
+  if (n.o == op::member && n.kids.size() == 1 && n.kids[0].o == op::this_) out.push_back(n.name);
+  if (n.o == op::index && n.kids.size() == 2 && n.kids[0].o == op::this_ && n.kids[1].o == op::literal &&
+      n.kids[1].value.is_string())
+    out.emplace_back(n.kids[1].value.get_string());
+  for (const auto& k : n.kids) collect_members(k, out);
+}
+
+std::string fold_spaces(std::string_view s) {
+  std::string out;
+  bool space = false;
+  for (char c : s) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty()) out.push_back(' ');
+    space = false;
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const expression> expression::parse(std::string_view source, std::string& error,
+                                                     std::size_t& error_offset, std::size_t max_depth) {
+  try {
+    parser p(source, max_depth);
+    node root = p.parse_all();
+    std::shared_ptr<expression> e(new expression());
+    e->root_ = std::make_unique<node>(std::move(root));
+    e->source_ = fold_spaces(source);
+    return e;
+  } catch (const parse_failure& f) {
+    error = f.message;
+    error_offset = f.offset;
+    return nullptr;
+  }
+}
+
+json::value expression::evaluate(const json::value& self) const { return eval(*root_, self); }
+
+bool expression::holds(const json::value& self) const { return truthy(eval(*root_, self)); }
+
+bool expression::to_constraints(schema::kind k, std::vector<schema::constraint>& out) const {
+  std::vector<schema::constraint> tmp;
+  if (!conjunction(*root_, k, tmp)) return false;
+  for (auto& c : tmp) out.push_back(std::move(c));
+  return true;
+}
+
+std::vector<std::string> expression::members_of_this() const {
+  std::vector<std::string> out;
+  collect_members(*root_, out);
+  return out;
+}
+
+std::optional<std::string> expression_check::check_json(const json::value& value) const {
+  if (expr_->holds(value)) return std::nullopt;
+  return std::string();
+}
+
+std::string expression_rule_text(const expression& e, std::string_view label) {
+  std::string out = "must satisfy " + e.source();
+  if (!label.empty()) {
+    out += " (";
+    out += label;
+    out += ")";
+  }
+  return out;
+}
+
+}  // namespace covenant::detail

@@ -1,0 +1,406 @@
+// Dynamic decoding: JSON text against a runtime schema, with the typed decoder's exact issues.
+#include <covenant/decode.hpp>
+#include <covenant/dynamic.hpp>
+#include <covenant/json_schema.hpp>
+#include <covenant/prompt_format.hpp>
+#include <covenant/schema_file.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "../examples/models/final_answer.hpp"
+
+namespace dyn_test {
+
+enum class Level { low, high };
+
+struct Point {
+  int x = 0;
+  int y = 0;
+};
+
+struct Shapes {
+  std::variant<int, std::string, Point> choice;
+  std::vector<Point> points;
+  std::map<std::string, int> counts;
+  std::optional<Level> level;
+  std::vector<std::string> tags;
+  std::variant<std::monostate, double> maybe;
+};
+
+struct Unique {
+  std::vector<std::string> names;
+  std::vector<Point> points;
+};
+
+struct Small {
+  std::uint8_t u8 = 0;
+  std::int16_t i16 = 0;
+  std::string name;
+};
+
+}  // namespace dyn_test
+
+template <>
+struct covenant::describe<dyn_test::Level> {
+  static constexpr auto values =
+      covenant::values<dyn_test::Level>(covenant::value<dyn_test::Level::high>("", covenant::alias{"HIGH"}));
+};
+
+template <>
+struct covenant::describe<dyn_test::Shapes> {
+  static constexpr auto fields = covenant::fields<dyn_test::Shapes>(
+      covenant::field<&dyn_test::Shapes::points>("", covenant::max_items{2}),
+      covenant::field<&dyn_test::Shapes::tags>("", covenant::each{covenant::length{2, 4}}));
+};
+
+template <>
+struct covenant::describe<dyn_test::Unique> {
+  static constexpr auto fields = covenant::fields<dyn_test::Unique>(
+      covenant::field<&dyn_test::Unique::names>("", covenant::unique_items{}),
+      covenant::field<&dyn_test::Unique::points>("", covenant::unique_by<&dyn_test::Point::x>{}));
+};
+
+namespace {
+
+using models::FinalAnswer;
+
+std::string read_shared(const std::string& rel) {
+  std::ifstream f(std::string(COVENANT_SHARED_DIR) + "/" + rel, std::ios::binary);
+  if (!f) return {};
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// FinalAnswer (examples/models/final_answer.hpp) written as a schema file.
+const char* final_answer_baml = R"(
+/// Tokens spent producing the answer.
+class TokenUsage {
+  input_tokens int? @description("Prompt tokens.") @assert({{ this >= 0 }})
+  output_tokens int? @description("Completion tokens.") @assert({{ this >= 0 }})
+}
+
+/// Additional metadata about how the answer was produced.
+class AnswerMetadata {
+  timestamp string? @description("When the answer was produced (ISO 8601).")
+  model_used string? @description("Model that produced the answer.")
+  token_usage TokenUsage? @description("Token usage.")
+  program_version string? @description("Version of the producing program.")
+}
+
+/// The final, validated answer to the user's query.
+class FinalAnswer {
+  answer string @description("The final answer text.")
+    @assert(non_empty, {{ this|length > 0 }})
+    @assert({{ this|length <= 10000 }})
+  confidence float @description("Confidence score.") @assert({{ this >= 0.0 and this <= 1.0 }})
+  sources (string @assert({{ this|length > 0 }}))[] @description("Identifiers of the source documents.")
+    @assert({{ this|length >= 1 and this|length <= 50 }})
+  reasoning string? @description("Explanation of the answer.") @assert({{ this|length <= 5000 }})
+  metadata AnswerMetadata? @description("Additional metadata.")
+}
+)";
+
+const covenant::schema::model& baml_final_answer() {
+  static const covenant::schema::model m = covenant::schema_set::parse(final_answer_baml).model("FinalAnswer");
+  return m;
+}
+
+// Decodes `text` with the typed decoder and the dynamic one (BAML model); both issue lists.
+void expect_same_issues(const std::string& text, const covenant::schema::model& m,
+                        const covenant::decode_options& o = {}) {
+  auto typed = covenant::decode<FinalAnswer>(text, o);
+  auto dyn = covenant::decode_dynamic(text, m, o);
+  EXPECT_EQ(dyn.issues, typed.issues) << "typed:\n"
+                                      << covenant::render_feedback(typed.issues) << "dynamic:\n"
+                                      << covenant::render_feedback(dyn.issues) << "text: " << text;
+  EXPECT_EQ(dyn.ok(), typed.ok());
+  if (o.coerce) {
+    EXPECT_EQ(dyn.notes, typed.notes) << text;
+  }
+}
+
+std::vector<std::string> parity_documents() {
+  std::vector<std::string> docs = {
+      R"({"answer": "The Eiffel Tower is 330 m tall.", "confidence": 0.87, "sources": ["https://en.wikipedia.org/wiki/Eiffel_Tower"], "metadata": {"timestamp": "2025-01-15T10:30:00Z", "token_usage": {"input_tokens": 512, "output_tokens": 128}}})",
+      R"({"answer": 42, "confidence": "high", "sources": "a"})",
+      R"({"answer": "a", "confidence": 1, "sources": ["s"], "metadata": {"token_usage": {"input_tokens": -3}}})",
+      R"({"answer": null, "confidence": 1, "sources": ["s"], "reasoning": null})",
+      R"({"confidence": 2})",
+      R"({"answer": "", "confidence": -0.5, "sources": [], "reasoning": 7})",
+      R"({"answer": "x", "confidence": 0.5, "sources": ["a", "", "b", ""], "metadata": {"model_used": 3, "token_usage": {"input_tokens": 1.5, "output_tokens": "many"}}})",
+      R"({"answer": "x", "confidence": 0.5, "sources": ["a"], "metadata": [], "extra": {"deep": [1, 2, {"x": null}]}})",
+      R"({"answer": "x", "confidence": 1e400, "sources": [1, null, true]})",
+      R"({"answer": "x", "confidence": 0.5, "sources": ["a"], "metadata": {"token_usage": null, "program_version": "1"}})",
+      R"([1, 2, 3])",
+      R"("just a string")",
+      R"({"answer": "x",, })",
+      R"({"answer": "x", "confidence": 0.5, "sources": ["a"]} trailing)",
+      R"()",
+  };
+  std::string sources = R"({"answer": "x", "confidence": 0.5, "sources": [)";
+  for (int i = 0; i < 51; ++i) sources += (i ? ", " : "") + std::string("\"s\"");
+  docs.push_back(sources + "]}");
+  docs.push_back(R"({"answer": ")" + std::string(10001, 'a') + R"(", "confidence": 0.5, "sources": ["a"], "reasoning": ")" +
+                 std::string(5001, 'b') + R"("})");
+  for (const char* sample : {"bench/python/samples/valid_final_answer.json", "bench/python/samples/invalid_final_answer.json",
+                             "bench/python/samples/large_final_answer.json", "bench/python/samples/large_answer_overlimit.json"}) {
+    std::string text = read_shared(sample);
+    if (!text.empty()) docs.push_back(std::move(text));
+  }
+  return docs;
+}
+
+TEST(DynamicParity, BamlFinalAnswerReportsExactlyTheTypedIssues) {
+  for (const auto& doc : parity_documents()) expect_same_issues(doc, baml_final_answer());
+}
+
+TEST(DynamicParity, InvalidSampleGivesTheThreeTypedIssues) {
+  const std::string text = read_shared("bench/python/samples/invalid_final_answer.json");
+  if (text.empty()) GTEST_SKIP() << "shared samples absent";
+  auto r = covenant::decode_dynamic(text, baml_final_answer());
+  EXPECT_EQ(covenant::render_feedback(r.issues),
+            "confidence: must be <= 1 (got 1.7)\n"
+            "sources[1]: must not be empty (got \"\")\n"
+            "answer: required field is missing\n");
+  EXPECT_EQ(r.issues, covenant::decode<FinalAnswer>(text).issues);
+}
+
+TEST(DynamicParity, StrictUnknownFieldsAndCoercionMatchTheTypedDecoder) {
+  covenant::decode_options strict;
+  strict.reject_unknown_fields = true;
+  covenant::decode_options coerce;
+  coerce.coerce = true;
+  for (const auto& doc : parity_documents()) {
+    expect_same_issues(doc, baml_final_answer(), strict);
+    expect_same_issues(doc, baml_final_answer(), coerce);
+  }
+  expect_same_issues(R"({"Answer": "x", "confidence": "0.5", "sources": "one", "metadata": {"modelUsed": 7}})",
+                     baml_final_answer(), coerce);
+}
+
+TEST(DynamicParity, TypedModelDecodesDynamicallyWithTheSameIssues) {
+  // The dynamic decoder also reads schema_of<T>() models: the issues are the typed ones.
+  for (const auto& doc : parity_documents()) expect_same_issues(doc, covenant::schema_of<FinalAnswer>());
+}
+
+TEST(DynamicParity, SchemaFileGivesTheTypedPromptAndJsonSchema) {
+  EXPECT_EQ(covenant::prompt_text(baml_final_answer()), covenant::prompt_of<FinalAnswer>());
+  EXPECT_EQ(covenant::to_json_schema(baml_final_answer()), covenant::json_schema_of<FinalAnswer>());
+  EXPECT_EQ(covenant::to_openai_strict_schema(baml_final_answer()),
+            covenant::openai_strict_schema_of<FinalAnswer>());
+}
+
+template <class T>
+void expect_typed_parity(const std::string& text, const covenant::decode_options& o = {}) {
+  auto typed = covenant::decode<T>(text, o);
+  auto dyn = covenant::decode_dynamic(text, covenant::schema_of<T>(), o);
+  EXPECT_EQ(dyn.issues, typed.issues) << "typed:\n"
+                                      << covenant::render_feedback(typed.issues) << "dynamic:\n"
+                                      << covenant::render_feedback(dyn.issues) << "text: " << text;
+  if (typed.ok()) {
+    EXPECT_EQ(dyn.value, covenant::to_value(*typed.value)) << text;
+  }
+}
+
+TEST(DynamicParity, UnionsMapsEnumsAndListsMatchTheTypedDecoder) {
+  using dyn_test::Shapes;
+  const std::string ok =
+      R"({"choice": {"x": 1, "y": 2}, "points": [{"x": 1, "y": 2}], "counts": {"a": 1}, "level": "HIGH", "tags": ["ab"], "maybe": null})";
+  expect_typed_parity<Shapes>(ok);
+  expect_typed_parity<Shapes>(
+      R"({"choice": [1], "points": [{"x": 1}, {"x": "2", "y": 3}, {}], "counts": {"a": "x", "b": 2}, "level": "medium", "tags": ["a", "abcde", 3], "maybe": "n"})");
+  expect_typed_parity<Shapes>(R"({"choice": {"x": 1}, "points": [], "counts": {}, "tags": [], "maybe": 2.5})");
+  expect_typed_parity<Shapes>(R"({"choice": "text", "points": null, "counts": [], "level": null, "tags": null})");
+  expect_typed_parity<Shapes>(R"({"choice": 7, "points": [], "counts": {}, "tags": [], "maybe": 1, "level": 3})");
+  covenant::decode_options coerce;
+  coerce.coerce = true;
+  expect_typed_parity<Shapes>(R"({"choice": "7", "points": {"x": "1", "y": 2}, "counts": {"a": "3"}, "level": "high", "tags": "abc", "maybe": "2.5"})",
+                              coerce);
+}
+
+TEST(DynamicParity, UniquenessMessagesMatchTheTypedValidators) {
+  using dyn_test::Unique;
+  expect_typed_parity<Unique>(R"({"names": ["a", "b"], "points": [{"x": 1, "y": 1}, {"x": 2, "y": 1}]})");
+  expect_typed_parity<Unique>(R"({"names": ["a", "b", "a"], "points": [{"x": 1, "y": 1}, {"x": 1, "y": 2}]})");
+}
+
+TEST(DynamicParity, IntegerWidthsMatchTheTypedDecoder) {
+  using dyn_test::Small;
+  expect_typed_parity<Small>(R"({"u8": 255, "i16": -32768, "name": "n"})");
+  expect_typed_parity<Small>(R"({"u8": 256, "i16": 1.5, "name": 3})");
+  expect_typed_parity<Small>(R"({"u8": -1, "i16": 40000, "name": "n"})");
+}
+
+// ---- values ---------------------------------------------------------------------------------
+
+const char* ticket_baml = R"(
+enum Priority {
+  LOW @alias("low")
+  HIGH @alias("high")
+  INTERNAL @skip
+}
+class Ticket {
+  title string @alias("Title")
+  priority Priority
+  notes string @skip
+  tags string[]?
+  kind "bug" | "feature"
+  estimate int | string
+  labels map<"team" | "area", string>?
+}
+)";
+
+TEST(DynamicValues, KeysFollowTheSchemaUnknownAndSkippedFieldsAreDropped) {
+  auto set = covenant::schema_set::parse(ticket_baml);
+  auto m = set.model("Ticket");
+  auto r = covenant::decode_dynamic(
+      R"({"extra": 1, "kind": "bug", "priority": "high", "Title": "Crash", "notes": "secret", "estimate": "2d"})", m);
+  ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
+  EXPECT_EQ(covenant::json_text(r.value), R"({"Title":"Crash","priority":"high","kind":"bug","estimate":"2d"})");
+  auto declared = covenant::decode_dynamic(R"({"kind": "bug", "priority": "HIGH", "Title": "Crash", "estimate": 3})", m,
+                                           {}, covenant::output_keys::declared);
+  ASSERT_TRUE(declared) << covenant::render_feedback(declared.issues);
+  EXPECT_EQ(covenant::json_text(declared.value), R"({"title":"Crash","priority":"HIGH","kind":"bug","estimate":3})");
+}
+
+TEST(DynamicValues, LiteralsSkippedEnumValuesAndMapKeysAreChecked) {
+  auto m = covenant::schema_set::parse(ticket_baml).model("Ticket");
+  auto r = covenant::decode_dynamic(
+      R"({"Title": "t", "priority": "INTERNAL", "kind": "question", "estimate": 1.5, "labels": {"team": "a", "owner": "b"}})", m);
+  EXPECT_EQ(covenant::render_feedback(r.issues),
+            "priority: must be one of \"low\", \"high\" (got \"INTERNAL\")\n"
+            "kind: expected \"bug\" or \"feature\" (got \"question\")\n"
+            "estimate: expected integer or string (got 1.5)\n"
+            "labels.owner: key must be one of \"team\", \"area\" (got \"owner\")\n");
+}
+
+TEST(DynamicValues, DefaultsAreFilledAndValuesValidateAgain) {
+  using namespace covenant;
+  schema::model m;
+  schema::definition d;
+  d.name = "Config";
+  schema::object_def o;
+  schema::field a;
+  a.name = a.key = "retries";
+  a.type = schema::make_primitive(schema::kind::integer);
+  a.required = false;
+  a.default_value = boost::json::value(3);
+  o.fields.push_back(a);
+  d.body = o;
+  m.defs.push_back(d);
+  m.root = schema::make_ref("Config");
+  m.root.def = 0;
+  auto r = decode_dynamic("{}", m);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(json_text(r.value), R"({"retries":3})");
+  auto again = validate_value(r.value, m);
+  EXPECT_TRUE(again);
+  EXPECT_EQ(again.value, r.value);
+  EXPECT_EQ(json_text(boost::json::parse(R"({"a": 0.87, "b": [1e21, -0.5]})")), R"({"a":0.87,"b":[1e+21,-0.5]})");
+}
+
+TEST(DynamicValues, ValidateValueReportsTheDecoderIssues) {
+  boost::json::value v = boost::json::parse(R"({"answer": "", "confidence": 1.7, "sources": ["a", ""]})");
+  auto r = covenant::validate_value(v, baml_final_answer());
+  EXPECT_EQ(covenant::render_feedback(r.issues),
+            "answer: must not be empty (got \"\")\n"
+            "confidence: must be <= 1 (got 1.7)\n"
+            "sources[1]: must not be empty (got \"\")\n");
+}
+
+// ---- rules ----------------------------------------------------------------------------------
+
+const char* rules_baml = R"(
+class Range {
+  start int
+  end int @alias("stop")
+  label string? @check(short_label, {{ this|length < 5 }})
+  code string @assert(upper, {{ this == this|upper }})
+  counts map<string, int> @assert(has_total, {{ "total" in this }})
+  @@assert(ordered, {{ this.start <= this.end }})
+  @@check(small, {{ this.end - this.start < 100 }})
+}
+enum Answer {
+  YES
+  NO
+  @@assert(not_no, {{ this != "NO" }})
+}
+class Poll {
+  answer Answer
+}
+)";
+
+TEST(DynamicRules, AssertsAreIssuesAndChecksAreNotes) {
+  auto set = covenant::schema_set::parse(rules_baml);
+  auto m = set.model("Range");
+  auto ok = covenant::decode_dynamic(R"({"start": 1, "stop": 500, "label": "longer", "code": "AB", "counts": {"total": 1}})", m);
+  ASSERT_TRUE(ok) << covenant::render_feedback(ok.issues);
+  ASSERT_EQ(ok.notes.size(), 2u);
+  EXPECT_EQ(ok.notes[0].kind, covenant::note_kind::check_failed);
+  EXPECT_EQ(ok.notes[0].path.to_string(), "label");
+  EXPECT_EQ(ok.notes[0].detail, "check failed: must satisfy this|length < 5 (short_label)");
+  EXPECT_EQ(ok.notes[1].path.to_string(), "");
+  EXPECT_EQ(ok.notes[1].detail, "check failed: this.end - this.start < 100 (small)");
+
+  auto bad = covenant::decode_dynamic(R"({"start": 5, "stop": 1, "code": "ab", "counts": {}})", m);
+  EXPECT_EQ(covenant::render_feedback(bad.issues),
+            "code: must satisfy this == this|upper (upper) (got \"ab\")\n"
+            "counts: must satisfy \"total\" in this (has_total)\n");
+  EXPECT_EQ(bad.issues[0].expected, "must satisfy this == this|upper (upper)");
+  // The object rule runs once the fields are valid, and reads fields by their declared names.
+  auto rule = covenant::decode_dynamic(R"({"start": 5, "stop": 1, "code": "AB", "counts": {"total": 0}})", m);
+  ASSERT_EQ(rule.issues.size(), 1u);
+  EXPECT_EQ(rule.issues[0].code, covenant::issue_code::invariant_violation);
+  EXPECT_EQ(rule.issues[0].to_string(), "must satisfy: this.start <= this.end (ordered)");
+}
+
+TEST(DynamicRules, EnumRulesApplyToEveryUse) {
+  auto m = covenant::schema_set::parse(rules_baml).model("Poll");
+  EXPECT_TRUE(covenant::decode_dynamic(R"({"answer": "YES"})", m));
+  auto r = covenant::decode_dynamic(R"({"answer": "NO"})", m);
+  EXPECT_EQ(covenant::render_feedback(r.issues), "answer: must satisfy this != \"NO\" (not_no) (got \"NO\")\n");
+}
+
+TEST(DynamicRules, UnionAlternativeRanksAsInTheTypedDecoder) {
+  auto set = covenant::schema_set::parse(R"(
+    class A { a int }
+    class B {
+      b string
+      c int
+    }
+  )");
+  auto m = set.model_for("A | B");
+  EXPECT_TRUE(covenant::decode_dynamic(R"({"b": "x", "c": 1})", m));
+  auto r = covenant::decode_dynamic(R"({"b": "x"})", m);
+  // A misses one field, B misses one: the first best (A) is reported.
+  EXPECT_EQ(covenant::render_feedback(r.issues), "a: required field is missing\n");
+  auto t = covenant::decode_dynamic("3", m);
+  EXPECT_EQ(covenant::render_feedback(t.issues), "expected object (A) or object (B) (got 3)\n");
+}
+
+TEST(DynamicValues, DepthAndSizeLimitsAreIssuesNotCrashes) {
+  auto set = covenant::schema_set::parse("type Json = int | string | Json[] | map<string, Json>");
+  auto m = set.model("Json");
+  std::string deep(100000, '[');
+  auto r = covenant::decode_dynamic(deep, m);
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_EQ(r.issues[0].code, covenant::issue_code::parse_error);
+  EXPECT_TRUE(r.value.is_null());
+  covenant::decode_options small;
+  small.max_input_bytes = 4;
+  EXPECT_EQ(covenant::decode_dynamic("[1, 2, 3]", m, small).issues.at(0).code, covenant::issue_code::parse_error);
+  auto ok = covenant::decode_dynamic(R"([1, "a", [2, {"k": [3]}]])", m);
+  EXPECT_TRUE(ok) << covenant::render_feedback(ok.issues);
+}
+
+}  // namespace
