@@ -269,6 +269,8 @@ class repairer {
     first_begin_ = first_end_ = 0;
     first_is_object_ = false;
     dropped_text_ = false;
+    ws_from_ = ws_to_ = nullptr;
+    fence_from_ = fence_at_ = nullptr;
 
     read_result r;
     skip_ws();
@@ -394,6 +396,19 @@ class repairer {
     }
   }
 
+  // Whitespace skipping for lookaheads. The last run skipped is remembered, so lookaheads from
+  // many places inside one long run of whitespace (a line break each) do not rescan it.
+  const char* skip_ws_look(const char* q) const noexcept {
+    if (ws_to_ != nullptr && q >= ws_from_ && q <= ws_to_) return ws_to_;
+    const char* s = q;
+    while (q < e_ && is_ws(*q)) ++q;
+    if (q - s > 16) {
+      ws_from_ = s;
+      ws_to_ = q;
+    }
+    return q;
+  }
+
   static bool comment_at(const char* q, const char* e) noexcept {
     return e - q >= 2 && q[0] == '/' && (q[1] == '/' || q[1] == '*');
   }
@@ -401,7 +416,7 @@ class repairer {
   // Is there an object member (a key and ':') at q, or (allow_close) the end of the object?
   // The end of the text answers `at_end`. Bounded: a key is looked for in at most ~256 bytes.
   bool member_start_at(const char* q, bool allow_close, bool at_end) const noexcept {
-    while (q < e_ && is_ws(*q)) ++q;
+    q = skip_ws_look(q);
     if (q >= e_) return at_end;
     const char c = *q;
     if (c == '}') return allow_close;
@@ -443,7 +458,7 @@ class repairer {
 
   // Can an array element (or the end of the array) start at q?
   bool value_start_at(const char* q) const noexcept {
-    while (q < e_ && is_ws(*q)) ++q;
+    q = skip_ws_look(q);
     if (q >= e_) return true;
     const char c = *q;
     if (c == ']' || c == '}' || c == '{' || c == '[' || c == '-' || is_digit(c)) return true;
@@ -456,10 +471,7 @@ class repairer {
 
   // After a number or literal ending at q (< e_): does the value end there?
   bool scalar_delimited(const char* q, ctx c) const noexcept {
-    if (c == ctx::root) {
-      while (q < e_ && is_ws(*q)) ++q;
-      return q >= e_;
-    }
+    if (c == ctx::root) return skip_ws_look(q) >= e_;
     while (q < e_ && (*q == ' ' || *q == '\t' || *q == '\r')) ++q;
     if (q >= e_) return true;
     const char ch = *q;
@@ -473,7 +485,7 @@ class repairer {
   bool quote_closes(const char* q, ctx c, char closer) const noexcept {
     if (c == ctx::root || c == ctx::key) return true;
     if (closer != 0 && q < e_ && *q == closer) return false;  // doubled quote: this one is content
-    while (q < e_ && is_ws(*q)) ++q;
+    q = skip_ws_look(q);
     if (q >= e_) return true;
     const char ch = *q;
     if (ch == '}' || ch == ']' || comment_at(q, e_)) return true;
@@ -567,6 +579,20 @@ class repairer {
     while (t > s && (is_ws(t[-1]) || t[-1] == ',')) --t;
     dropped_text_ = true;
     if (t > s) add(note_kind::repaired, "dropped unexpected text", std::string_view(s, static_cast<std::size_t>(t - s)));
+  }
+
+  // After a member or element: closing brackets that close nothing open (not this container's
+  // `own` closer, no open container of their kind) are removed.
+  void skip_stray_closers(char own) {
+    while (p_ < e_) {
+      const char c = *p_;
+      const bool stray = (c == ')') || (c == ']' && own != ']' && open_brackets_ == 0) ||
+                         (c == '}' && own != '}' && open_braces_ == 0);
+      if (!stray) return;
+      add(note_kind::repaired, c == ']' ? "removed stray ]" : c == '}' ? "removed stray }" : "removed stray )");
+      ++p_;
+      skip_ws();
+    }
   }
 
   enum class key_result : std::uint8_t { ok, not_key, cut, no_colon };
@@ -708,6 +734,7 @@ class repairer {
       else out().resize(mark);
       if (eof_) break;
       skip_ws();
+      skip_stray_closers('}');
       if (p_ >= e_) break;
       ch = *p_;
       if (ch == ',') {
@@ -791,6 +818,7 @@ class repairer {
       }
       if (eof_) break;
       skip_ws();
+      skip_stray_closers(']');
       if (p_ >= e_) break;
       ch = *p_;
       if (ch == ',') {
@@ -1075,18 +1103,13 @@ class repairer {
     } else if (nl < e_) {
       cs = nl + 1;
       // closing: ``` at the start of a line (after indentation), else the next ``` anywhere
-      for (const char* ls = cs; ls < e_;) {
+      const char* ls = line_fence(cs);
+      if (ls < e_) {
         const char* q = ls;
-        while (q < e_ && (*q == ' ' || *q == '\t')) ++q;
-        if (is_seq(q, e_, "```", 3)) {
-          ce = ls;
-          after = q;
-          while (after < e_ && *after == '`') ++after;
-          break;
-        }
-        const void* n2 = std::memchr(q, '\n', static_cast<std::size_t>(e_ - q));
-        if (n2 == nullptr) break;
-        ls = static_cast<const char*>(n2) + 1;
+        while (*q != '`') ++q;
+        ce = ls;
+        after = q;
+        while (after < e_ && *after == '`') ++after;
       }
       if (ce == nullptr) {
         if (const char* any = detail::find_seq(cs, e_, "```", 3)) {
@@ -1113,6 +1136,27 @@ class repairer {
     add(note_kind::repaired, "read ``` block as a string");
     if (bad_utf8) add(note_kind::repaired, "replaced invalid UTF-8 with U+FFFD");
     return vr::kept;
+  }
+
+  // Start of the first line at or after `from` (a line start) that begins with ``` after its
+  // indentation, or e_. Searches only move forward: a later search reuses the last result.
+  const char* line_fence(const char* from) {
+    if (fence_from_ != nullptr && from >= fence_from_ && from <= fence_at_) return fence_at_;
+    const char* found = e_;
+    for (const char* ls = from; ls < e_;) {
+      const char* q = ls;
+      while (q < e_ && (*q == ' ' || *q == '\t')) ++q;
+      if (is_seq(q, e_, "```", 3)) {
+        found = ls;
+        break;
+      }
+      const void* n2 = std::memchr(q, '\n', static_cast<std::size_t>(e_ - q));
+      if (n2 == nullptr) break;
+      ls = static_cast<const char*>(n2) + 1;
+    }
+    fence_from_ = from;
+    fence_at_ = found;
+    return found;
   }
 
   vr read_number(ctx c) {
@@ -1301,6 +1345,10 @@ class repairer {
   std::size_t first_end_ = 0;
   bool first_is_object_ = false;
   bool dropped_text_ = false;
+  mutable const char* ws_from_ = nullptr;  // last long whitespace run seen by a lookahead
+  mutable const char* ws_to_ = nullptr;
+  const char* fence_from_ = nullptr;       // last search for a line starting with ```
+  const char* fence_at_ = nullptr;         // (its result; e_ when there is none)
   path scratch_path_;
   struct quote_flags {
     qk kind = qk::dq;
