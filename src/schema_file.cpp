@@ -12,6 +12,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <deque>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -45,14 +46,24 @@ class source_map {
       if (text[i] == '\n') starts_.push_back(i + 1);
   }
 
+  // Columns count code points. Offsets asked for in increasing order (the lexer's) continue from
+  // the previous answer, so a long line costs linear time, not quadratic.
   [[nodiscard]] location at(std::size_t offset) const {
     if (offset > text_.size()) offset = text_.size();
     const auto it = std::upper_bound(starts_.begin(), starts_.end(), offset);
     const std::size_t line = static_cast<std::size_t>(it - starts_.begin());
     const std::size_t start = starts_[line - 1];
+    std::size_t from = start;
     std::uint32_t col = 1;
-    for (std::size_t i = start; i < offset; ++i)
+    if (last_line_ == line && last_offset_ <= offset && last_offset_ >= start) {
+      from = last_offset_;
+      col = last_col_;
+    }
+    for (std::size_t i = from; i < offset; ++i)
       if ((static_cast<unsigned char>(text_[i]) & 0xC0) != 0x80) ++col;
+    last_line_ = line;
+    last_offset_ = offset;
+    last_col_ = col;
     return {static_cast<std::uint32_t>(line), col};
   }
 
@@ -61,6 +72,9 @@ class source_map {
  private:
   std::string_view text_;
   std::vector<std::size_t> starts_;
+  mutable std::size_t last_line_ = 0;
+  mutable std::size_t last_offset_ = 0;
+  mutable std::uint32_t last_col_ = 1;
 };
 
 // ---- lexer --------------------------------------------------------------------------------------
@@ -140,18 +154,18 @@ class lexer {
  public:
   lexer(std::string_view text, const source_map& map) : s_(text), map_(map) {}
 
-  // Tokens up to the end; stops at the first lexical error (reported in `error`).
-  std::vector<token> run(std::optional<lex_error>& error) {
-    std::vector<token> out;
-    bool newline = true;
-    for (;;) {
+  // The next token; `end` tokens forever after the end of the text or the first lexical error
+  // (reported in `error`).
+  token next_token(std::optional<lex_error>& error) {
+    token t;
+    if (!done_) {
       // white space and comments
       for (;;) {
         while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\r' || s_[i_] == '\n')) {
-          if (s_[i_] == '\n') newline = true;
+          if (s_[i_] == '\n') newline_ = true;
           ++i_;
         }
-        if (s_.substr(i_, 3) == "///" ) break;  // doc comment: a token
+        if (s_.substr(i_, 3) == "///") break;  // doc comment: a token
         if (s_.substr(i_, 2) == "//") {
           while (i_ < s_.size() && s_[i_] != '\n') ++i_;
           continue;
@@ -160,31 +174,32 @@ class lexer {
           const std::size_t close = s_.find("*/", i_ + 2);
           if (close == std::string_view::npos) {
             error = lex_error{i_, "unterminated /* comment"};
-            return out;
+            done_ = true;
+            break;
           }
           for (std::size_t k = i_; k < close; ++k)
-            if (s_[k] == '\n') newline = true;
+            if (s_[k] == '\n') newline_ = true;
           i_ = close + 2;
           continue;
         }
         break;
       }
-      token t;
-      t.offset = i_;
-      t.newline_before = newline;
-      newline = false;
-      if (i_ >= s_.size()) {
-        t.kind = tk::end;
-        t.end = i_;
-        t.loc = map_.at(i_);
-        out.push_back(std::move(t));
-        return out;
-      }
-      if (!next(t, error)) return out;
-      t.end = i_;
-      t.loc = map_.at(t.offset);
-      out.push_back(std::move(t));
     }
+    t.offset = i_;
+    t.newline_before = newline_;
+    newline_ = false;
+    if (done_ || i_ >= s_.size() || !next(t, error)) {
+      done_ = true;
+      t = token{};
+      t.kind = tk::end;
+      t.offset = t.end = s_.size();
+      t.loc = map_.at(s_.size());
+      t.newline_before = true;
+      return t;
+    }
+    t.end = i_;
+    t.loc = map_.at(t.offset);
+    return t;
   }
 
  private:
@@ -349,6 +364,30 @@ class lexer {
   std::string_view s_;
   const source_map& map_;
   std::size_t i_ = 0;
+  bool newline_ = true;
+  bool done_ = false;
+};
+
+// Tokens produced on demand (the parser looks at most one token ahead), so memory stays small
+// whatever the size of the text.
+class token_stream {
+ public:
+  explicit token_stream(lexer& lx) : lx_(lx) {}
+
+  const token& at(std::size_t k) const {
+    while (buf_.size() <= k) buf_.push_back(lx_.next_token(error));
+    return buf_[k];
+  }
+  void pop() {
+    at(0);
+    if (buf_.front().kind != tk::end) buf_.pop_front();
+  }
+
+  mutable std::optional<lex_error> error;
+
+ private:
+  lexer& lx_;
+  mutable std::deque<token> buf_;
 };
 
 // ---- parser -------------------------------------------------------------------------------------
@@ -418,7 +457,7 @@ struct attribute {
 
 class parser {
  public:
-  parser(const std::vector<token>& toks, const source_map& map, parse_state& st) : t_(toks), map_(map), st_(st) {}
+  parser(token_stream& toks, const source_map& map, parse_state& st) : t_(toks), map_(map), st_(st) {}
 
   void parse_file() {
     try {
@@ -459,10 +498,12 @@ class parser {
   };
 
   // ---- token access ----
-  const token& cur() const { return t_[p_]; }
-  const token& peek(std::size_t k = 1) const { return t_[std::min(p_ + k, t_.size() - 1)]; }
+  const token& cur() const { return t_.at(0); }
+  const token& peek() const { return t_.at(1); }
   void advance() {
-    if (p_ + 1 < t_.size()) ++p_;
+    if (cur().kind == tk::end) return;
+    t_.pop();
+    ++p_;
   }
   bool is_punct(std::string_view p) const { return cur().kind == tk::punct && cur().text == p; }
   bool is_ident(std::string_view w) const { return cur().kind == tk::ident && cur().text == w; }
@@ -570,7 +611,7 @@ class parser {
       if (depth == 0 && cur().newline_before && !is_punct("@")) return;
       if (depth == 0 && is_punct("}")) return;
       if (is_punct("{") || is_punct("(") || is_punct("[")) ++depth;
-      else if (is_punct("}") || is_punct(")") || is_punct("]")) --depth;
+      else if ((is_punct("}") || is_punct(")") || is_punct("]")) && depth > 0) --depth;
       advance();
     }
   }
@@ -1194,7 +1235,7 @@ class parser {
     return schema::make_ref(name);
   }
 
-  const std::vector<token>& t_;
+  token_stream& t_;
   const source_map& map_;
   parse_state& st_;
   std::size_t p_ = 0;
@@ -1296,16 +1337,8 @@ struct detail_schema_file_access {
       return result;
     }
     const source_map map(text);
-    std::optional<lex_error> lex_err;
-    std::vector<token> toks = lexer(text, map).run(lex_err);
-    if (toks.empty() || toks.back().kind != tk::end) {
-      token end;
-      end.kind = tk::end;
-      end.offset = end.end = text.size();
-      end.loc = map.at(text.size());
-      end.newline_before = true;
-      toks.push_back(std::move(end));
-    }
+    lexer lx(text, map);
+    token_stream toks(lx);
 
     std::vector<def_info> info;
     parse_state st;
@@ -1318,7 +1351,7 @@ struct detail_schema_file_access {
     st.notes = &result.notes;
     st.hints = &set.stream_hints_;
     parser(toks, map, st).parse_file();
-    if (lex_err) report(schema_error_code::syntax_error, map.at(lex_err->offset), lex_err->message);
+    if (toks.error) report(schema_error_code::syntax_error, map.at(toks.error->offset), toks.error->message);
     if (!result.errors.empty() && result.errors.back().code == schema_error_code::limit_exceeded) return result;
 
     schema::model& all = set.all_;
@@ -1480,12 +1513,8 @@ struct detail_schema_file_access {
       return false;
     }
     const source_map map(expr);
-    std::optional<lex_error> lex_err;
-    std::vector<token> toks = lexer(expr, map).run(lex_err);
-    if (lex_err) {
-      report(schema_error_code::syntax_error, map.at(lex_err->offset), lex_err->message);
-      return false;
-    }
+    lexer lx(expr, map);
+    token_stream toks(lx);
     schema::model scratch;
     std::vector<def_info> info;
     std::vector<std::vector<schema::constraint>> rules;
@@ -1501,6 +1530,11 @@ struct detail_schema_file_access {
     st.notes = &notes;
     st.hints = &hints;
     std::optional<schema::type> root = parser(toks, map, st).parse_type_only();
+    if (toks.error) {
+      errors.resize(before);
+      report(schema_error_code::syntax_error, map.at(toks.error->offset), toks.error->message);
+      return false;
+    }
     if (!root || errors.size() != before) return false;
     for (const auto& r : st.refs) {
       if (set.by_name_.count(r.name) == 0) report(schema_error_code::unknown_type, r.loc, "unknown type '" + r.name + "'");

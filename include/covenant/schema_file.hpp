@@ -66,7 +66,7 @@ struct schema_load_limits {
 struct schema_load_options {
   /// Name shown in diagnostics and recorded in definitions' source locations.
   std::string file;
-  schema_load_limits limits;
+  schema_load_limits limits{};
 };
 
 /// A BAML streaming attribute (@stream.done, @stream.not_null, @stream.with_state, or the @@
