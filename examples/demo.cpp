@@ -97,6 +97,7 @@ int main() {
     }
     std::cout << "[model" << (a.finish_reason == "length" ? ", cut off by its token limit" : "") << "]\n"
               << a.text << "\n";
+    for (const auto& n : a.notes) std::cout << "  note: " << n.to_string() << "\n";
     if (a.issues.empty()) {
       std::cout << "  accepted\n";
     } else {

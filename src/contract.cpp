@@ -52,6 +52,12 @@ std::string corrective_message(const attempt& rejected, const std::vector<const 
                                std::string_view what) {
   std::string out = "Your previous reply was rejected:\n";
   append_issue_lines(out, rejected.issues, "");
+  for (const note& n : rejected.notes) {
+    if (n.kind == note_kind::truncated) {
+      out += "Your reply was cut off before its end; what was cut mid-way was dropped.\n";
+      break;
+    }
+  }
   if (!earlier.empty()) {
     out += "Earlier replies were rejected too:\n";
     for (const attempt* a : earlier) {
@@ -87,30 +93,6 @@ std::string input_repair_message(std::string input_block, const issue_list& issu
   append_issue_lines(out, issues, "");
   if (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
-}
-
-std::vector<std::string_view> json_spans(std::string_view text) {
-  std::vector<std::string_view> spans;
-  // Markdown fences: ```json ... ``` or ``` ... ```
-  std::size_t pos = 0;
-  while ((pos = text.find("```", pos)) != std::string_view::npos) {
-    std::size_t body = text.find('\n', pos + 3);
-    if (body == std::string_view::npos) break;
-    ++body;
-    std::size_t close = text.find("```", body);
-    const std::size_t end = close == std::string_view::npos ? text.size() : close;
-    spans.push_back(text.substr(body, end - body));
-    if (close == std::string_view::npos) break;
-    pos = close + 3;
-  }
-  // The outermost braces (or brackets) of the text: prose before and after is dropped.
-  for (const char* pair : {"{}", "[]"}) {
-    const std::size_t open = text.find(pair[0]);
-    const std::size_t close = text.rfind(pair[1]);
-    if (open != std::string_view::npos && close != std::string_view::npos && close > open)
-      spans.push_back(text.substr(open, close - open + 1));
-  }
-  return spans;
 }
 
 void default_sleep(std::chrono::nanoseconds d) { std::this_thread::sleep_for(d); }

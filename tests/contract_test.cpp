@@ -281,6 +281,53 @@ TEST(Parse, JsonInsideMarkdownFenceAndProseIsReadWithANote) {
   EXPECT_EQ(r.outcome.notes[0].kind, covenant::note_kind::extracted);
 }
 
+TEST(Parse, MalformedButReadableReplyCostsNoReask) {
+  scripted_engine model{"{'answer': 'Paris', confidence: '90%', sources: ['atlas',],}"};
+  covenant::contract<QA> qa{model, instant()};
+  auto r = qa.run(question);
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  EXPECT_EQ(model.calls(), 1u);
+  EXPECT_DOUBLE_EQ(r.value.confidence, 0.9);
+  bool repaired = false;
+  bool coerced = false;
+  for (const auto& n : r.outcome.notes) {
+    repaired = repaired || n.kind == covenant::note_kind::repaired;
+    coerced = coerced || (n.kind == covenant::note_kind::coerced && n.path.to_string() == "confidence");
+  }
+  EXPECT_TRUE(repaired);
+  EXPECT_TRUE(coerced);
+}
+
+TEST(Parse, StrictnessStrictReadsOnlyJson) {
+  scripted_engine model{"{'answer': 'Paris', 'confidence': 0.9, 'sources': ['atlas']}", good};
+  auto options = instant();
+  options.strictness = covenant::strictness::strict;
+  covenant::contract<QA> qa{model, options};
+  auto r = qa.run(question);
+  EXPECT_TRUE(r.outcome.success);
+  EXPECT_EQ(model.calls(), 2u);
+  EXPECT_EQ(r.outcome.attempts[0].issues.at(0).code, covenant::issue_code::parse_error);
+}
+
+TEST(Parse, TruncatedReplyIsAcceptedOnlyIfItValidatesAndKeepsItsNote) {
+  // Cut inside the last source: the unfinished item is dropped, the rest validates.
+  scripted_engine model{R"({"answer": "Paris", "confidence": 0.9, "sources": ["atlas", "encyclo)"};
+  covenant::contract<QA> qa{model, instant()};
+  auto r = qa.run(question);
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  EXPECT_EQ(r.value.sources, std::vector<std::string>{"atlas"});
+  bool truncated = false;
+  for (const auto& n : r.outcome.notes) truncated = truncated || n.kind == covenant::note_kind::truncated;
+  EXPECT_TRUE(truncated);
+  // Cut before a required field: rejected, and the model is told its reply was cut off.
+  scripted_engine cut{R"({"answer": "Paris", "confiden)", good};
+  covenant::contract<QA> qa2{cut, instant()};
+  EXPECT_TRUE(qa2.run(question).outcome.success);
+  EXPECT_THAT(cut.last_message(1), HasSubstr("- confidence: required field is missing\n"
+                                             "- sources: required field is missing\n"
+                                             "Your reply was cut off before its end"));
+}
+
 TEST(Forward, AlwaysRunsAndGetsTheFailureAndOriginalInput) {
   const char* no_sources = R"({"answer": "Paris", "confidence": 0.9, "sources": []})";
   scripted_engine model{no_sources, no_sources};

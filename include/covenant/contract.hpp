@@ -22,8 +22,9 @@
 //   3. render: system message = the Expression's prompt + the output type's prompt text (built
 //      once per contract); user message = the act result as JSON between <input> and </input>
 //      ('<' is escaped as \u003c inside the JSON, so input data can never close the block).
-//   4. engine call; read the reply (strict JSON first, then extraction of the JSON from markdown
-//      fences or surrounding prose); decode into the output type with every constraint checked;
+//   4. engine call; read the reply (strict JSON first; then, per contract_options::strictness,
+//      schema-guided coercions and the lenient reader: markdown fences, prose, syntax repairs,
+//      truncated output), decoding into the output type with every constraint checked;
 //      post(output[, act result]).
 //   5. any issue and post_remedy: the rejected reply (as the assistant's turn) and a corrective
 //      message listing every issue of that attempt (with accumulate_errors, also every earlier
@@ -57,6 +58,7 @@
 #include "covenant/engine.hpp"
 #include "covenant/issues.hpp"
 #include "covenant/json_schema.hpp"
+#include "covenant/lenient.hpp"
 #include "covenant/outcome.hpp"
 #include "covenant/perf_stats.hpp"
 #include "covenant/prompt_format.hpp"
@@ -77,6 +79,10 @@ struct contract_options {
   bool verbose = false;
   /// How many times to ask again, and when (see covenant/retry.hpp for the exact semantics).
   retry_policy retry{};
+  /// How replies are read: strict (JSON only), repair (also extraction from prose and fences and
+  /// syntax repairs), coerce (also schema-guided conversions such as "0.9" -> 0.9; the default).
+  /// Whatever was repaired or coerced is recorded as notes on the attempt and the outcome.
+  covenant::strictness strictness = covenant::strictness::coerce;
   /// Options of the output decoder (unknown fields, limits).
   decode_options decode{};
   /// Send the output's JSON Schema with each request (for engines with structured outputs).
@@ -121,9 +127,6 @@ std::string output_system_prompt(std::string_view task_prompt, std::string_view 
 std::string input_repair_system_prompt(std::string_view task_prompt, std::string_view input_format);
 /// First user message of the input-repair phase: the bad input (its <input> block) and its problems.
 std::string input_repair_message(std::string input_block, const issue_list& issues);
-/// Text spans of `text` that may hold the JSON reply (fenced blocks, the outermost braces), best
-/// first. Used when the reply is not JSON as a whole.
-std::vector<std::string_view> json_spans(std::string_view text);
 
 void default_sleep(std::chrono::nanoseconds d);
 double default_random();
@@ -160,43 +163,65 @@ void run_hook(std::string_view hook, issue_code code, issue_list& out, F&& f) {
   }
 }
 
-/// Reads a model reply into T: strict JSON first, then JSON found inside the text.
+/// Reads a model reply into T. Strict JSON first (one pass, the fast path); then, unless the
+/// strictness is `strict`: for well-formed JSON with issues, the same text with schema-guided
+/// coercions (coerce level); for text that is not JSON, the candidates of the lenient reader
+/// (fences, prose, repairs, truncation), each decoded, the best one kept: the first without
+/// issues, else the one with the fewest. Notes say what was extracted, repaired and coerced.
 template <class T>
-decoded<T> read_reply(std::string_view text, const decode_options& options, note_list& notes,
+decoded<T> read_reply(std::string_view text, const decode_options& options, strictness level, note_list& notes,
                       std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
                       const std::function<time_point()>& clock) {
   auto now = [&] { return clock ? clock() : std::chrono::steady_clock::now(); };
   const time_point t0 = now();
-  decoded<T> r = decode<T>(text, options);
-  const time_point t1 = now();
-  if (r.ok() || r.issues.front().code != issue_code::parse_error) {
-    validate_time += t1 - t0;
+  decode_options exact = options;
+  exact.coerce = false;
+  decoded<T> r = decode<T>(text, exact);
+  if (r.ok() || level == strictness::strict) {
+    validate_time += now() - t0;
     return r;
   }
-  // Not JSON as a whole: look for it inside the text and keep the best-decoding span.
+  decode_options lenient = options;
+  lenient.coerce = level == strictness::coerce;
+  if (r.issues.front().code != issue_code::parse_error) {
+    if (lenient.coerce) {
+      decoded<T> c = decode<T>(text, lenient);
+      if (c.issues.size() < r.issues.size()) r = std::move(c);
+    }
+    validate_time += now() - t0;
+    for (auto& n : r.notes) notes.push_back(std::move(n));
+    return r;
+  }
+  // Not JSON as a whole: read the candidates of the lenient reader and keep the best.
+  lenient_options lo;
+  lo.level = level;
+  lo.max_depth = options.max_depth;
+  const std::vector<candidate> candidates = extract_candidates(text, lo);
+  const time_point t1 = now();
+  parse_time += t1 - t0;
   std::optional<decoded<T>> best;
-  std::string_view best_span;
-  for (std::string_view span : json_spans(text)) {
-    decoded<T> c = decode<T>(span, options);
-    if (c.ok()) {
-      best = std::move(c);
-      best_span = span;
+  const candidate* chosen = nullptr;
+  for (const candidate& c : candidates) {
+    decoded<T> d = decode<T>(c.json, lenient);
+    if (d.ok()) {
+      best = std::move(d);
+      chosen = &c;
       break;
     }
-    const bool parse_failed = c.issues.front().code == issue_code::parse_error;
-    if (!parse_failed && (!best || c.issues.size() < best->issues.size())) {
-      best = std::move(c);
-      best_span = span;
+    if (d.issues.front().code == issue_code::parse_error) continue;
+    // A value of the wrong kind altogether (prose read as a string for an object) says less than
+    // the parse error.
+    if (d.issues.size() == 1 && d.issues.front().code == issue_code::type_mismatch && d.issues.front().path.empty())
+      continue;
+    if (!best || d.issues.size() < best->issues.size()) {
+      best = std::move(d);
+      chosen = &c;
     }
   }
-  const time_point t2 = now();
-  parse_time += t2 - t0;
+  validate_time += now() - t1;
   if (!best) return r;
-  note n;
-  n.kind = note_kind::extracted;
-  n.detail = "read the JSON at offset " + std::to_string(best_span.data() - text.data()) + " (" +
-             std::to_string(best_span.size()) + " of " + std::to_string(text.size()) + " characters)";
-  notes.push_back(std::move(n));
+  for (const note& n : chosen->notes) notes.push_back(n);
+  for (auto& n : best->notes) notes.push_back(std::move(n));
   return std::move(*best);
 }
 
@@ -406,7 +431,8 @@ class contract {
 
       std::chrono::nanoseconds parse_time{0};
       std::chrono::nanoseconds validate_time{0};
-      decoded<T> r = detail::read_reply<T>(a.text, options_.decode, a.notes, parse_time, validate_time, options_.clock);
+      decoded<T> r = detail::read_reply<T>(a.text, options_.decode, options_.strictness, a.notes, parse_time,
+                                           validate_time, options_.clock);
       if (parse_time.count() > 0) times.add(repairing ? perf_stage::pre_remedy : perf_stage::parse, parse_time);
       if (validate_time.count() > 0) times.add(repairing ? perf_stage::pre_remedy : perf_stage::validate, validate_time);
       mark = now();
