@@ -4,6 +4,7 @@
 // reply breaks the agent's coverage rule, and whose third reply is valid, and prints the
 // conversation, the outcome and the per-stage timings.
 #include <covenant/contract.hpp>
+#include <covenant/http_engine.hpp>
 #include <covenant/testing.hpp>
 
 #include <chrono>
@@ -51,11 +52,21 @@ void print_rule(const char* title) { std::cout << "\n=== " << title << " ===\n";
 }  // namespace
 
 int main() {
+  // With COVENANT_BASE_URL (and COVENANT_API_KEY, COVENANT_MODEL) set, talk to that
+  // OpenAI-compatible endpoint; otherwise replay the scripted conversation.
   const char* base_url = std::getenv("COVENANT_BASE_URL");
-  if (base_url != nullptr && *base_url != '\0') {
-    std::cerr << "COVENANT_BASE_URL is set, but this build has no HTTP engine; running offline.\n";
+  const bool online = base_url != nullptr && *base_url != '\0';
+  covenant::testing::scripted_engine scripted{script()};
+  std::unique_ptr<covenant::http_engine> http;
+  if (online) {
+    try {
+      http = std::make_unique<covenant::http_engine>(covenant::http_engine::from_env());
+    } catch (const std::exception& e) {
+      std::cerr << "cannot use COVENANT_BASE_URL: " << e.what() << "\n";
+      return EXIT_FAILURE;
+    }
   }
-  covenant::testing::scripted_engine model{script()};
+  covenant::engine& model = online ? static_cast<covenant::engine&>(*http) : scripted;
 
   covenant::contract_options options;
   options.pre_remedy = true;
@@ -67,33 +78,36 @@ int main() {
                    .max_delay = std::chrono::seconds(4),
                    .jitter = 0.15,
                    .graceful = true};
-  // Offline: the waits of the retry schedule are recorded on each attempt instead of slept.
-  options.sleep = [](std::chrono::nanoseconds) {};
   covenant::testing::seeded_random jitter{2024};
-  options.random = [&jitter] { return jitter(); };
+  if (!online) {
+    // Offline: the waits of the retry schedule are recorded on each attempt instead of slept.
+    options.sleep = [](std::chrono::nanoseconds) {};
+    options.random = [&jitter] { return jitter(); };
+  }
 
   const covenant::contract<qa::MultiDocQA> agent{model, options, qa::MultiDocQA{.min_coverage = 0.6}};
 
   const qa::MultiDocQAInput input{"Why are vector databases useful for semantic search?", corpus(), 2};
 
-  print_rule("task");
+  print_rule(online ? "task (online)" : "task (offline, scripted model)");
   std::cout << "question: " << input.query << "\ndocuments: A1, B2, C3; at most " << *input.max_snippets
             << " snippets; minimum coverage 0.6\n";
 
   auto [answer, outcome] = agent.run(input);
 
   print_rule("conversation");
-  const auto requests = model.requests();
   for (std::size_t i = 0; i < outcome.attempts.size(); ++i) {
     const auto& a = outcome.attempts[i];
     std::cout << "--- attempt " << a.number;
     if (a.waited.count() > 0)
       std::cout << " (after waiting " << std::chrono::duration<double>(a.waited).count() << " s)";
     std::cout << " ---\n";
-    if (i == 0) {
-      std::cout << "[system]\n" << requests[i].messages[0].content << "\n[user]\n" << requests[i].messages[1].content << "\n";
-    } else {
-      std::cout << "[user, corrective]\n" << requests[i].messages.back().content << "\n";
+    if (!online) {
+      const auto request = scripted.request(i);
+      if (i == 0)
+        std::cout << "[system]\n" << request.messages[0].content << "\n[user]\n" << request.messages[1].content << "\n";
+      else
+        std::cout << "[user, corrective]\n" << request.messages.back().content << "\n";
     }
     std::cout << "[model" << (a.finish_reason == "length" ? ", cut off by its token limit" : "") << "]\n"
               << a.text << "\n";
