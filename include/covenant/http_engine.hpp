@@ -96,6 +96,7 @@ class http_engine final : public engine {
   /// retries or waits, jitter outside [0, 1], CR/LF in a header or the API key).
   explicit http_engine(http_engine_options options);
   ~http_engine() override;
+  /// A moved-from engine may only be destroyed or assigned to (complete() throws engine_error).
   http_engine(http_engine&&) noexcept;
   http_engine& operator=(http_engine&&) noexcept;
   http_engine(const http_engine&) = delete;
