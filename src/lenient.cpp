@@ -8,12 +8,15 @@
 #include "covenant/lenient.hpp"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "covenant/detail/json_reader.hpp"
 #include "covenant/detail/lenient_text.hpp"
 
 #if defined(__SSE2__)
@@ -157,13 +160,7 @@ const char* quote_note(qk k) noexcept {
   }
 }
 
-const char* quote_note_key(qk k) noexcept {
-  switch (k) {
-    case qk::sq: return "replaced single quotes around key with double quotes";
-    case qk::bt: return "replaced backticks around key with double quotes";
-    default: return "replaced typographic quotes around key with double quotes";
-  }
-}
+
 
 // ---- literals --------------------------------------------------------------------------------
 
@@ -230,6 +227,82 @@ struct note_writer {
 
 // ---- the repairing reader --------------------------------------------------------------------
 
+// Output of the reader: writes through a raw pointer into a std::string sized ahead (grown when
+// needed), so that the many one-byte writes stay cheap. attach() before writing, detach() after.
+class out_buf {
+ public:
+  void attach(std::string& s, std::size_t hint) {
+    s_ = &s;
+    const std::size_t n = s.size();
+    if (s.capacity() < n + hint) s.reserve(n + hint);
+    s.resize(s.capacity());
+    b_ = s.data();
+    p_ = b_ + n;
+    e_ = b_ + s.size();
+  }
+  void detach() { s_->resize(size()); }
+
+  [[nodiscard]] std::size_t size() const noexcept { return static_cast<std::size_t>(p_ - b_); }
+  [[nodiscard]] const char* data() const noexcept { return b_; }
+  char operator[](std::size_t i) const noexcept { return b_[i]; }
+  void resize(std::size_t n) noexcept { p_ = b_ + n; }  // shrinks only
+  [[gnu::always_inline]] void push_back(char c) {
+    if (p_ == e_) grow(1);
+    *p_++ = c;
+  }
+  [[gnu::always_inline]] void append(const char* s, std::size_t n) {
+    if (static_cast<std::size_t>(e_ - p_) < n) grow(n);
+    std::memcpy(p_, s, n);
+    p_ += n;
+  }
+  [[gnu::always_inline]] void append(const char* s) { append(s, std::strlen(s)); }
+
+ private:
+  [[gnu::noinline]] void grow(std::size_t n) {
+    const std::size_t used = size();
+    s_->resize(std::max(s_->size() * 2, used + n + 256));
+    b_ = s_->data();
+    p_ = b_ + used;
+    e_ = b_ + s_->size();
+  }
+
+  std::string* s_ = nullptr;
+  char* b_ = nullptr;
+  char* p_ = nullptr;
+  char* e_ = nullptr;
+};
+
+// Whitespace as a bit set over the bytes 0..32: tab, line feed, vertical tab, form feed,
+// carriage return, space.
+constexpr std::uint64_t ws_bits = (1ull << 9) | (1ull << 10) | (1ull << 11) | (1ull << 12) | (1ull << 13) | (1ull << 32);
+inline bool ws_byte(char c) noexcept {
+  const auto u = static_cast<uchar>(c);
+  return u <= 32 && ((ws_bits >> u) & 1u) != 0;
+}
+
+// End of the whitespace run starting at q (indentation of pretty-printed JSON: often 16+ bytes).
+inline const char* skip_ws_run(const char* q, const char* e) noexcept {
+#if defined(__SSE2__)
+  const __m128i sp = _mm_set1_epi8(' ');
+  const __m128i nl = _mm_set1_epi8('\n');
+  const __m128i tab = _mm_set1_epi8('\t');
+  const __m128i cr = _mm_set1_epi8('\r');
+  while (e - q >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, cr)));
+    const unsigned other = ~static_cast<unsigned>(_mm_movemask_epi8(m)) & 0xFFFFu;
+    if (other != 0) {
+      q += __builtin_ctz(other);
+      break;
+    }
+    q += 16;
+  }
+#endif
+  while (q < e && ws_byte(*q)) ++q;
+  return q;
+}
+
 enum class ctx : std::uint8_t { root, key, member, item };
 enum class vr : std::uint8_t { kept, dropped, none };
 
@@ -246,21 +319,66 @@ struct read_result {
   bool dropped_text = false;   // text that is not part of the value was skipped inside it
 };
 
+// Cosmetic repairs inside one object or array, summed up in one note per kind at its path.
+struct container_stats {
+  std::uint32_t requoted_keys[3] = {0, 0, 0};    // single quotes, backticks, typographic
+  std::uint32_t requoted_values[3] = {0, 0, 0};
+  std::uint32_t unquoted_keys = 0;
+  std::uint32_t emphasis_keys = 0;
+  std::uint32_t comments = 0;
+  std::uint32_t missing_commas = 0;
+  std::uint32_t extra_commas = 0;
+  bool any = false;
+};
+
+// Bytes that end an unquoted key.
+constexpr auto key_stop = [] {
+  std::array<bool, 256> t{};
+  for (char c : std::string_view(":\n,{}[]\"'`")) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}();
+
+int quote_class(qk k) noexcept { return k == qk::sq ? 0 : k == qk::bt ? 1 : 2; }
+
+void append_count(std::string& s, std::uint32_t n, const char* one, const char* many) {
+  char buf[16];
+  const auto r = std::to_chars(buf, buf + sizeof buf, n);
+  s.append(buf, static_cast<std::size_t>(r.ptr - buf));
+  s += ' ';
+  s += n == 1 ? one : many;
+}
+
 class repairer {
  public:
-  repairer(bool partial, std::size_t max_depth) : partial_(partial), max_depth_(max_depth) {}
+  repairer() = default;
 
   // Reads the value at `at` (after whitespace and comments) up to `end`, appending strict JSON
   // to `out` and notes to `nw`. Sets `truncated` when `end` came inside the value.
   read_result read(const char* at, const char* end, std::string& out, note_writer& nw, bool& truncated) {
+    ob_.attach(out, static_cast<std::size_t>(end - at) + 64);
+    struct detach_at_exit {
+      out_buf& b;
+      ~detach_at_exit() { b.detach(); }
+    } guard{ob_};
+    return read_into(at, end, nw, truncated);
+  }
+
+  void configure(bool partial, std::size_t max_depth) noexcept {
+    partial_ = partial;
+    max_depth_ = max_depth;
+  }
+
+ private:
+  read_result read_into(const char* at, const char* end, note_writer& nw, bool& truncated) {
     p_ = at;
     e_ = end;
-    out_ = &out;
     nw_ = &nw;
     depth_ = 0;
     eof_ = false;
     fatal_ = false;
     frames_.clear();
+    synced_ = 0;
+    stats_ = nullptr;
     open_braces_ = 0;
     open_brackets_ = 0;
     closed_note_ = npos;
@@ -276,6 +394,7 @@ class repairer {
     skip_ws();
     r.end = p_;
     if (p_ >= e_) return r;
+    out_buf& out = ob_;
     const std::size_t mark = out.size();
     r.root = *p_;
     const vr v = read_value(ctx::root);
@@ -307,7 +426,6 @@ class repairer {
     return r;
   }
 
- private:
   struct frame {
     std::size_t index = 0;
     std::size_t key_begin = 0;  // escaped key text in the output
@@ -317,14 +435,18 @@ class repairer {
 
   // ---- notes ----
 
+  // The path of the current position, in scratch_path_ (kept in step with frames_: only the
+  // segments that changed since the last note are rebuilt), then copied into p.
   void build_path(path& p) {
-    while (!scratch_path_.empty()) scratch_path_.pop();
-    for (const frame& f : frames_) {
+    if (synced_ > frames_.size()) synced_ = frames_.size();
+    while (scratch_path_.size() > synced_) scratch_path_.pop();
+    for (std::size_t i = synced_; i < frames_.size(); ++i) {
+      const frame& f = frames_[i];
       if (f.is_index) {
         scratch_path_.index(f.index);
         continue;
       }
-      std::string_view k(out_->data() + f.key_begin, f.key_end - f.key_begin);
+      std::string_view k(ob_.data() + f.key_begin, f.key_end - f.key_begin);
       if (k.find('\\') == std::string_view::npos) {
         scratch_path_.key(k);
       } else {
@@ -333,6 +455,7 @@ class repairer {
         scratch_path_.key(u);
       }
     }
+    synced_ = frames_.size();
     p = scratch_path_;
   }
 
@@ -340,7 +463,7 @@ class repairer {
     note* n = nw_->next(kind);
     if (n == nullptr) return nullptr;
     build_path(n->path);
-    n->detail.assign(detail.data(), detail.size());
+    if (std::string_view(n->detail) != detail) n->detail.assign(detail.data(), detail.size());
     return n;
   }
 
@@ -351,6 +474,59 @@ class repairer {
     n->detail += elide(quoted_text);
     n->detail += '"';
   }
+
+  // Counts a cosmetic repair in the innermost container (noted when it closes); at the top
+  // level (no container) it is noted at once.
+  template <class F>
+  void cosmetic(F&& count, const char* detail) {
+    if (stats_ != nullptr) {
+      count(*stats_);
+      stats_->any = true;
+    } else {
+      add(note_kind::repaired, detail);
+    }
+  }
+
+  // The summary notes of a container (frames_ is the container's path).
+  void flush_stats(const container_stats& st) {
+    if (!st.any) return;
+    static constexpr const char* quote_names[3] = {"single quotes", "backticks", "typographic quotes"};
+    for (int i = 0; i < 3; ++i) {
+      if (st.requoted_keys[i] == 0 && st.requoted_values[i] == 0) continue;
+      std::string& d = detail_scratch_;
+      d.assign("replaced ");
+      d += quote_names[i];
+      d += " with double quotes (";
+      if (st.requoted_keys[i] != 0) append_count(d, st.requoted_keys[i], "key", "keys");
+      if (st.requoted_keys[i] != 0 && st.requoted_values[i] != 0) d += ", ";
+      if (st.requoted_values[i] != 0) append_count(d, st.requoted_values[i], "value", "values");
+      d += ')';
+      add(note_kind::repaired, d);
+    }
+    if (st.unquoted_keys != 0) count_note("quoted ", st.unquoted_keys, "unquoted key", "unquoted keys");
+    if (st.emphasis_keys != 0)
+      count_note("removed markdown emphasis around ", st.emphasis_keys, "key", "keys");
+    if (st.comments != 0) count_note("removed ", st.comments, "comment", "comments");
+    if (st.missing_commas != 0) count_note("inserted ", st.missing_commas, "missing comma", "missing commas");
+    if (st.extra_commas != 0) count_note("removed ", st.extra_commas, "extra comma", "extra commas");
+  }
+
+  void count_note(const char* head, std::uint32_t n, const char* one, const char* many) {
+    std::string& d = detail_scratch_;
+    d.assign(head);
+    append_count(d, n, one, many);
+    add(note_kind::repaired, d);
+  }
+
+  // Installs a container's stats for its lifetime.
+  struct stats_scope {
+    repairer& r;
+    container_stats* saved;
+    explicit stats_scope(repairer& rr, container_stats& st) : r(rr), saved(rr.stats_) { rr.stats_ = &st; }
+    ~stats_scope() { r.stats_ = saved; }
+    stats_scope(const stats_scope&) = delete;
+    stats_scope& operator=(const stats_scope&) = delete;
+  };
 
   // A container the text ended inside: one note for all of them (filled in by read()).
   void note_closed_at_end(const char* what_incomplete) {
@@ -367,20 +543,35 @@ class repairer {
 
   // ---- low-level scanning ----
 
-  void skip_ws() {
+  [[gnu::always_inline]] void skip_ws() {
+    const char* q = p_;
+    const char* const e = e_;
+    if (q < e && ws_byte(*q)) q = skip_ws_run(q + 1, e);
+    p_ = q;
+    if (q < e) {
+      const auto lead = static_cast<uchar>(*q);
+      if (lead == '/' || lead == 0xEF || lead == 0xC2) skip_ws_slow();
+    }
+  }
+
+  // Comments, byte order marks and no-break spaces between tokens.
+  [[gnu::noinline]] void skip_ws_slow() {
     for (;;) {
-      while (p_ < e_ && is_ws(*p_)) ++p_;
+      while (p_ < e_ && ws_byte(*p_)) ++p_;
+      if (p_ >= e_) return;
+      const auto lead = static_cast<uchar>(*p_);
+      if (lead != '/' && lead != 0xEF && lead != 0xC2) return;
       if (e_ - p_ >= 2 && *p_ == '/') {
         if (p_[1] == '/') {
           const void* nl = std::memchr(p_, '\n', static_cast<std::size_t>(e_ - p_));
           p_ = nl != nullptr ? static_cast<const char*>(nl) : e_;
-          add(note_kind::repaired, "removed // comment");
+          cosmetic([](container_stats& st) { ++st.comments; }, "removed 1 comment");
           continue;
         }
         if (p_[1] == '*') {
           const char* q = detail::find_seq(p_ + 2, e_, "*/", 2);
           p_ = q != nullptr ? q + 2 : e_;
-          add(note_kind::repaired, "removed /* */ comment");
+          cosmetic([](container_stats& st) { ++st.comments; }, "removed 1 comment");
           continue;
         }
       }
@@ -426,6 +617,20 @@ class repairer {
     if (k != qk::none) {
       const char* s = q + open_len(k);
       const char* lim = e_ - s > 256 ? s + 256 : e_;
+      const char closer = ascii_closer(k);
+      if (closer != 0) {
+        for (;;) {
+          if (s >= lim) return s >= e_ ? at_end : true;  // too long to tell: do not refute
+          const char ch = *s;
+          if (ch == closer) break;
+          if (ch == '\\') s += 2;
+          else if (ch == '\n') return false;
+          else ++s;
+        }
+        ++s;
+        while (s < e_ && (*s == ' ' || *s == '\t')) ++s;
+        return s >= e_ ? at_end : *s == ':';
+      }
       for (;;) {
         if (s >= lim) return s >= e_ ? at_end : true;  // too long to tell: do not refute
         if (*s == '\\') {
@@ -500,7 +705,7 @@ class repairer {
 
   // ---- output ----
 
-  std::string& out() noexcept { return *out_; }
+  out_buf& out() noexcept { return ob_; }
 
   // ---- values ----
 
@@ -508,7 +713,8 @@ class repairer {
     const char ch = *p_;
     if (ch == '{') return read_object(c);
     if (ch == '[') return read_array(c);
-    const qk k = quote_at(p_, e_);
+    if (ch == '"' && !(e_ - p_ >= 3 && p_[1] == '"' && p_[2] == '"')) return read_quoted(c, qk::dq);
+    const qk k = (ch == '\'' || ch == '`' || ch == '"' || ch == '\xE2') ? quote_at(p_, e_) : qk::none;
     switch (k) {
       case qk::none: break;
       case qk::tdq:
@@ -542,6 +748,7 @@ class repairer {
   }
 
   void push_index(std::size_t i) {
+    if (synced_ > frames_.size()) synced_ = frames_.size();
     frame f;
     f.is_index = true;
     f.index = i;
@@ -549,6 +756,7 @@ class repairer {
   }
 
   void push_key(std::size_t kb, std::size_t ke) {
+    if (synced_ > frames_.size()) synced_ = frames_.size();
     frame f;
     f.key_begin = kb;
     f.key_end = ke;
@@ -611,9 +819,12 @@ class repairer {
       if (v != vr::kept) return key_result::cut;
       ke = out().size() - 1;
       const quote_flags f = key_flags_;
-      if (f.kind != qk::dq || f.raw_newline || f.inner_quote || f.bad_escape || f.bad_utf8) {
+      if (f.kind != qk::dq && stats_ != nullptr) {
+        ++stats_->requoted_keys[quote_class(f.kind)];
+        stats_->any = true;
+      }
+      if (f.raw_newline || f.inner_quote || f.bad_escape || f.bad_utf8) {
         push_key(kb, ke);
-        if (f.kind != qk::dq) add(note_kind::repaired, quote_note_key(f.kind));
         if (f.raw_newline) add(note_kind::repaired, "escaped raw line breaks in key");
         if (f.inner_quote) add(note_kind::repaired, "escaped quotes inside key");
         if (f.bad_escape) add(note_kind::repaired, "repaired invalid escapes in key");
@@ -623,13 +834,7 @@ class repairer {
     } else {
       const char* s = p_;
       const char* q = s;
-      while (q < e_) {
-        const char c = *q;
-        if (c == ':' || c == '\n' || c == ',' || c == '{' || c == '}' || c == '[' || c == ']' || c == '"' ||
-            c == '\'' || c == '`')
-          break;
-        ++q;
-      }
+      while (q < e_ && !key_stop[static_cast<uchar>(*q)]) ++q;
       if (q >= e_) {
         p_ = q;
         eof_ = true;
@@ -653,10 +858,15 @@ class repairer {
       ke = out().size();
       out().push_back('"');
       p_ = q;
-      push_key(kb, ke);
-      add(note_kind::repaired, emphasis ? "removed markdown emphasis around key" : "quoted unquoted key");
-      if (bad_utf8) add(note_kind::repaired, "replaced invalid UTF-8 with U+FFFD");
-      frames_.pop_back();
+      if (stats_ != nullptr) {
+        ++(emphasis ? stats_->emphasis_keys : stats_->unquoted_keys);
+        stats_->any = true;
+      }
+      if (bad_utf8) {
+        push_key(kb, ke);
+        add(note_kind::repaired, "replaced invalid UTF-8 with U+FFFD");
+        frames_.pop_back();
+      }
     }
     skip_ws();
     if (p_ >= e_) return key_result::cut;
@@ -668,8 +878,11 @@ class repairer {
   vr read_object(ctx c) {
     const std::size_t start = out().size();
     if (!enter('{')) return vr::none;
+    container_stats st;
     std::size_t count = 0;
     bool closed = false;
+    {
+    stats_scope scope(*this, st);
     for (;;) {
       skip_ws();
       if (p_ >= e_ || fatal_) break;
@@ -690,7 +903,7 @@ class repairer {
         continue;
       }
       if (ch == ',') {
-        add(note_kind::repaired, "removed extra comma");
+        cosmetic([](container_stats& st) { ++st.extra_commas; }, "removed 1 extra comma");
         ++p_;
         continue;
       }
@@ -745,13 +958,15 @@ class repairer {
       }
       if (ch == '}' || ch == ']' || ch == ')') continue;
       if (member_start_at(p_, false, false)) {
-        add(note_kind::repaired, "inserted missing comma");
+        cosmetic([](container_stats& st) { ++st.missing_commas; }, "inserted 1 missing comma");
         continue;
       }
       skip_garbage(true);
     }
+    }
     leave('{');
     if (fatal_) return vr::none;
+    flush_stats(st);
     if (!closed) {
       eof_ = true;
       if (!partial_ && count == 0 && c != ctx::root) {
@@ -769,8 +984,11 @@ class repairer {
     const std::size_t start = out().size();
     if (!enter('[')) return vr::none;
     const bool root = c == ctx::root;
+    container_stats st;
     std::size_t count = 0;
     bool closed = false;
+    {
+    stats_scope scope(*this, st);
     for (;;) {
       skip_ws();
       if (p_ >= e_ || fatal_) break;
@@ -791,7 +1009,7 @@ class repairer {
         continue;
       }
       if (ch == ',') {
-        add(note_kind::repaired, "removed extra comma");
+        cosmetic([](container_stats& st) { ++st.extra_commas; }, "removed 1 extra comma");
         ++p_;
         continue;
       }
@@ -829,13 +1047,15 @@ class repairer {
       }
       if (ch == ']' || ch == '}' || ch == ')') continue;
       if (value_start_at(p_)) {
-        add(note_kind::repaired, "inserted missing comma");
+        cosmetic([](container_stats& st) { ++st.missing_commas; }, "inserted 1 missing comma");
         continue;
       }
       skip_garbage(false);
     }
+    }
     leave('[');
     if (fatal_) return vr::none;
+    flush_stats(st);
     if (root) root_items_ = count;
     if (!closed) {
       eof_ = true;
@@ -886,6 +1106,7 @@ class repairer {
         if (quote_closes(p_ + 1, c, closer)) {
           ++p_;
           out().push_back('"');
+          if (k == qk::dq && !(raw_newline | inner_quote | bad_escape | bad_utf8)) return vr::kept;
           return quoted_done(c, k, raw_newline, inner_quote, bad_escape, bad_utf8);
         }
         if (closer == '"') out().append("\\\"");
@@ -956,11 +1177,19 @@ class repairer {
   }
 
   vr quoted_done(ctx c, qk k, bool raw_newline, bool inner_quote, bool bad_escape, bool bad_utf8) {
+    if (k == qk::dq && !(raw_newline | inner_quote | bad_escape | bad_utf8)) return vr::kept;
     if (c == ctx::key) {  // noted by read_key, at the key's path
       key_flags_ = quote_flags{k, raw_newline, inner_quote, bad_escape, bad_utf8};
       return vr::kept;
     }
-    if (const char* q = quote_note(k)) add(note_kind::repaired, q);
+    if (const char* q = quote_note(k)) {
+      if (stats_ != nullptr) {
+        ++stats_->requoted_values[quote_class(k)];
+        stats_->any = true;
+      } else {
+        add(note_kind::repaired, q);
+      }
+    }
     if (raw_newline) add(note_kind::repaired, "escaped raw line breaks in string");
     if (inner_quote) add(note_kind::repaired, "escaped quotes inside string");
     if (bad_escape) add(note_kind::repaired, "repaired invalid escapes in string");
@@ -1231,11 +1460,16 @@ class repairer {
       }
       if (ib == ie) out().push_back('0');
     }
-    if (fb != nullptr && fe > fb) {
-      out().push_back('.');
-      out().append(fb, static_cast<std::size_t>(fe - fb));
+    bool huge_exponent = false;
+    if (xb != nullptr && write_huge_exponent(mark, neg, ib, ie, fb, fe, xb, xe)) {
+      huge_exponent = true;
+    } else {
+      if (fb != nullptr && fe > fb) {
+        out().push_back('.');
+        out().append(fb, static_cast<std::size_t>(fe - fb));
+      }
+      if (xb != nullptr) out().append(xb, static_cast<std::size_t>(xe - xb));
     }
-    if (xb != nullptr) out().append(xb, static_cast<std::size_t>(xe - xb));
     const std::string_view raw(s, static_cast<std::size_t>(q - s));
     p_ = q;
     if (at_end && c != ctx::root) {
@@ -1245,15 +1479,72 @@ class repairer {
       }
       return unfinished(mark, "number", raw, true);
     }
-    if (plus || leading_zeros || grouped || ib == ie || (fb != nullptr && fb == fe)) {
+    if (plus || leading_zeros || grouped || ib == ie || (fb != nullptr && fb == fe) || huge_exponent) {
       note* n = add(note_kind::repaired, "read number ");
       if (n != nullptr) {
         n->detail += raw;
         n->detail += " as ";
-        n->detail.append(out(), mark, out().size() - mark);
+        n->detail.append(out().data() + mark, out().size() - mark);
       }
     }
     return vr::kept;
+  }
+
+  // A number whose exponent is beyond +-9999 (valid JSON, but past what common parsers take) is
+  // rewritten as the same decimal value 0.<significant digits>e<magnitude>, the magnitude clamped
+  // to +-9999 (where every double is infinite or zero anyway). Returns false when the exponent is
+  // small (nothing written).
+  bool write_huge_exponent(std::size_t mark, bool neg, const char* ib, const char* ie, const char* fb, const char* fe,
+                           const char* xb, const char* xe) {
+    const char* d = xb + 1;
+    bool exp_neg = false;
+    if (*d == '+' || *d == '-') exp_neg = *d++ == '-';
+    while (d < xe && *d == '0') ++d;
+    if (xe - d <= 4) return false;
+    constexpr long long cap = 1000000000000LL;
+    long long exp = 0;
+    for (; d < xe && exp < cap; ++d) exp = exp * 10 + (*d - '0');
+    if (exp_neg) exp = -exp;
+    // significant digits and where the first one sits
+    const char* first = nullptr;
+    long long position = 0;  // magnitude of the first significant digit before the exponent
+    long long int_digits = 0;
+    for (const char* q = ib; q < ie; ++q) {
+      if (*q == ',') continue;
+      if (first == nullptr && *q != '0') first = q;
+      if (first != nullptr) ++int_digits;
+    }
+    if (first != nullptr) {
+      position = int_digits;
+    } else if (fb != nullptr) {
+      long long zeros = 0;
+      for (const char* q = fb; q < fe && first == nullptr; ++q) {
+        if (*q != '0') first = q;
+        else ++zeros;
+      }
+      position = -zeros;
+    }
+    out().resize(mark);
+    if (neg) out().push_back('-');
+    if (first == nullptr) {  // zero
+      out().push_back('0');
+      return true;
+    }
+    out().append("0.");
+    for (const char* q = first; q < ie; ++q)
+      if (*q != ',') out().push_back(*q);
+    if (fb != nullptr && fe > fb) {
+      const char* from = first >= fb && first < fe ? first : fb;
+      out().append(from, static_cast<std::size_t>(fe - from));
+    }
+    long long magnitude = exp + position;
+    if (magnitude > 9999) magnitude = 9999;
+    if (magnitude < -9999) magnitude = -9999;
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, magnitude);
+    out().push_back('e');
+    out().append(buf, static_cast<std::size_t>(r.ptr - buf));
+    return true;
   }
 
   vr read_word(ctx c) {
@@ -1325,11 +1616,11 @@ class repairer {
     return vr::kept;
   }
 
-  bool partial_;
-  std::size_t max_depth_;
+  bool partial_ = false;
+  std::size_t max_depth_ = COVENANT_DEFAULT_MAX_DEPTH;
   const char* p_ = nullptr;
   const char* e_ = nullptr;
-  std::string* out_ = nullptr;
+  out_buf ob_;
   note_writer* nw_ = nullptr;
   std::size_t depth_ = 0;
   bool eof_ = false;
@@ -1350,6 +1641,9 @@ class repairer {
   const char* fence_from_ = nullptr;       // last search for a line starting with ```
   const char* fence_at_ = nullptr;         // (its result; e_ when there is none)
   path scratch_path_;
+  std::size_t synced_ = 0;  // leading segments of scratch_path_ equal to frames_
+  container_stats* stats_ = nullptr;  // of the innermost open container (null at the top)
+  std::string detail_scratch_;
   struct quote_flags {
     qk kind = qk::dq;
     bool raw_newline = false, inner_quote = false, bad_escape = false, bad_utf8 = false;
@@ -1367,16 +1661,59 @@ struct fence {
   bool closed = false;
 };
 
+// Where the line holding q starts (b: the start of the text).
+const char* line_start(const char* b, const char* q) noexcept {
+  while (q > b && q[-1] != '\n') --q;
+  return q;
+}
+
+bool only_indent(const char* b, const char* e) noexcept {
+  for (; b < e; ++b)
+    if (*b != ' ' && *b != '\t') return false;
+  return true;
+}
+
+// First line at or after `from` (a line start) that is a closing fence of at least n backticks:
+// indentation, the backticks, nothing but whitespace. Sets `line` and `line_end`.
+bool find_closing_fence(const char* from, const char* e, std::size_t n, const char*& line, const char*& line_end) {
+  const char* cl = from;  // a line start
+  while (cl < e) {
+    const void* bv = std::memchr(cl, '`', static_cast<std::size_t>(e - cl));
+    if (bv == nullptr) return false;
+    const char* bt = static_cast<const char*>(bv);
+    const char* ls = line_start(cl, bt);
+    const void* nv = std::memchr(bt, '\n', static_cast<std::size_t>(e - bt));
+    const char* le = nv != nullptr ? static_cast<const char*>(nv) : e;
+    if (only_indent(ls, bt)) {
+      const char* y = bt;
+      while (y < le && *y == '`') ++y;
+      if (static_cast<std::size_t>(y - bt) >= n) {
+        while (y < le && is_ws(*y)) ++y;
+        if (y == le) {
+          line = ls;
+          line_end = le;
+          return true;
+        }
+      }
+    }
+    cl = le < e ? le + 1 : e;
+  }
+  return false;
+}
+
 // Fenced blocks: a line starting (after indentation) with 3+ backticks and an optional info
 // string, up to a line with at least as many backticks and nothing else (or the end of the text).
+// Lines are only looked at where a backtick is.
 void find_fences(const char* b, const char* e, std::vector<fence>& out) {
-  const char* ls = b;
-  while (ls < e) {
-    const void* nlv = std::memchr(ls, '\n', static_cast<std::size_t>(e - ls));
+  const char* cl = b;  // a line start
+  while (cl < e) {
+    const void* bv = std::memchr(cl, '`', static_cast<std::size_t>(e - cl));
+    if (bv == nullptr) return;
+    const char* q = static_cast<const char*>(bv);
+    const char* ls = line_start(cl, q);
+    const void* nlv = std::memchr(q, '\n', static_cast<std::size_t>(e - q));
     const char* le = nlv != nullptr ? static_cast<const char*>(nlv) : e;
-    const char* q = ls;
-    while (q < le && (*q == ' ' || *q == '\t')) ++q;
-    if (le - q >= 3 && q[0] == '`' && q[1] == '`' && q[2] == '`') {
+    if (le - q >= 3 && q[1] == '`' && q[2] == '`' && only_indent(ls, q)) {
       const char* r = q;
       while (r < le && *r == '`') ++r;
       const std::size_t n = static_cast<std::size_t>(r - q);
@@ -1401,30 +1738,19 @@ void find_fences(const char* b, const char* e, std::vector<fence>& out) {
         }
         f.content_end = e;
         f.close_end = e;
-        for (const char* cl = le < e ? le + 1 : e; cl < e;) {
-          const void* cv = std::memchr(cl, '\n', static_cast<std::size_t>(e - cl));
-          const char* cle = cv != nullptr ? static_cast<const char*>(cv) : e;
-          const char* x = cl;
-          while (x < cle && (*x == ' ' || *x == '\t')) ++x;
-          const char* y = x;
-          while (y < cle && *y == '`') ++y;
-          if (static_cast<std::size_t>(y - x) >= n) {
-            while (y < cle && is_ws(*y)) ++y;
-            if (y == cle) {
-              f.content_end = cl;
-              f.close_end = cle;
-              f.closed = true;
-              break;
-            }
-          }
-          cl = cle < e ? cle + 1 : e;
+        const char* line = nullptr;
+        const char* line_end = nullptr;
+        if (find_closing_fence(le < e ? le + 1 : e, e, n, line, line_end)) {
+          f.content_end = line;
+          f.close_end = line_end;
+          f.closed = true;
         }
         out.push_back(f);
-        ls = f.close_end < e ? f.close_end + 1 : e;
+        cl = f.close_end < e ? f.close_end + 1 : e;
         continue;
       }
     }
-    ls = le < e ? le + 1 : e;
+    cl = le < e ? le + 1 : e;
   }
 }
 
@@ -1470,16 +1796,53 @@ reasoning_tags find_reasoning(const char* b, const char* e) {
 
 // ---- the search ------------------------------------------------------------------------------
 
+// Working storage of one thread's searches, kept between calls so that reading many texts does
+// not allocate for it again.
+struct workspace {
+  repairer rep;
+  std::vector<fence> fences;
+  std::vector<std::pair<const char*, const char*>> consumed;
+  std::vector<std::size_t> object_slots;
+  std::string inner;
+  std::string trial;
+  std::string origin;
+  std::string origin2;
+  note_list trial_notes;
+};
+
+workspace& thread_workspace() {
+  thread_local workspace w;
+  return w;
+}
+
+void append_number(std::string& s, std::size_t n) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, n);
+  s.append(buf, static_cast<std::size_t>(r.ptr - buf));
+}
+
 class extractor {
  public:
-  extractor(std::string_view text, const lenient_options& o, extraction& x)
+  extractor(std::string_view text, const lenient_options& o, extraction& x, workspace& w)
       : text_(text),
         tb_(text.data()),
         te_(text.data() + text.size()),
         o_(o),
         x_(x),
-        rep_(o.partial, std::min<std::size_t>(o.max_depth, depth_ceiling)),
-        line_pos_(text.data()) {}
+        w_(w),
+        rep_(w.rep),
+        fences_(w.fences),
+        consumed_(w.consumed),
+        object_slots_(w.object_slots),
+        inner_(w.inner),
+        trial_(w.trial),
+        trial_notes_(w.trial_notes),
+        line_pos_(text.data()) {
+    rep_.configure(o.partial, std::min<std::size_t>(o.max_depth, depth_ceiling));
+    fences_.clear();
+    consumed_.clear();
+    object_slots_.clear();
+  }
 
   void run() {
     x_.problems.clear();
@@ -1507,7 +1870,20 @@ class extractor {
     }
 
     find_fences(tb_, te_, fences_);
-    const reasoning_tags tags = find_reasoning(tb_, te_);
+    reasoning_tags tags = find_reasoning(tb_, te_);
+    if (tags.close_begin != nullptr || tags.open_begin != nullptr) {
+      // A tag inside the value the text starts with (a JSON string mentioning "<think>") is text.
+      const char* tag = tags.close_begin != nullptr ? tags.close_begin : tags.open_begin;
+      const char* q = tb_;
+      while (q < te_ && is_ws(*q)) ++q;
+      if (q < tag && (*q == '{' || *q == '[' || *q == '"')) {
+        trial_.clear();
+        nw_.reset(trial_notes_);
+        bool truncated = false;
+        const read_result r = rep_.read(q, te_, trial_, nw_, truncated);
+        if (r.found && r.end > tag) tags = reasoning_tags{};
+      }
+    }
     if (tags.close_begin != nullptr) {
       std::string after("after ");
       after += tags.close_name;
@@ -1630,7 +2006,11 @@ class extractor {
       n.detail.assign(origin.data(), origin.size());
     }
     bool truncated = false;
-    const read_result r = rep_.read(at, end, c.json, nw_, truncated);
+    read_result r;
+    if (kind == candidate_kind::fenced_block || kind == candidate_kind::after_reasoning) {
+      r = read_strict(at, end, c.json);  // usually valid JSON already: checked, then copied as is
+    }
+    if (!r.found) r = rep_.read(at, end, c.json, nw_, truncated);
     pr.end = r.end;
     if (r.too_deep) {
       report_depth(r.deep_at);
@@ -1661,6 +2041,35 @@ class extractor {
     return pr;
   }
 
+  // The value at `at` when it is strict JSON: copied as written (whitespace included).
+  read_result read_strict(const char* at, const char* end, std::string& out) {
+    read_result r;
+    const char* q = at;
+    while (q < end && detail::is_json_ws(*q)) ++q;
+    if (q >= end) return r;
+    const std::size_t depth = std::min<std::size_t>(o_.max_depth, depth_ceiling);
+    detail::json_reader jr(std::string_view(q, static_cast<std::size_t>(end - q)), depth);
+    std::string_view span;
+    if (!jr.skip_value(span) || span.empty()) return r;
+    r.root = span.front();
+    if (r.root == '[') {  // one element? (for the candidate of the element)
+      detail::json_reader ar(span, depth);
+      std::string_view element;
+      ar.peek();
+      if (ar.begin_array() && ar.next_element(true) && ar.skip_value(element) && !ar.next_element(false) &&
+          !ar.failed()) {
+        r.items = 1;
+        r.first_begin = static_cast<std::size_t>(element.data() - span.data());
+        r.first_end = r.first_begin + element.size();
+        r.first_is_object = element.front() == '{';
+      }
+    }
+    out.append(span.data(), span.size());
+    r.found = true;
+    r.end = span.data() + span.size();
+    return r;
+  }
+
   // Candidates read from another: JSON inside a string, the object of a one-element array.
   void derived(std::size_t parent, const read_result& r) {
     if (r.root == '[' && r.items == 1 && r.first_is_object) {
@@ -1677,7 +2086,8 @@ class extractor {
       }
       c.json.assign(p.json, r.first_begin, r.first_end - r.first_begin);
       c.truncated = p.truncated;
-      std::string origin("only element of ");
+      std::string& origin = w_.origin2;
+      origin.assign("only element of ");
       origin += p.origin;
       const char* b = tb_ + p.source_offset;
       const std::size_t index = used_;
@@ -1705,7 +2115,8 @@ class extractor {
     if (!ir.found) return;
     const candidate& p = x_.candidates[parent];
     c.truncated = truncated || p.truncated;
-    std::string origin("JSON inside the string of ");
+    std::string& origin = w_.origin2;
+    origin.assign("JSON inside the string of ");
     origin += p.origin;
     const char* b = tb_ + p.source_offset;
     const std::size_t index = used_;
@@ -1731,7 +2142,7 @@ class extractor {
   // One region of the text: the value at its start, its fenced blocks, then values in prose.
   void region(const char* b, const char* e, candidate_kind start_kind, std::string_view start_origin,
               std::string_view suffix) {
-    if (b >= e) return;
+    if (b >= e || full()) return;
     consumed_.clear();
     if (!start_origin.empty()) {
       const char* q = b;
@@ -1746,8 +2157,10 @@ class extractor {
     for (std::size_t i = 0; i < fences_.size(); ++i) {
       const fence& f = fences_[i];
       if (f.open < b || f.open >= e) continue;
-      std::string origin("fenced block ");
-      origin += std::to_string(i + 1);
+      if (full()) return;
+      std::string& origin = w_.origin;
+      origin.assign("fenced block ");
+      append_number(origin, i + 1);
       if (!f.lang.empty()) {
         origin += " (";
         origin += f.lang;
@@ -1763,6 +2176,7 @@ class extractor {
 
   // Objects and arrays inside prose, in order, skipping text already read.
   void prose(const char* b, const char* e, std::string_view suffix) {
+    if (full()) return;
     std::sort(consumed_.begin(), consumed_.end());
     std::size_t ci = 0;
     const std::size_t budget = 4 * static_cast<std::size_t>(e - b) + 4096;
@@ -1786,8 +2200,9 @@ class extractor {
         continue;
       }
       if (full()) return;
-      std::string origin(*hit == '{' ? "object in prose at line " : "array in prose at line ");
-      origin += std::to_string(line_of(hit));
+      std::string& origin = w_.origin;
+      origin.assign(*hit == '{' ? "object in prose at line " : "array in prose at line ");
+      append_number(origin, line_of(hit));
       origin += suffix;
       const primary pr = read_primary(hit, e, candidate_kind::in_prose, origin, true, false);
       const char* end = pr.end != nullptr && pr.end > hit ? pr.end : hit + 1;
@@ -1888,13 +2303,16 @@ class extractor {
   const char* te_;
   const lenient_options& o_;
   extraction& x_;
-  repairer rep_;
+  workspace& w_;
+  repairer& rep_;
+  std::vector<fence>& fences_;
+  std::vector<std::pair<const char*, const char*>>& consumed_;
+  std::vector<std::size_t>& object_slots_;
+  std::string& inner_;
+  std::string& trial_;
+  note_list& trial_notes_;
   note_writer nw_;
   std::size_t used_ = 0;
-  std::vector<fence> fences_;
-  std::vector<std::pair<const char*, const char*>> consumed_;
-  std::vector<std::size_t> object_slots_;
-  std::string inner_;
   bool depth_reported_ = false;
   const char* line_pos_;
   std::size_t line_no_ = 1;
@@ -1903,7 +2321,7 @@ class extractor {
 }  // namespace
 
 void extract_into(std::string_view text, const lenient_options& options, extraction& out) {
-  extractor x(text, options, out);
+  extractor x(text, options, out, thread_workspace());
   x.run();
 }
 

@@ -122,14 +122,18 @@ inline bool utf8_cut_at_end(const char* q, const char* e) noexcept {
   return true;
 }
 
+// The writers below append to `Out`: std::string or anything with push_back(char) and
+// append(const char*, std::size_t).
+
 /// JSON escape of a control character.
-inline void append_control(std::string& out, char c) {
+template <class Out>
+void append_control(Out& out, char c) {
   switch (c) {
-    case '\n': out.append("\\n"); return;
-    case '\r': out.append("\\r"); return;
-    case '\t': out.append("\\t"); return;
-    case '\b': out.append("\\b"); return;
-    case '\f': out.append("\\f"); return;
+    case '\n': out.append("\\n", 2); return;
+    case '\r': out.append("\\r", 2); return;
+    case '\t': out.append("\\t", 2); return;
+    case '\b': out.append("\\b", 2); return;
+    case '\f': out.append("\\f", 2); return;
     default: {
       static constexpr char hex[] = "0123456789abcdef";
       const auto u = static_cast<unsigned char>(c);
@@ -140,7 +144,8 @@ inline void append_control(std::string& out, char c) {
 }
 
 /// UTF-8 of a code point (valid, not a surrogate).
-inline void append_utf8(std::string& out, std::uint32_t cp) {
+template <class Out>
+void append_utf8(Out& out, std::uint32_t cp) {
   if (cp < 0x80) {
     out.push_back(static_cast<char>(cp));
   } else if (cp < 0x800) {
@@ -159,26 +164,28 @@ inline void append_utf8(std::string& out, std::uint32_t cp) {
 }
 
 /// A code point (< 0x10000, not a surrogate) as JSON string content.
-inline void append_code_point_escape(std::string& out, std::uint32_t cp) {
+template <class Out>
+void append_code_point_escape(Out& out, std::uint32_t cp) {
   if (cp < 0x20) return append_control(out, static_cast<char>(cp));
-  if (cp == '"') return out.append("\\\""), void();
-  if (cp == '\\') return out.append("\\\\"), void();
+  if (cp == '"') return out.append("\\\"", 2), void();
+  if (cp == '\\') return out.append("\\\\", 2), void();
   append_utf8(out, cp);
 }
 
 /// Raw text [b, e) as JSON string content (without the quotes): quotes, backslashes and control
 /// characters escaped, invalid UTF-8 replaced by U+FFFD (sets `bad_utf8`).
-inline void append_escaped(std::string& out, const char* b, const char* e, bool& bad_utf8) {
+template <class Out>
+void append_escaped(Out& out, const char* b, const char* e, bool& bad_utf8) {
   while (b < e) {
     const char* s = find_string_special(b, e, 0);
     if (s > b) out.append(b, static_cast<std::size_t>(s - b));
     if (s >= e) return;
     const auto u = static_cast<unsigned char>(*s);
     if (u == '"') {
-      out.append("\\\"");
+      out.append("\\\"", 2);
       b = s + 1;
     } else if (u == '\\') {
-      out.append("\\\\");
+      out.append("\\\\", 2);
       b = s + 1;
     } else if (u < 0x20) {
       append_control(out, *s);
@@ -189,7 +196,7 @@ inline void append_escaped(std::string& out, const char* b, const char* e, bool&
         out.append(s, n);
         b = s + n;
       } else {
-        out.append("\\ufffd");
+        out.append("\\ufffd", 6);
         bad_utf8 = true;
         b = s + 1;
       }
@@ -241,7 +248,8 @@ inline void unescape_json_string(std::string_view in, std::string& out) {
 /// Code-block text [b, e) as JSON string content, dedented like Python's textwrap.dedent: a
 /// blank first line and a blank last line are dropped, whitespace-only lines become empty and
 /// the indentation common to all other lines is removed.
-inline void append_dedented(std::string& out, const char* b, const char* e, bool& bad_utf8) {
+template <class Out>
+void append_dedented(Out& out, const char* b, const char* e, bool& bad_utf8) {
   // blank first line
   {
     const char* q = b;
@@ -286,7 +294,7 @@ inline void append_dedented(std::string& out, const char* b, const char* e, bool
       while (q < le && static_cast<std::size_t>(q - ls) < indent) ++q;
       append_escaped(out, q, le, bad_utf8);
     }
-    if (le < e) out.append("\\n");
+    if (le < e) out.append("\\n", 2);
     ls = le < e ? le + 1 : e;
   }
 }

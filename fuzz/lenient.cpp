@@ -1,0 +1,62 @@
+// libFuzzer target for the lenient reader: extract_candidates() in final and partial mode (and
+// with a small depth limit) on arbitrary bytes must not crash, hang or leak, must respect
+// max_candidates, and must only ever offer strict JSON (checked with Boost.JSON). A text that is
+// valid JSON must be read as itself (same value) and pass looks_like_strict_json().
+#include <covenant/lenient.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+namespace {
+
+bool parse_strict(std::string_view text, boost::json::value& out, std::size_t max_depth) {
+  boost::json::parse_options po;
+  po.max_depth = max_depth;
+  boost::system::error_code ec;
+  out = boost::json::parse(text, ec, {}, po);
+  return !ec;
+}
+
+[[noreturn]] void fail(const char* what, std::string_view json) {
+  std::fprintf(stderr, "%s:\n%.*s\n", what, static_cast<int>(json.size() > 2000 ? 2000 : json.size()), json.data());
+  std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  boost::json::value whole;
+  const bool valid = parse_strict(text, whole, 64);
+  if (valid && !covenant::looks_like_strict_json(text)) fail("valid JSON not recognised by looks_like_strict_json", text);
+
+  for (int round = 0; round < 3; ++round) {
+    covenant::lenient_options o;
+    o.partial = round == 1;
+    if (round == 2) {
+      o.max_depth = 4;
+      o.max_candidates = 3;
+      o.level = covenant::strictness::repair;
+    }
+    const covenant::extraction x = covenant::extract(text, o);
+    if (x.candidates.size() > o.max_candidates) fail("more candidates than max_candidates", text);
+    for (const covenant::candidate& c : x.candidates) {
+      boost::json::value v;
+      if (!parse_strict(c.json, v, 4096)) fail("candidate is not strict JSON", c.json);
+    }
+    if (valid && round < 2) {
+      if (x.candidates.empty()) fail("valid JSON gave no candidate", text);
+      const covenant::candidate& c = x.candidates.front();
+      boost::json::value v;
+      parse_strict(c.json, v, 4096);
+      if (c.kind != covenant::candidate_kind::whole_text || !c.notes.empty() || c.truncated || v != whole)
+        fail("valid JSON not read as itself", c.json);
+    }
+  }
+  return 0;
+}
