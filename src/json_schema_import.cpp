@@ -3,6 +3,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -191,14 +192,32 @@ class importer {
     }
     std::string title;
     if (const auto* t = root->if_contains("title"); t != nullptr && t->is_string()) title = std::string(t->get_string());
-    if (has_properties(*root) || (is_string_enum(*root) && !title.empty())) {
+    // The root is a named definition when it is an object, or when its title is not the type
+    // expression of its type (the exporter titles a root definition by its name, any other root
+    // by its type expression).
+    if (has_properties(*root)) {
       const std::uint32_t idx = new_def(title.empty() ? o_.root_name : title, "");
-      root_def_ = idx;
       by_pointer_["#"] = idx;
       m_.root = ref_to(m_, idx);
       fill_def(idx, doc_, "", 0);
+    } else if (!title.empty()) {
+      const std::uint32_t idx = new_def(title, "");
+      by_pointer_["#"] = idx;
+      if (is_string_enum(*root) && title != "string") {
+        fill_def(idx, doc_, "", 0);
+        m_.root = ref_to(m_, idx);
+      } else {
+        schema::type t = import_type(doc_, "", 0, title);
+        if (!root_referenced_ && title == schema::type_expression(t)) {
+          m_.root = std::move(t);  // the definition stays unused
+        } else {
+          m_.defs[idx].description = description_of(*root);
+          m_.defs[idx].body = schema::alias_def{std::move(t)};
+          m_.root = ref_to(m_, idx);
+        }
+      }
     } else {
-      m_.root = import_type(doc_, "", 0, title.empty() ? o_.root_name : title);
+      m_.root = import_type(doc_, "", 0, o_.root_name);
     }
     for (std::size_t i = 0; i < pending_.size(); ++i) fill_def(pending_[i].idx, *pending_[i].json, pending_[i].pointer, 1);
   }
@@ -380,6 +399,7 @@ class importer {
       if (target.rfind(p, 0) == 0) key = p + escape_pointer_token(unescape_pointer_token(target.substr(p.size())));
     }
     auto it = by_pointer_.find(key);
+    if (key == "#" && it != by_pointer_.end()) root_referenced_ = true;
     if (it == by_pointer_.end()) {
       if (target == "#") {
         error(schema_error_code::unsupported, ptr, "$ref \"#\" needs a root object");
@@ -703,7 +723,7 @@ class importer {
   std::unordered_map<std::string, std::uint32_t> by_pointer_;
   std::unordered_map<std::string, std::pair<std::uint32_t, const json::object*>> inline_by_title_;
   std::vector<pending_def> pending_;
-  std::uint32_t root_def_ = schema::no_def;
+  bool root_referenced_ = false;
   std::size_t members_ = 0;
 };
 

@@ -896,14 +896,6 @@ bool conjunction(const node& n, schema::kind k, std::vector<schema::constraint>&
   return atom(n, k, out);
 }
 
-void collect_members(const node& n, std::vector<std::string>& out) {
-  if (n.o == op::member && n.kids.size() == 1 && n.kids[0].o == op::this_) out.push_back(n.name);
-  if (n.o == op::index && n.kids.size() == 2 && n.kids[0].o == op::this_ && n.kids[1].o == op::literal &&
-      n.kids[1].value.is_string())
-    out.emplace_back(n.kids[1].value.get_string());
-  for (const auto& k : n.kids) collect_members(k, out);
-}
-
 std::string fold_spaces(std::string_view s) {
   std::string out;
   bool space = false;
@@ -946,12 +938,6 @@ bool expression::to_constraints(schema::kind k, std::vector<schema::constraint>&
   if (!conjunction(*root_, k, tmp)) return false;
   for (auto& c : tmp) out.push_back(std::move(c));
   return true;
-}
-
-std::vector<std::string> expression::members_of_this() const {
-  std::vector<std::string> out;
-  collect_members(*root_, out);
-  return out;
 }
 
 std::optional<std::string> expression_check::check_json(const json::value& value) const {

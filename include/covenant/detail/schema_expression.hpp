@@ -54,9 +54,6 @@ class expression {
   /// unchanged and returns false.
   bool to_constraints(schema::kind k, std::vector<schema::constraint>& out) const;
 
-  /// Whether the expression reads `this.<name>` for some member name (object-level rules).
-  [[nodiscard]] std::vector<std::string> members_of_this() const;
-
  private:
   expression();
   std::unique_ptr<node> root_;
