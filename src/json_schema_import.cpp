@@ -79,7 +79,7 @@ class importer {
     } catch (const stop_import&) {
     }
     if (errors_.empty()) {
-      for (auto& p : detail::find_model_problems(m_)) {
+      for (auto& p : detail::find_model_problems(m_, o_.limits.max_depth)) {
         schema_diagnostic d;
         d.code = p.code;
         d.file = o_.file;

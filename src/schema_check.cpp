@@ -1,4 +1,5 @@
 // Schema diagnostics, structural checks of runtime models, and reachable-definition compaction.
+#include <algorithm>
 #include <ostream>
 #include <string>
 #include <unordered_map>
@@ -94,13 +95,14 @@ void for_each_type(const schema::type& t, F&& f) {
 
 class problem_finder {
  public:
-  explicit problem_finder(const schema::model& m) : m_(m) {}
+  problem_finder(const schema::model& m, std::size_t max_depth) : m_(m), max_depth_(max_depth) {}
 
   std::vector<model_problem> run() {
     check_refs_and_keys();
     check_duplicates();
     check_alias_cycles();
     check_finite();
+    check_nesting();
     return std::move(out_);
   }
 
@@ -277,7 +279,97 @@ class problem_finder {
     }
   }
 
+  // Definitions each definition refers to (through fields, lists, maps, unions and aliases).
+  std::vector<std::vector<std::uint32_t>> reference_graph() const {
+    std::vector<std::vector<std::uint32_t>> g(m_.defs.size());
+    for (std::uint32_t i = 0; i < m_.defs.size(); ++i) {
+      auto collect = [&](const schema::type& t) {
+        for_each_type(t, [&](const schema::type& x) {
+          if (x.kind != kind::ref) return;
+          const std::uint32_t j = def_index(m_, x);
+          if (j != schema::no_def) g[i].push_back(j);
+        });
+      };
+      if (const auto* o = m_.defs[i].object()) {
+        for (const auto& f : o->fields) collect(f.type);
+      } else if (const auto* a = m_.defs[i].alias()) {
+        collect(a->target);
+      }
+    }
+    return g;
+  }
+
+  // Longest chain of definitions containing one another, with each recursive group (strongly
+  // connected component) counted once. Iterative Tarjan, then longest paths over the components,
+  // which Tarjan emits in reverse topological order.
+  void check_nesting() {
+    const std::size_t n = m_.defs.size();
+    if (n == 0) return;
+    const auto g = reference_graph();
+    constexpr std::uint32_t unset = schema::no_def;
+    std::vector<std::uint32_t> index(n, unset), low(n, 0), comp(n, unset);
+    std::vector<bool> on_stack(n, false);
+    std::vector<std::uint32_t> stack;
+    std::uint32_t counter = 0;
+    std::uint32_t comps = 0;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      if (index[s] != unset) continue;
+      std::vector<std::pair<std::uint32_t, std::size_t>> work{{s, 0}};
+      index[s] = low[s] = counter++;
+      stack.push_back(s);
+      on_stack[s] = true;
+      while (!work.empty()) {
+        auto& [v, next] = work.back();
+        if (next < g[v].size()) {
+          const std::uint32_t w = g[v][next++];
+          if (index[w] == unset) {
+            index[w] = low[w] = counter++;
+            stack.push_back(w);
+            on_stack[w] = true;
+            work.emplace_back(w, 0);
+          } else if (on_stack[w]) {
+            low[v] = std::min(low[v], index[w]);
+          }
+          continue;
+        }
+        if (low[v] == index[v]) {
+          for (;;) {
+            const std::uint32_t w = stack.back();
+            stack.pop_back();
+            on_stack[w] = false;
+            comp[w] = comps;
+            if (w == v) break;
+          }
+          ++comps;
+        }
+        const std::uint32_t done = v;
+        work.pop_back();
+        if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
+      }
+    }
+    // Components are numbered in reverse topological order: successors first.
+    std::vector<std::vector<std::uint32_t>> members(comps);
+    for (std::uint32_t v = 0; v < n; ++v) members[comp[v]].push_back(v);
+    std::vector<std::size_t> depth(comps, 1);
+    std::size_t deepest = 0;
+    std::uint32_t where = 0;
+    for (std::uint32_t c = 0; c < comps; ++c) {
+      for (std::uint32_t v : members[c])
+        for (std::uint32_t w : g[v])
+          if (comp[w] != c) depth[c] = std::max(depth[c], depth[comp[w]] + 1);
+      if (depth[c] > deepest) {
+        deepest = depth[c];
+        where = members[c].front();
+      }
+    }
+    if (deepest > max_depth_)
+      add(schema_error_code::limit_exceeded, where, "",
+          "'" + m_.defs[where].name + "' nests types " + std::to_string(deepest) + " levels deep, more than the limit of " +
+              std::to_string(max_depth_));
+  }
+
   const schema::model& m_;
+  std::size_t max_depth_;
   std::vector<model_problem> out_;
   std::vector<bool> finite_;
 };
@@ -316,7 +408,9 @@ bool valid_map_key(const schema::model& m, const schema::type& key) {
   }
 }
 
-std::vector<model_problem> find_model_problems(const schema::model& m) { return problem_finder(m).run(); }
+std::vector<model_problem> find_model_problems(const schema::model& m, std::size_t max_depth) {
+  return problem_finder(m, max_depth).run();
+}
 
 }  // namespace detail
 
@@ -367,21 +461,31 @@ class compactor {
     return d == nullptr ? schema::no_def : static_cast<std::uint32_t>(d - all_.defs.data());
   }
 
-  void visit(const schema::type& t) {
-    if (t.kind == schema::kind::ref) {
-      const std::uint32_t i = index_of(t);
-      if (i != schema::no_def && map_[i] == schema::no_def) {
-        map_[i] = static_cast<std::uint32_t>(order_.size());
-        order_.push_back(i);
-        const auto& d = all_.defs[i];
-        if (const auto* o = d.object()) {
-          for (const auto& f : o->fields) visit(f.type);
-        } else if (const auto* a = d.alias()) {
-          visit(a->target);
+  // Pre-order, depth first, like schema_of<T>(): a definition is numbered when first met, then
+  // what it refers to, in field order. Iterative, so long chains of definitions cannot exhaust
+  // the stack.
+  void visit(const schema::type& root) {
+    std::vector<const schema::type*> pending{&root};
+    while (!pending.empty()) {
+      const schema::type* t = pending.back();
+      pending.pop_back();
+      std::vector<const schema::type*> next;
+      if (t->kind == schema::kind::ref) {
+        const std::uint32_t i = index_of(*t);
+        if (i != schema::no_def && map_[i] == schema::no_def) {
+          map_[i] = static_cast<std::uint32_t>(order_.size());
+          order_.push_back(i);
+          const auto& d = all_.defs[i];
+          if (const auto* o = d.object()) {
+            for (const auto& f : o->fields) next.push_back(&f.type);
+          } else if (const auto* a = d.alias()) {
+            next.push_back(&a->target);
+          }
         }
       }
+      for (const auto& a : t->args) next.push_back(&a);
+      for (auto it = next.rbegin(); it != next.rend(); ++it) pending.push_back(*it);
     }
-    for (const auto& a : t.args) visit(a);
   }
 
   void remap(schema::type& t) const {

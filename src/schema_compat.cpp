@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "covenant/config.hpp"
 #include "covenant/detail/schema_checks.hpp"
 #include "covenant/detail/schema_expression.hpp"
 #include "covenant/registry.hpp"
@@ -284,6 +285,17 @@ class comparer {
   // and recursive uses would repeat the same changes).
   void objects(const schema::definition& dx, const schema::definition& dy, const std::string& path) {
     if (!visited_.insert({&dx, &dy}).second) return;
+    // Models that passed check_model nest at most COVENANT_SCHEMA_MAX_DEPTH levels; others stop
+    // here rather than exhaust the stack.
+    if (depth_ >= 4 * COVENANT_SCHEMA_MAX_DEPTH) {
+      add(path, change_kind::type_changed, true, "not compared: types nest too deeply");
+      return;
+    }
+    ++depth_;
+    struct leave {
+      std::size_t& d;
+      ~leave() { --d; }
+    } guard{depth_};
     const auto& ox = *dx.object();
     const auto& oy = *dy.object();
     for (const auto& f : ox.fields) {
@@ -508,6 +520,7 @@ class comparer {
   const schema::model& b_;
   std::vector<schema_change> out_;
   std::set<std::pair<const schema::definition*, const schema::definition*>> visited_;
+  std::size_t depth_ = 0;
 };
 
 }  // namespace

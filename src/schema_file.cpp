@@ -1453,10 +1453,10 @@ struct detail_schema_file_access {
         });
       }
     }
-    // recursion (the structural checks of check_model; names and keys were checked above with
-    // better locations)
-    for (auto& p : detail::find_model_problems(all)) {
-      if (p.code != schema_error_code::unescaped_recursion) continue;
+    // recursion and nesting depth (the structural checks of check_model; names and keys were
+    // checked above with better locations)
+    for (auto& p : detail::find_model_problems(all, options.limits.max_depth)) {
+      if (p.code != schema_error_code::unescaped_recursion && p.code != schema_error_code::limit_exceeded) continue;
       location at = p.def < info.size() ? info[p.def].loc : location{};
       if (p.def < info.size() && !p.field.empty()) {
         if (const auto* o = all.defs[p.def].object()) {

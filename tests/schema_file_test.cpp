@@ -452,6 +452,15 @@ TEST(SchemaFile, LimitsStopHostileInputWithAClearError) {
   }() + " > 0 }})\n}");
   EXPECT_EQ(chain.errors.at(0).message, "@assert: too many operators in one expression");
 
+  // A long chain of classes, each containing the next, is deep nesting too (prompts inline them).
+  std::string classes;
+  for (int i = 0; i < 5000; ++i) classes += "class C" + std::to_string(i) + " {\n  next C" + std::to_string(i + 1) + "?\n}\n";
+  classes += "class C5000 {\n  x int\n}\n";
+  auto nested = load(classes);
+  ASSERT_EQ(nested.errors.size(), 1u);
+  EXPECT_EQ(nested.errors[0].to_string(),
+            "t.baml:1:7: error: 'C0' nests types 5001 levels deep, more than the limit of 64 [limit_exceeded]");
+
   covenant::schema_load_options few;
   few.limits.max_types = 3;
   std::string many;

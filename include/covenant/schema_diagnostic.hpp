@@ -82,8 +82,9 @@ class schema_error : public std::runtime_error {
 /// literals, no object has two fields with the same key, no enum accepts one spelling for two
 /// values, and no type can only be satisfied by an infinite value (an object that requires itself
 /// through required, non-null fields that are not lists or maps, or an alias that reaches itself
-/// without passing through a list, a map or an object). Diagnostics carry the definition's
-/// source location and name the path ("Node.next").
+/// without passing through a list, a map or an object), and definitions do not contain one
+/// another more than COVENANT_SCHEMA_MAX_DEPTH levels deep (recursion counted once).
+/// Diagnostics carry the definition's source location and name the path ("Node.next").
 schema_diagnostics check_model(const schema::model& m);
 
 /// The model rooted at `root`, keeping only the definitions `root` reaches (in the order they

@@ -2,10 +2,12 @@
 // JSON Schema importer and the registry (see covenant::check_model).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "covenant/config.hpp"
 #include "covenant/schema.hpp"
 #include "covenant/schema_diagnostic.hpp"
 
@@ -19,8 +21,10 @@ struct model_problem {
   std::string message;
 };
 
-/// Every structural problem of `m` (see covenant::check_model for the list).
-std::vector<model_problem> find_model_problems(const schema::model& m);
+/// Every structural problem of `m` (see covenant::check_model for the list). Definitions that
+/// contain one another more than `max_depth` levels deep (recursion counted once) are a
+/// limit_exceeded problem: every consumer of the model may then recurse safely.
+std::vector<model_problem> find_model_problems(const schema::model& m, std::size_t max_depth = COVENANT_SCHEMA_MAX_DEPTH);
 
 /// Whether `key` is acceptable as a map key type (string, enum, string literal, a union of those,
 /// or an alias of one), following refs in `m`.
