@@ -75,7 +75,7 @@ bool same_value(const json::value& a, const json::value& b) {
 
 void append_number(std::string& out, double v) { detail::append_json_number(out, v); }
 
-void write_json(std::string& out, const json::value& v) {
+void write_scalar(std::string& out, const json::value& v) {
   switch (v.kind()) {
     case json::kind::null: out += "null"; break;
     case json::kind::bool_: out += v.get_bool() ? "true" : "false"; break;
@@ -83,29 +83,53 @@ void write_json(std::string& out, const json::value& v) {
     case json::kind::uint64: out += std::to_string(v.get_uint64()); break;
     case json::kind::double_: append_number(out, v.get_double()); break;
     case json::kind::string: detail::append_json_string(out, v.get_string()); break;
-    case json::kind::array: {
+    default: break;
+  }
+}
+
+// Iterative, so values of any depth are written without exhausting the stack.
+void write_json(std::string& out, const json::value& root) {
+  struct frame {
+    const json::value* v;
+    std::size_t next;
+  };
+  std::vector<frame> stack;
+  auto open = [&](const json::value& v) {
+    if (v.is_array()) {
       out.push_back('[');
-      bool first = true;
-      for (const auto& x : v.get_array()) {
-        if (!first) out.push_back(',');
-        first = false;
-        write_json(out, x);
-      }
-      out.push_back(']');
-      break;
-    }
-    case json::kind::object: {
+      stack.push_back({&v, 0});
+    } else if (v.is_object()) {
       out.push_back('{');
-      bool first = true;
-      for (const auto& kv : v.get_object()) {
-        if (!first) out.push_back(',');
-        first = false;
-        detail::append_json_string(out, kv.key());
-        out.push_back(':');
-        write_json(out, kv.value());
+      stack.push_back({&v, 0});
+    } else {
+      write_scalar(out, v);
+    }
+  };
+  open(root);
+  while (!stack.empty()) {
+    frame& f = stack.back();
+    if (f.v->is_array()) {
+      const auto& a = f.v->get_array();
+      if (f.next == a.size()) {
+        out.push_back(']');
+        stack.pop_back();
+        continue;
       }
-      out.push_back('}');
-      break;
+      if (f.next != 0) out.push_back(',');
+      const json::value& child = a[f.next++];
+      open(child);
+    } else {
+      const auto& o = f.v->get_object();
+      if (f.next == o.size()) {
+        out.push_back('}');
+        stack.pop_back();
+        continue;
+      }
+      if (f.next != 0) out.push_back(',');
+      const auto& kv = *(o.begin() + static_cast<std::ptrdiff_t>(f.next++));
+      detail::append_json_string(out, kv.key());
+      out.push_back(':');
+      open(kv.value());
     }
   }
 }

@@ -399,6 +399,20 @@ TEST(DynamicValues, DepthAndSizeLimitsAreIssuesNotCrashes) {
   covenant::decode_options small;
   small.max_input_bytes = 4;
   EXPECT_EQ(covenant::decode_dynamic("[1, 2, 3]", m, small).issues.at(0).code, covenant::issue_code::parse_error);
+  boost::json::value very_deep = boost::json::array{};
+  for (int i = 0; i < 100000; ++i) {
+    boost::json::array wrap;
+    wrap.push_back(std::move(very_deep));
+    very_deep = std::move(wrap);
+  }
+  auto v = covenant::validate_value(very_deep, m);
+  ASSERT_EQ(v.issues.size(), 1u);
+  EXPECT_EQ(v.issues[0].code, covenant::issue_code::parse_error);
+  // (the deep value is released iteratively to keep this test's own stack small)
+  while (very_deep.is_array() && !very_deep.get_array().empty()) {
+    boost::json::value inner = std::move(very_deep.get_array()[0]);
+    very_deep = std::move(inner);
+  }
   auto ok = covenant::decode_dynamic(R"([1, "a", [2, {"k": [3]}]])", m);
   EXPECT_TRUE(ok) << covenant::render_feedback(ok.issues);
 }
