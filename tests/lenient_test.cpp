@@ -509,7 +509,7 @@ TEST(Lenient, LimitsGiveClearProblems) {
 
 TEST(Lenient, PathologicalInputsFinishQuicklyWithStrictJson) {
   const std::size_t n = 1 << 20;
-  auto repeat = [n](std::string head, const std::string& unit) {
+  auto repeat = [&](std::string head, const std::string& unit) {
     while (head.size() < n) head += unit;
     return head;
   };
