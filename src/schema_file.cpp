@@ -24,8 +24,6 @@
 
 namespace covenant {
 
-struct detail_schema_file_access;
-
 namespace {
 
 namespace json = boost::json;
@@ -1277,7 +1275,7 @@ void for_each_def_type(schema::model& m, F&& f) {
 
 }  // namespace
 
-struct detail_schema_file_access {
+struct detail::schema_file_access {
   // Links ref types to definitions by name (declared or final).
   static void link(const schema_set& set, schema::type& root) {
     for_each_type_mut(root, [&](schema::type& t) {
@@ -1601,12 +1599,12 @@ schema::model schema_set::model_for(std::string_view type_expression) const {
 std::optional<schema::model> schema_set::try_model_for(std::string_view type_expression,
                                                        schema_diagnostics& errors) const {
   schema::model m;
-  if (!detail_schema_file_access::model_for(*this, type_expression, m, errors)) return std::nullopt;
+  if (!detail::schema_file_access::model_for(*this, type_expression, m, errors)) return std::nullopt;
   return m;
 }
 
 schema_load_result load_schema(std::string_view text, const schema_load_options& options) {
-  return detail_schema_file_access::load(text, options);
+  return detail::schema_file_access::load(text, options);
 }
 
 schema_load_result load_schema_file(const std::filesystem::path& file, schema_load_options options) {

@@ -80,6 +80,10 @@ struct stream_hint {
 
 class schema_set;
 
+namespace detail {
+struct schema_file_access;
+}  // namespace detail
+
 /// What a non-throwing load returns: the set (meaningful only when ok()), every problem, and
 /// notes about skipped declarations.
 struct schema_load_result;
@@ -121,7 +125,7 @@ class schema_set {
   [[nodiscard]] const std::vector<stream_hint>& stream_hints() const noexcept { return stream_hints_; }
 
  private:
-  friend struct detail_schema_file_access;
+  friend struct detail::schema_file_access;
   schema::model all_;
   std::unordered_map<std::string, std::uint32_t> by_name_;  // declared and final names
   std::vector<std::string> declared_;                       // declared names, by definition index
