@@ -1796,6 +1796,42 @@ reasoning_tags find_reasoning(const char* b, const char* e) {
 
 // ---- the search ------------------------------------------------------------------------------
 
+// A digit, 'e' or 'E', an optional sign and five or more digits (leading zeros aside): an
+// exponent the reader rewrites (see write_huge_exponent). Anywhere, strings included: a false
+// alarm only sends the text to the slower path.
+bool huge_exponent_at(const char* q, const char* b, const char* e) noexcept {
+  if (q == b || !is_digit(q[-1])) return false;
+  ++q;
+  if (q < e && (*q == '+' || *q == '-')) ++q;
+  while (q < e && *q == '0') ++q;
+  const char* d = q;
+  while (q < e && is_digit(*q) && q - d < 5) ++q;
+  return q - d >= 5;
+}
+
+bool has_huge_exponent(std::string_view text) noexcept {
+  const char* b = text.data();
+  const char* e = b + text.size();
+  const char* q = b;
+#if defined(__SSE2__)
+  const __m128i lower = _mm_set1_epi8('e');
+  const __m128i upper = _mm_set1_epi8('E');
+  while (e - q >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    unsigned bits = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lower), _mm_cmpeq_epi8(v, upper))));
+    while (bits != 0) {
+      if (huge_exponent_at(q + __builtin_ctz(bits), b, e)) return true;
+      bits &= bits - 1;
+    }
+    q += 16;
+  }
+#endif
+  for (; q < e; ++q)
+    if ((*q == 'e' || *q == 'E') && huge_exponent_at(q, b, e)) return true;
+  return false;
+}
+
 // Working storage of one thread's searches, kept between calls so that reading many texts does
 // not allocate for it again.
 struct workspace {
@@ -2051,6 +2087,7 @@ class extractor {
     detail::json_reader jr(std::string_view(q, static_cast<std::size_t>(end - q)), depth);
     std::string_view span;
     if (!jr.skip_value(span) || span.empty()) return r;
+    if (has_huge_exponent(span)) return r;  // the repairer rewrites those numbers
     r.root = span.front();
     if (r.root == '[') {  // one element? (for the candidate of the element)
       detail::json_reader ar(span, depth);

@@ -339,6 +339,9 @@ TEST(Lenient, HugeExponentsAreRewrittenAsTheSameValue) {
   EXPECT_EQ(c.json, "[1,0.66661e9999,-0.125e9999,0.123e-9999,0,2.5e300]");
   EXPECT_TRUE(strict_json(c.json));
   EXPECT_TRUE(has_note(c, note_kind::repaired, "[1]", "read number 66661e6666666666 as 0.66661e9999")) << notes_of(c);
+  // also where strict JSON is otherwise copied as written (found by the fuzzer)
+  EXPECT_EQ(first_json("```\n6666666666666e66666666766\n```"), "0.6666666666666e9999");
+  EXPECT_EQ(first_json("```json\n{\"a\": 1e5, \"b\": \"e12345\"}\n```"), R"({"a": 1e5, "b": "e12345"})");
 }
 
 TEST(Lenient, MismatchedAndStrayBrackets) {
