@@ -5,6 +5,7 @@
 #include <boost/json/parse.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -553,6 +554,39 @@ TEST(Lenient, PathologicalInputsFinishQuicklyWithStrictJson) {
       for (const auto& c : x.candidates) EXPECT_TRUE(strict_json(c.json)) << name;
     }
   }
+}
+
+// The properties fuzz/lenient.cpp checks, on its seed corpus (regressions included).
+TEST(Lenient, FuzzSeedCorpusKeepsTheFuzzerProperties) {
+  const std::filesystem::path dir = std::filesystem::path(COVENANT_SOURCE_DIR) / "fuzz" / "corpus" / "lenient";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no seed corpus";
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string text = read_file(entry.path().string());
+    const std::string name = entry.path().filename().string();
+    boost::json::parse_options po;
+    po.max_depth = 64;
+    boost::system::error_code ec;
+    const boost::json::value whole = boost::json::parse(text, ec, {}, po);
+    const bool valid = !ec;
+    if (valid) {
+      EXPECT_TRUE(covenant::looks_like_strict_json(text)) << name;
+    }
+    for (bool partial : {false, true}) {
+      lenient_options o;
+      o.partial = partial;
+      const auto cands = extract_candidates(text, o);
+      for (const auto& c : cands) EXPECT_TRUE(strict_json(c.json)) << name << ":\n" << c.json;
+      if (valid) {
+        ASSERT_FALSE(cands.empty()) << name;
+        EXPECT_EQ(cands[0].kind, candidate_kind::whole_text) << name;
+        EXPECT_TRUE(cands[0].notes.empty()) << name;
+        EXPECT_EQ(boost::json::parse(cands[0].json), whole) << name;
+      }
+    }
+    ++files;
+  }
+  EXPECT_GE(files, 9u);
 }
 
 TEST(Lenient, ExtractIntoReusesStorageAndGivesTheSameResult) {
