@@ -1,7 +1,8 @@
 // libFuzzer target for the lenient reader: extract_candidates() in final and partial mode (and
 // with a small depth limit) on arbitrary bytes must not crash, hang or leak, must respect
 // max_candidates, and must only ever offer strict JSON (checked with Boost.JSON). A text that is
-// valid JSON must be read as itself (same value) and pass looks_like_strict_json().
+// valid JSON must pass looks_like_strict_json() and be read as itself (same value, no notes),
+// unless it has an exponent of five or more digits (rewritten as the same value, noted).
 #include <covenant/lenient.hpp>
 
 #include <boost/json/parse.hpp>
@@ -20,6 +21,21 @@ bool parse_strict(std::string_view text, boost::json::value& out, std::size_t ma
   boost::system::error_code ec;
   out = boost::json::parse(text, ec, {}, po);
   return !ec;
+}
+
+// A number with an exponent of five or more digits: valid JSON that the reader rewrites (as the
+// same value with a small exponent, and a note), so it is not "read as itself".
+bool has_huge_exponent(std::string_view t) {
+  for (std::size_t i = 1; i < t.size(); ++i) {
+    if ((t[i] != 'e' && t[i] != 'E') || t[i - 1] < '0' || t[i - 1] > '9') continue;
+    std::size_t j = i + 1;
+    if (j < t.size() && (t[j] == '+' || t[j] == '-')) ++j;
+    while (j < t.size() && t[j] == '0') ++j;
+    std::size_t digits = 0;
+    while (j < t.size() && t[j] >= '0' && t[j] <= '9') ++j, ++digits;
+    if (digits >= 5) return true;
+  }
+  return false;
 }
 
 [[noreturn]] void fail(const char* what, std::string_view json) {
@@ -49,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       boost::json::value v;
       if (!parse_strict(c.json, v, 4096)) fail("candidate is not strict JSON", c.json);
     }
-    if (valid && round < 2) {
+    if (valid && round < 2 && !has_huge_exponent(text)) {
       if (x.candidates.empty()) fail("valid JSON gave no candidate", text);
       const covenant::candidate& c = x.candidates.front();
       boost::json::value v;

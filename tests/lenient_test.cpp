@@ -343,6 +343,11 @@ TEST(Lenient, HugeExponentsAreRewrittenAsTheSameValue) {
   // also where strict JSON is otherwise copied as written (found by the fuzzer)
   EXPECT_EQ(first_json("```\n6666666666666e66666666766\n```"), "0.6666666666666e9999");
   EXPECT_EQ(first_json("```json\n{\"a\": 1e5, \"b\": \"e12345\"}\n```"), R"({"a": 1e5, "b": "e12345"})");
+  // valid JSON too: the same value (infinite as a double), noted
+  const auto v = first("66666666666666666666666661e66666\r\r");
+  EXPECT_EQ(v.json, "0.66666666666666666666666661e9999");
+  EXPECT_EQ(v.kind, candidate_kind::whole_text);
+  EXPECT_EQ(v.notes.size(), 1u) << notes_of(v);
 }
 
 TEST(Lenient, MismatchedAndStrayBrackets) {
@@ -577,7 +582,7 @@ TEST(Lenient, FuzzSeedCorpusKeepsTheFuzzerProperties) {
       o.partial = partial;
       const auto cands = extract_candidates(text, o);
       for (const auto& c : cands) EXPECT_TRUE(strict_json(c.json)) << name << ":\n" << c.json;
-      if (valid) {
+      if (valid && name.find("huge-exponent") == std::string::npos) {
         ASSERT_FALSE(cands.empty()) << name;
         EXPECT_EQ(cands[0].kind, candidate_kind::whole_text) << name;
         EXPECT_TRUE(cands[0].notes.empty()) << name;
