@@ -168,15 +168,16 @@ void run_hook(std::string_view hook, issue_code code, issue_list& out, F&& f) {
 /// coercions (coerce level); for text that is not JSON, the candidates of the lenient reader
 /// (fences, prose, repairs, truncation), each decoded, the best one kept: the first without
 /// issues, else the one with the fewest. Notes say what was extracted, repaired and coerced.
-template <class T>
-decoded<T> read_reply(std::string_view text, const decode_options& options, strictness level, note_list& notes,
-                      std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
-                      const std::function<time_point()>& clock) {
+/// `decode(text, options)` reads one JSON text into a decoded<T> (typed or dynamic decoding).
+template <class T, class Decode>
+decoded<T> read_reply_with(std::string_view text, const decode_options& options, strictness level, note_list& notes,
+                           std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
+                           const std::function<time_point()>& clock, Decode&& decode) {
   auto now = [&] { return clock ? clock() : std::chrono::steady_clock::now(); };
   const time_point t0 = now();
   decode_options exact = options;
   exact.coerce = false;
-  decoded<T> r = decode<T>(text, exact);
+  decoded<T> r = decode(text, exact);
   if (r.ok() || level == strictness::strict) {
     validate_time += now() - t0;
     return r;
@@ -185,7 +186,7 @@ decoded<T> read_reply(std::string_view text, const decode_options& options, stri
   lenient.coerce = level == strictness::coerce;
   if (r.issues.front().code != issue_code::parse_error) {
     if (lenient.coerce) {
-      decoded<T> c = decode<T>(text, lenient);
+      decoded<T> c = decode(text, lenient);
       if (c.issues.size() < r.issues.size()) r = std::move(c);
     }
     validate_time += now() - t0;
@@ -202,7 +203,7 @@ decoded<T> read_reply(std::string_view text, const decode_options& options, stri
   std::optional<decoded<T>> best;
   const candidate* chosen = nullptr;
   for (const candidate& c : candidates) {
-    decoded<T> d = decode<T>(c.json, lenient);
+    decoded<T> d = decode(c.json, lenient);
     if (d.ok()) {
       best = std::move(d);
       chosen = &c;
@@ -225,6 +226,141 @@ decoded<T> read_reply(std::string_view text, const decode_options& options, stri
   return std::move(*best);
 }
 
+template <class T>
+decoded<T> read_reply(std::string_view text, const decode_options& options, strictness level, note_list& notes,
+                      std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
+                      const std::function<time_point()>& clock) {
+  return read_reply_with<T>(text, options, level, notes, parse_time, validate_time, clock,
+                            [](std::string_view t, const decode_options& o) { return decode<T>(t, o); });
+}
+
+/// The model-facing loop shared by typed and dynamic contracts: ask, read, check, remedy.
+class remedy_runner {
+ public:
+  remedy_runner(engine& model, std::string_view name, std::shared_ptr<const boost::json::value> response_schema,
+                std::string schema_name)
+      : engine_(&model),
+        name_(name),
+        response_schema_(std::move(response_schema)),
+        schema_name_(std::move(schema_name)) {}
+
+  static time_point now(const contract_options& options) {
+    return options.clock ? options.clock() : std::chrono::steady_clock::now();
+  }
+
+  /// Asks the model until its reply is read (`read(text, notes, parse_time, validate_time)` gives
+  /// a decoded<T>), valid and passes `check(value, issues, stage)`, or tries run out.
+  template <class T, class Read, class Check>
+  std::optional<T> generate(const contract_options& options, std::vector<message> base, attempt_kind kind,
+                            bool remedy, outcome_base& oc, call_timings& times, time_point& mark, Read&& read,
+                            Check&& check) const {
+    auto now = [&] { return remedy_runner::now(options); };
+    const bool repairing = kind == attempt_kind::input_repair;
+    auto lap = [&](perf_stage s) {
+      const time_point t = now();
+      times.add(repairing ? perf_stage::pre_remedy : s, t - mark);
+      mark = t;
+    };
+    const int tries = options.retry.tries;
+    const std::size_t first_attempt = oc.attempts.size();
+    std::chrono::nanoseconds waited{0};
+    chat_request request;
+    request.messages = std::move(base);
+    const std::size_t base_size = request.messages.size();
+    if (!repairing) {
+      request.response_schema = response_schema_;
+      request.schema_name = schema_name_;
+    }
+    for (int k = 0;; ++k) {
+      attempt a;
+      a.kind = kind;
+      a.number = k + 1;
+      a.waited = waited;
+      const time_point e0 = now();
+      try {
+        chat_response reply = engine_->complete(request);
+        a.text = std::move(reply.text);
+        a.usage = reply.usage;
+        a.finish_reason = std::move(reply.finish_reason);
+      } catch (const std::exception& e) {
+        a.engine_failed = true;
+        issue i;
+        i.code = issue_code::engine_error;
+        i.message = std::string("engine failed: ") + e.what();
+        a.issues.push_back(std::move(i));
+      }
+      a.latency = now() - e0;
+      mark = e0;
+      lap(perf_stage::engine);
+      oc.usage += a.usage;
+      if (a.engine_failed) {
+        oc.issues = a.issues;
+        oc.attempts.push_back(std::move(a));
+        oc.failed_stage = repairing ? stage::pre_remedy : stage::engine;
+        return std::nullopt;
+      }
+
+      std::chrono::nanoseconds parse_time{0};
+      std::chrono::nanoseconds validate_time{0};
+      decoded<T> r = read(std::string_view(a.text), a.notes, parse_time, validate_time);
+      if (parse_time.count() > 0) times.add(repairing ? perf_stage::pre_remedy : perf_stage::parse, parse_time);
+      if (validate_time.count() > 0) times.add(repairing ? perf_stage::pre_remedy : perf_stage::validate, validate_time);
+      mark = now();
+      stage failed_at = stage::validate;
+      if (!r.ok()) {
+        a.issues = std::move(r.issues);
+        if (a.issues.front().code == issue_code::parse_error) failed_at = stage::parse;
+      } else {
+        perf_stage where = perf_stage::validate;
+        check(*r.value, a.issues, where);
+        lap(where);
+        if (!a.issues.empty()) failed_at = where == perf_stage::post ? stage::post : stage::validate;
+      }
+      if (a.finish_reason == "length") {
+        note n;
+        n.kind = note_kind::truncated;
+        n.detail = "the reply was cut off by the engine's token limit";
+        a.notes.push_back(std::move(n));
+      }
+      if (a.issues.empty()) {
+        oc.notes = a.notes;
+        oc.attempts.push_back(std::move(a));
+        return std::move(r.value);
+      }
+      if (!remedy || k >= tries) {
+        oc.issues = a.issues;
+        oc.attempts.push_back(std::move(a));
+        oc.failed_stage = repairing ? stage::pre_remedy : failed_at;
+        return std::nullopt;
+      }
+      // Remedy: corrective message, then wait.
+      std::vector<const attempt*> earlier;
+      if (options.accumulate_errors)
+        for (std::size_t i = first_attempt; i < oc.attempts.size(); ++i) earlier.push_back(&oc.attempts[i]);
+      std::string correction = corrective_message(a, earlier, repairing ? "corrected input" : "corrected JSON object");
+      if (options.verbose) log_prompt(name_, "corrective message", correction);
+      request.messages.resize(base_size);
+      request.messages.push_back({role::assistant, a.text});
+      request.messages.push_back({role::user, std::move(correction)});
+      waited = options.retry.delay_before(k + 1, options.random ? options.random() : default_random());
+      log_retry(name_, a, waited, tries - k);
+      oc.attempts.push_back(std::move(a));
+      lap(perf_stage::post_remedy);
+      if (waited.count() > 0) {
+        if (options.sleep) options.sleep(waited);
+        else default_sleep(waited);
+      }
+      lap(perf_stage::post_remedy);
+    }
+  }
+
+ private:
+  engine* engine_;
+  std::string name_;
+  std::shared_ptr<const boost::json::value> response_schema_;
+  std::string schema_name_;
+};
+
 }  // namespace detail
 
 /// Wraps an Expression (see the top of this header) and an engine into a callable contract.
@@ -242,12 +378,16 @@ class contract {
 
   /// `model` must outlive the contract. Throws std::invalid_argument for an invalid retry policy.
   explicit contract(engine& model, contract_options options = {}, Expr expression = Expr{})
-      : engine_(&model), options_(std::move(options)), expr_(std::move(expression)) {
+      : options_(std::move(options)), expr_(std::move(expression)), runner_(model, traits::name, nullptr,
+                                                                        std::string(schema_name<output_type>())) {
     options_.retry.check();
     const std::string task = traits::prompt_of(expr_);
     system_prompt_ = detail::output_system_prompt(task, prompt_of<output_type>());
     repair_prompt_ = detail::input_repair_system_prompt(task, prompt_of<input_type>());
-    if (options_.send_json_schema) response_schema_ = detail::strict_schema_or_null(&openai_strict_schema_of<output_type>);
+    if (options_.send_json_schema)
+      runner_ = detail::remedy_runner(model, traits::name,
+                                      detail::strict_schema_or_null(&openai_strict_schema_of<output_type>),
+                                      std::string(schema_name<output_type>()));
     // Build every schema model now, not on the first call.
     (void)schema_of<input_type>();
     (void)schema_of<intermediate_type>();
@@ -380,110 +520,16 @@ class contract {
     return {std::move(value), std::move(oc)};
   }
 
-  // Asks the model for a T until it is read, valid and passes `check`, or tries run out.
+  // Asks the model for a T (see detail::remedy_runner::generate).
   template <class T, class Check>
   std::optional<T> generate(std::vector<message> base, attempt_kind kind, bool remedy, outcome_base& oc,
                             call_timings& times, detail::time_point& mark, Check&& check) const {
-    const bool repairing = kind == attempt_kind::input_repair;
-    auto lap = [&](perf_stage s) {
-      const detail::time_point t = now();
-      times.add(repairing ? perf_stage::pre_remedy : s, t - mark);
-      mark = t;
-    };
-    const int tries = options_.retry.tries;
-    const std::size_t first_attempt = oc.attempts.size();
-    std::chrono::nanoseconds waited{0};
-    chat_request request;
-    request.messages = std::move(base);
-    const std::size_t base_size = request.messages.size();
-    if (!repairing) {
-      request.response_schema = response_schema_;
-      request.schema_name = std::string(schema_name<T>());
-    }
-    for (int k = 0;; ++k) {
-      attempt a;
-      a.kind = kind;
-      a.number = k + 1;
-      a.waited = waited;
-      const detail::time_point e0 = now();
-      try {
-        chat_response reply = engine_->complete(request);
-        a.text = std::move(reply.text);
-        a.usage = reply.usage;
-        a.finish_reason = std::move(reply.finish_reason);
-      } catch (const std::exception& e) {
-        a.engine_failed = true;
-        issue i;
-        i.code = issue_code::engine_error;
-        i.message = std::string("engine failed: ") + e.what();
-        a.issues.push_back(std::move(i));
-      }
-      a.latency = now() - e0;
-      mark = e0;
-      lap(perf_stage::engine);
-      oc.usage += a.usage;
-      if (a.engine_failed) {
-        oc.issues = a.issues;
-        oc.attempts.push_back(std::move(a));
-        oc.failed_stage = repairing ? stage::pre_remedy : stage::engine;
-        return std::nullopt;
-      }
-
-      std::chrono::nanoseconds parse_time{0};
-      std::chrono::nanoseconds validate_time{0};
-      decoded<T> r = detail::read_reply<T>(a.text, options_.decode, options_.strictness, a.notes, parse_time,
-                                           validate_time, options_.clock);
-      if (parse_time.count() > 0) times.add(repairing ? perf_stage::pre_remedy : perf_stage::parse, parse_time);
-      if (validate_time.count() > 0) times.add(repairing ? perf_stage::pre_remedy : perf_stage::validate, validate_time);
-      mark = now();
-      stage failed_at = stage::validate;
-      if (!r.ok()) {
-        a.issues = std::move(r.issues);
-        if (a.issues.front().code == issue_code::parse_error) failed_at = stage::parse;
-      } else {
-        perf_stage where = perf_stage::validate;
-        check(*r.value, a.issues, where);
-        lap(where);
-        if (!a.issues.empty()) failed_at = where == perf_stage::post ? stage::post : stage::validate;
-      }
-      if (a.finish_reason == "length") {
-        note n;
-        n.kind = note_kind::truncated;
-        n.detail = "the reply was cut off by the engine's token limit";
-        a.notes.push_back(std::move(n));
-      }
-      const bool accepted = a.issues.empty();
-      if (accepted) {
-        oc.notes = a.notes;
-        oc.attempts.push_back(std::move(a));
-        return std::move(r.value);
-      }
-      if (!remedy || k >= tries) {
-        oc.issues = a.issues;
-        oc.attempts.push_back(std::move(a));
-        oc.failed_stage = repairing ? stage::pre_remedy : failed_at;
-        return std::nullopt;
-      }
-      // Remedy: corrective message, then wait.
-      std::vector<const attempt*> earlier;
-      if (options_.accumulate_errors)
-        for (std::size_t i = first_attempt; i < oc.attempts.size(); ++i) earlier.push_back(&oc.attempts[i]);
-      std::string correction =
-          detail::corrective_message(a, earlier, repairing ? "corrected input" : "corrected JSON object");
-      if (options_.verbose) detail::log_prompt(traits::name, "corrective message", correction);
-      request.messages.resize(base_size);
-      request.messages.push_back({role::assistant, a.text});
-      request.messages.push_back({role::user, std::move(correction)});
-      waited = options_.retry.delay_before(k + 1, options_.random ? options_.random() : detail::default_random());
-      detail::log_retry(traits::name, a, waited, tries - k);
-      oc.attempts.push_back(std::move(a));
-      lap(perf_stage::post_remedy);
-      if (waited.count() > 0) {
-        if (options_.sleep) options_.sleep(waited);
-        else detail::default_sleep(waited);
-      }
-      lap(perf_stage::post_remedy);
-    }
+    return runner_.template generate<T>(
+        options_, std::move(base), kind, remedy, oc, times, mark,
+        [&](std::string_view text, note_list& notes, std::chrono::nanoseconds& parse, std::chrono::nanoseconds& valid) {
+          return detail::read_reply<T>(text, options_.decode, options_.strictness, notes, parse, valid, options_.clock);
+        },
+        std::forward<Check>(check));
   }
 
   std::optional<input_type> repair_input(const input_type& input, issue_list issues, outcome_base& oc,
@@ -504,12 +550,11 @@ class contract {
                                 });
   }
 
-  engine* engine_;
   contract_options options_;
   Expr expr_;
+  detail::remedy_runner runner_;
   std::string system_prompt_;
   std::string repair_prompt_;
-  std::shared_ptr<const boost::json::value> response_schema_;
   mutable covenant::perf_stats stats_;
 };
 

@@ -1,0 +1,75 @@
+// covenant/dynamic_contract.hpp - a contract whose output type is a runtime schema (a schema file,
+// a JSON Schema document, the registry), with the output as a validated boost::json::value.
+//
+//     auto types = covenant::schema_set::load("review.baml");
+//     covenant::dynamic_contract review{engine, {.name = "review_code",
+//                                                .prompt = "Review the code.",
+//                                                .output = types.model("CodeReviewResult")}};
+//     covenant::outcome<boost::json::value> o = review.run(boost::json::value{{"code", source}});
+//
+// Everything works as in covenant::contract (covenant/contract.hpp): the prompt shows the output
+// schema's prompt text, replies are read strictly then leniently, validated with every issue, fed
+// back on the retry schedule, and every stage is timed. The hooks are functions: `pre` on the
+// input and `post` on the output (throwing covenant::violation); input validation uses `input`
+// when given. There is no forward: the outcome is the result.
+#pragma once
+
+#include <boost/json/value.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "covenant/contract.hpp"
+#include "covenant/dynamic.hpp"
+#include "covenant/schema.hpp"
+
+namespace covenant {
+
+/// What a dynamic contract does: the runtime counterpart of an Expression.
+struct dynamic_task {
+  /// Name in logs ("task" when empty).
+  std::string name{};
+  /// The fixed task prompt.
+  std::string prompt{};
+  /// Schema of the output (the model's reply).
+  schema::model output{};
+  /// Schema of the input, when it should be validated (and, with pre_remedy, repaired).
+  std::optional<schema::model> input{};
+  /// Optional precondition on the input; throws covenant::violation.
+  std::function<void(const boost::json::value& input)> pre{};
+  /// Optional postcondition on the validated output (with the input); throws covenant::violation.
+  std::function<void(const boost::json::value& output, const boost::json::value& input)> post{};
+};
+
+class dynamic_contract {
+ public:
+  /// `model` must outlive the contract. Throws std::invalid_argument for an invalid retry policy.
+  dynamic_contract(engine& model, dynamic_task task, contract_options options = {});
+
+  /// Runs the contract. Never throws for a failed contract: see the outcome.
+  [[nodiscard]] outcome<boost::json::value> run(const boost::json::value& input) const;
+
+  /// The validated output. When the contract failed: null if the retry policy is graceful, else
+  /// throws covenant::contract_failure<boost::json::value> (fallback null) with the outcome.
+  boost::json::value operator()(const boost::json::value& input) const;
+
+  [[nodiscard]] const covenant::perf_stats& perf_stats() const noexcept { return stats_; }
+  [[nodiscard]] covenant::perf_stats& perf_stats() noexcept { return stats_; }
+  [[nodiscard]] const dynamic_task& task() const noexcept { return task_; }
+  [[nodiscard]] const std::string& system_prompt() const noexcept { return system_prompt_; }
+
+ private:
+  decoded<boost::json::value> read(const schema::model& m, std::string_view text, note_list& notes,
+                                   std::chrono::nanoseconds& parse, std::chrono::nanoseconds& valid) const;
+
+  dynamic_task task_;
+  contract_options options_;
+  detail::remedy_runner runner_;
+  detail::remedy_runner repair_runner_;
+  std::string system_prompt_;
+  std::string repair_prompt_;
+  mutable covenant::perf_stats stats_;
+};
+
+}  // namespace covenant
