@@ -718,8 +718,8 @@ class repairer {
     switch (k) {
       case qk::none: break;
       case qk::tdq:
-      case qk::tsq: return read_triple(c, k);
-      case qk::tbt: return read_block_string(c);
+      case qk::tsq: return read_triple(k);
+      case qk::tbt: return read_block_string();
       default: return read_quoted(c, k);
     }
     if (is_digit(ch) || ch == '-' || ch == '+' || ch == '.') return read_number(c);
@@ -1276,7 +1276,7 @@ class repairer {
 
   // """...""" or '''...''' (p_ at the opening quotes). The content is taken as written
   // (backslashes are text) and dedented.
-  vr read_triple(ctx c, qk k) {
+  vr read_triple(qk k) {
     const std::size_t mark = out().size();
     const char q3 = k == qk::tdq ? '"' : '\'';
     const char* cs = p_ + 3;
@@ -1305,7 +1305,6 @@ class repairer {
       if (v == vr::kept) out().push_back('"');
       return v;
     }
-    (void)c;
     out().push_back('"');
     add(note_kind::repaired, "read triple-quoted string");
     if (bad_utf8) add(note_kind::repaired, "replaced invalid UTF-8 with U+FFFD");
@@ -1314,8 +1313,7 @@ class repairer {
 
   // ```lang ... ``` used as a string value (p_ at the backticks); the info string is dropped and
   // the content dedented.
-  vr read_block_string(ctx c) {
-    (void)c;
+  vr read_block_string() {
     const std::size_t mark = out().size();
     const char* s = p_;
     while (s < e_ && *s == '`') ++s;
