@@ -1565,6 +1565,19 @@ schema_set schema_set::load(const std::filesystem::path& file, schema_load_optio
   return std::move(r.set);
 }
 
+schema_set schema_set::from_model(schema::model m) {
+  if (schema_diagnostics problems = check_model(m); !problems.empty()) throw schema_error(std::move(problems));
+  schema_set set;
+  set.all_.defs = std::move(m.defs);
+  set.all_.root = schema::make_primitive(kind::any);
+  for (std::uint32_t i = 0; i < set.all_.defs.size(); ++i) {
+    set.declared_.push_back(set.all_.defs[i].name);
+    set.by_name_.emplace(set.all_.defs[i].name, i);
+  }
+  set.enum_rules_.resize(set.all_.defs.size());
+  return set;
+}
+
 std::vector<std::string> schema_set::names() const { return declared_; }
 
 bool schema_set::contains(std::string_view name) const noexcept { return find(name) != nullptr; }

@@ -169,10 +169,13 @@ void run_hook(std::string_view hook, issue_code code, issue_list& out, F&& f) {
 /// (fences, prose, repairs, truncation), each decoded, the best one kept: the first without
 /// issues, else the one with the fewest. Notes say what was extracted, repaired and coerced.
 /// `decode(text, options)` reads one JSON text into a decoded<T> (typed or dynamic decoding).
+/// `reading` gives the strictness (`level`), partial mode and the lenient reader's limits.
 template <class T, class Decode>
-decoded<T> read_reply_with(std::string_view text, const decode_options& options, strictness level, note_list& notes,
-                           std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
-                           const std::function<time_point()>& clock, Decode&& decode) {
+decoded<T> read_reply_with(std::string_view text, const decode_options& options, const lenient_options& reading,
+                           note_list& notes, std::chrono::nanoseconds& parse_time,
+                           std::chrono::nanoseconds& validate_time, const std::function<time_point()>& clock,
+                           Decode&& decode) {
+  const strictness level = reading.level;
   auto now = [&] { return clock ? clock() : std::chrono::steady_clock::now(); };
   const time_point t0 = now();
   decode_options exact = options;
@@ -180,6 +183,7 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
   decoded<T> r = decode(text, exact);
   if (r.ok() || level == strictness::strict) {
     validate_time += now() - t0;
+    for (const note& n : r.notes) notes.push_back(n);  // failed soft checks
     return r;
   }
   decode_options lenient = options;
@@ -194,10 +198,7 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
     return r;
   }
   // Not JSON as a whole: read the candidates of the lenient reader and keep the best.
-  lenient_options lo;
-  lo.level = level;
-  lo.max_depth = options.max_depth;
-  const std::vector<candidate> candidates = extract_candidates(text, lo);
+  const std::vector<candidate> candidates = extract_candidates(text, reading);
   const time_point t1 = now();
   parse_time += t1 - t0;
   std::optional<decoded<T>> best;
@@ -224,6 +225,19 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
   for (const note& n : chosen->notes) notes.push_back(n);
   for (auto& n : best->notes) notes.push_back(std::move(n));
   return std::move(*best);
+}
+
+/// read_reply_with at strictness `level` (final mode; the lenient reader's depth limit is the
+/// decoder's).
+template <class T, class Decode>
+decoded<T> read_reply_with(std::string_view text, const decode_options& options, strictness level, note_list& notes,
+                           std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
+                           const std::function<time_point()>& clock, Decode&& decode) {
+  lenient_options reading;
+  reading.level = level;
+  reading.max_depth = options.max_depth;
+  return read_reply_with<T>(text, options, reading, notes, parse_time, validate_time, clock,
+                            std::forward<Decode>(decode));
 }
 
 template <class T>

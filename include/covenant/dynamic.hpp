@@ -30,12 +30,14 @@
 
 #include <boost/json/value.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "covenant/detail/decode_context.hpp"
 #include "covenant/issues.hpp"
+#include "covenant/lenient.hpp"
 #include "covenant/schema.hpp"
 
 namespace covenant {
@@ -69,5 +71,58 @@ dynamic_result validate_value(const boost::json::value& value, const schema::mod
 /// Compact JSON text of a value, numbers in shortest form (0.87 rather than 8.7E-1); non-finite
 /// doubles are written as null.
 std::string json_text(const boost::json::value& value);
+
+/// The same JSON written over several lines: each array element and object member on its own
+/// line, indented by `indent` spaces per level, `"key": value`; empty arrays and objects stay
+/// `[]` and `{}`. No trailing newline. Values of any depth are written without recursion.
+std::string json_pretty(const boost::json::value& value, std::size_t indent = 2);
+
+// ---- reading model text ---------------------------------------------------------------------
+
+/// How read_dynamic() reads a model's reply.
+struct read_options {
+  /// strict: the text must be the JSON value; repair: also extraction (fences, prose, reasoning
+  /// blocks) and syntax repairs; coerce (default): also schema-guided conversions.
+  strictness level = strictness::coerce;
+  /// The text is an unfinished stream (a prefix of a reply still being written): an unfinished
+  /// value at the end is kept and noted as incomplete, and what only the rest of the stream can
+  /// settle is not an issue (see read_dynamic).
+  bool partial = false;
+  /// Options of the decoder (unknown fields, limits). `coerce` is set from `level`.
+  decode_options decode{};
+  /// Keys and enum spellings of the value.
+  output_keys keys = output_keys::json;
+};
+
+/// What read_dynamic() found.
+struct read_result {
+  /// The validated value; null when the reply could not be read as one (see `issues`).
+  boost::json::value value;
+  /// Every problem, as decode_dynamic reports them (a parse error when nothing could be read).
+  issue_list issues;
+  /// Every extraction, repair, coercion, truncation, unfinished value and failed soft check, in
+  /// that order.
+  note_list notes;
+  /// The text ended inside the value: what was cut mid-way was dropped (final mode) or kept and
+  /// marked incomplete (partial mode).
+  bool truncated = false;
+
+  [[nodiscard]] bool ok() const noexcept { return issues.empty(); }
+  explicit operator bool() const noexcept { return ok(); }
+};
+
+/// Reads a model's reply against the model's root type the way contracts do
+/// (covenant/contract.hpp): the text as strict JSON first; then, unless the level is strict, for
+/// well-formed JSON with issues the same text with schema-guided coercions (coerce level), and
+/// for text that is not JSON the candidates of the lenient reader (lenient.hpp), each decoded,
+/// keeping the first without issues, else the one with the fewest.
+///
+/// Partial mode (options.partial) reads the text as the beginning of a reply: when the text ends
+/// inside the value, a required field missing from an unfinished object and a constraint or rule
+/// failed by an unfinished value (a list still shorter than its minimum, a string still being
+/// written) become `incomplete` notes instead of issues, so the value so far is returned as valid.
+/// Values written completely are checked in full: a wrong type or a finished field out of range
+/// is still an issue. Text that is complete JSON is read as in final mode.
+read_result read_dynamic(std::string_view text, const schema::model& m, const read_options& options = {});
 
 }  // namespace covenant

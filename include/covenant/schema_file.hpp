@@ -98,6 +98,10 @@ class schema_set {
   static schema_set parse(std::string_view text, const schema_load_options& options = {});
   /// Reads and loads a file (options.file defaults to the path); throws schema_error.
   static schema_set load(const std::filesystem::path& file, schema_load_options options = {});
+  /// The definitions of a model built elsewhere (a JSON Schema import, a registered schema) as a
+  /// set, so that model(name) and model_for(type expression) work over them; the model's root is
+  /// not kept. Throws schema_error with the problems check_model() finds.
+  static schema_set from_model(schema::model m);
 
   /// Every definition, in declaration order (inline objects right after their parent); the
   /// root is `any`.
