@@ -1,0 +1,338 @@
+// What the commands of the `covenant` tool share: arguments, files, schemas, diagnostics.
+#include <covenant/json_schema_import.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <system_error>
+#include <utility>
+
+#include "cli.hpp"
+
+namespace covenant::cli {
+
+namespace {
+
+struct file_text {
+  std::string text;
+  std::string error;  ///< why it cannot be read ("" = read)
+  bool too_large = false;
+};
+
+// Reads at most `max_bytes` of a stream; `too_large` when there is more.
+void read_stream(std::istream& in, std::size_t max_bytes, file_text& out) {
+  char buffer[65536];
+  while (in) {
+    in.read(buffer, sizeof buffer);
+    const auto n = static_cast<std::size_t>(in.gcount());
+    if (n == 0) break;
+    if (out.text.size() + n > max_bytes) {
+      out.too_large = true;
+      out.error = "larger than the limit of " + std::to_string(max_bytes) + " bytes";
+      out.text.clear();
+      return;
+    }
+    out.text.append(buffer, n);
+  }
+  if (in.bad()) out.error = "cannot be read";
+}
+
+file_text read_file(const std::string& file, std::size_t max_bytes) {
+  file_text out;
+  if (file == "-") {
+    read_stream(std::cin, max_bytes, out);
+    return out;
+  }
+  std::error_code ec;
+  const auto status = std::filesystem::status(file, ec);
+  if (ec || !std::filesystem::exists(status)) {
+    out.error = "no such file";
+    return out;
+  }
+  if (std::filesystem::is_directory(status)) {
+    out.error = "is a directory";
+    return out;
+  }
+  if (std::filesystem::is_regular_file(status)) {
+    const auto size = std::filesystem::file_size(file, ec);
+    if (!ec && size > max_bytes) {
+      out.too_large = true;
+      out.error = "is " + std::to_string(size) + " bytes, larger than the limit of " + std::to_string(max_bytes) + " bytes";
+      return out;
+    }
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    out.error = "cannot be opened";
+    return out;
+  }
+  read_stream(in, max_bytes, out);
+  return out;
+}
+
+// Calls f on every type under `t` (iteratively).
+template <class F>
+void for_each_type(const schema::type& t, F&& f) {
+  std::vector<const schema::type*> stack{&t};
+  while (!stack.empty()) {
+    const schema::type* x = stack.back();
+    stack.pop_back();
+    f(*x);
+    for (const auto& a : x->args) stack.push_back(&a);
+  }
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+// Declared names of the set's classes, enums and aliases, in declaration order.
+std::string type_list(const schema_set& set) {
+  std::vector<std::string> names = set.names();
+  return names.empty() ? std::string("none") : join(names);
+}
+
+// Length of the valid UTF-8 sequence at s[i], or 0.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  std::size_t n = 0;
+  unsigned lo = 0x80;
+  unsigned hi = 0xBF;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
+  return n;
+}
+
+}  // namespace
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_length(text, i);
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (n == 0 || c < 0x20 || c == 0x7F) {
+      static constexpr char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 0xF]);
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+std::string valid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_length(text, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+std::optional<std::string> arguments::get(std::string_view name) const {
+  auto it = options.find(name);
+  if (it == options.end()) return std::nullopt;
+  return it->second;
+}
+
+arguments parse_arguments(const std::vector<std::string>& args, std::initializer_list<option_spec> specs) {
+  arguments out;
+  bool only_positional = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (only_positional || a == "-" || a.empty() || a[0] != '-') {
+      out.positional.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      only_positional = true;
+      continue;
+    }
+    if (a == "-h" || a == "--help") {
+      out.help = true;
+      continue;
+    }
+    const std::size_t eq = a.find('=');
+    const std::string name = a.substr(0, eq);
+    const option_spec* spec = nullptr;
+    for (const auto& s : specs)
+      if (s.name == name) spec = &s;
+    if (spec == nullptr) throw usage_error("unknown option '" + name + "'");
+    if (!spec->takes_value) {
+      if (eq != std::string::npos) throw usage_error("option '" + name + "' takes no value");
+      out.options[name] = "";
+      continue;
+    }
+    if (eq != std::string::npos) {
+      out.options[name] = a.substr(eq + 1);
+    } else if (i + 1 < args.size()) {
+      out.options[name] = args[++i];
+    } else {
+      throw usage_error("option '" + name + "' needs a value");
+    }
+  }
+  return out;
+}
+
+std::string read_input(const std::string& file, std::size_t max_bytes) {
+  file_text f = read_file(file, max_bytes);
+  const std::string name = file == "-" ? std::string("standard input") : "'" + file + "'";
+  if (!f.error.empty()) throw fatal_error("cannot read " + name + ": " + f.error);
+  return std::move(f.text);
+}
+
+bool is_json_schema(std::string_view file, std::string_view text) {
+  if (file.size() >= 5 && file.substr(file.size() - 5) == ".json") return true;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  const std::size_t start = text.find_first_not_of(" \t\r\n");
+  return start != std::string_view::npos && text[start] == '{';
+}
+
+loaded_schema load_schema_arg(const std::string& file) {
+  loaded_schema out;
+  out.file = file;
+  auto fail = [&](schema_error_code code, std::string message) {
+    schema_diagnostic d;
+    d.code = code;
+    d.file = file;
+    d.message = std::move(message);
+    out.errors.push_back(std::move(d));
+    return std::move(out);
+  };
+  file_text f = read_file(file, COVENANT_SCHEMA_MAX_BYTES);
+  if (!f.error.empty())
+    return fail(f.too_large ? schema_error_code::limit_exceeded : schema_error_code::io_error,
+                f.too_large ? "file " + f.error : "cannot read the file: " + f.error);
+  out.json_schema = is_json_schema(file, f.text);
+  if (out.json_schema) {
+    json_schema_import_options options;
+    options.file = file;
+    json_schema_import_result r = try_import_json_schema_text(f.text, options);
+    if (!r.ok()) {
+      out.errors = std::move(r.errors);
+      return out;
+    }
+    try {
+      out.set = schema_set::from_model(*r.model);
+    } catch (const schema_error& e) {
+      out.errors = e.diagnostics();
+      return out;
+    }
+    out.document = std::move(r.model);
+    return out;
+  }
+  schema_load_options options;
+  options.file = file;
+  schema_load_result r = load_schema(f.text, options);
+  out.errors = std::move(r.errors);
+  out.notes = std::move(r.notes);
+  out.set = std::move(r.set);
+  return out;
+}
+
+schema::model select_model(const loaded_schema& s, const std::optional<std::string>& type) {
+  const schema_set& set = s.set;
+  if (type) {
+    schema_diagnostics errors;
+    std::optional<schema::model> m = set.try_model_for(*type, errors);
+    if (m) return std::move(*m);
+    std::string message = "type '" + *type + "'";
+    if (!errors.empty()) {
+      const schema_diagnostic& d = errors.front();
+      message += d.code == schema_error_code::unknown_type ? std::string(": ") : " is not a valid type expression: ";
+      message += d.message;
+      if (d.column > 0 && d.code != schema_error_code::unknown_type) message += " (column " + std::to_string(d.column) + ")";
+    } else {
+      message += " cannot be used";
+    }
+    message += "; types in " + s.file + ": " + type_list(set);
+    throw fatal_error(message);
+  }
+  if (s.document) return *s.document;
+  // The only class; else the only class that no other type uses.
+  const auto& defs = set.all().defs;
+  std::vector<std::uint32_t> classes;
+  std::set<std::uint32_t> used;
+  for (std::uint32_t i = 0; i < defs.size(); ++i) {
+    auto note_refs = [&](const schema::type& t) {
+      for_each_type(t, [&](const schema::type& x) {
+        if (x.kind == schema::kind::ref && x.def != i) {
+          if (x.def != schema::no_def) used.insert(x.def);
+          else if (const auto* d = set.all().find(x.name)) used.insert(static_cast<std::uint32_t>(d - defs.data()));
+        }
+      });
+    };
+    if (const auto* o = defs[i].object()) {
+      classes.push_back(i);
+      for (const auto& f : o->fields) note_refs(f.type);
+    } else if (const auto* a = defs[i].alias()) {
+      note_refs(a->target);
+    }
+  }
+  std::vector<std::uint32_t> top;
+  for (auto c : classes)
+    if (used.count(c) == 0) top.push_back(c);
+  const std::vector<std::uint32_t>& pick = classes.size() == 1 ? classes : top;
+  if (pick.size() == 1) return set.model(defs[pick.front()].name);
+  if (classes.empty()) throw fatal_error(s.file + " declares no class; choose a type with --type (types: " + type_list(set) + ")");
+  std::vector<std::string> names;
+  for (auto c : top.empty() ? classes : top) names.push_back(defs[c].name);
+  throw fatal_error(s.file + " declares several classes; choose one with --type: " + join(names));
+}
+
+std::string format_diagnostic(const schema_diagnostic& d) {
+  std::string out = d.file;
+  if (d.line > 0) {
+    out += ":" + std::to_string(d.line);
+    if (d.column > 0) out += ":" + std::to_string(d.column);
+  } else if (!d.pointer.empty()) {
+    if (!out.empty()) out += ":";
+    out += d.pointer;
+  }
+  if (!out.empty()) out += ": ";
+  out += d.code == schema_error_code::skipped ? std::string_view("note") : to_string(d.code);
+  out += ": ";
+  out += d.message;
+  return printable(out);
+}
+
+void print_diagnostics(std::ostream& out, const schema_diagnostics& ds) {
+  for (const auto& d : ds) out << format_diagnostic(d) << "\n";
+}
+
+}  // namespace covenant::cli

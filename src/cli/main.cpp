@@ -1,0 +1,201 @@
+// covenant: schemas and model output from the command line.
+//
+//   covenant schema FILE [--type TYPE] [--format json-schema|openai-strict|prompt]
+//   covenant parse --schema FILE [--type TYPE] [--strictness LEVEL] [--partial] [--json] [INPUT]
+//   covenant check FILE...
+//
+// The work is done by the library (schema_file.hpp, json_schema_import.hpp, json_schema.hpp,
+// prompt_format.hpp, dynamic.hpp); this program only reads arguments and files and prints.
+#include <covenant/version.hpp>
+
+#include <exception>
+#include <iostream>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace covenant::cli {
+
+namespace {
+
+constexpr std::string_view main_usage = "usage: covenant <command> [options]\n";
+
+constexpr std::string_view main_help = R"(usage: covenant <command> [options]
+
+Schemas and model output from the command line: print a type's JSON Schema or prompt text,
+read a model's reply against a type the way contracts do, and check schema files.
+
+commands:
+  schema    print a type's JSON Schema, OpenAI strict schema or prompt text
+  parse     read model output against a type and print the validated value as JSON
+  check     validate schema files and list every problem
+  help CMD  show the help of a command
+
+options:
+  -h, --help  show this help
+  --version   print the version
+
+A schema FILE is a schema file in BAML syntax (classes, enums, type aliases, the `model` form)
+or a JSON Schema document (a .json file, or any file that starts with '{').
+
+exit status: 0 success; 1 the input does not validate (parse); 2 usage, file or schema error.
+)";
+
+constexpr std::string_view schema_usage =
+    "usage: covenant schema FILE [--type TYPE] [--format json-schema|openai-strict|prompt]\n";
+
+constexpr std::string_view schema_help = R"(usage: covenant schema FILE [--type TYPE] [--format json-schema|openai-strict|prompt]
+
+Print the JSON Schema (2020-12, 2-space indent) of a type of FILE, its OpenAI strict variant
+(for structured outputs), or the prompt text a model is shown for it.
+
+arguments:
+  FILE             schema file (BAML syntax) or JSON Schema document
+
+options:
+  --type TYPE      a type name or type expression: Answer, "Answer[]", "Answer | Refusal",
+                   "map<string, int>". Default: the only class of FILE (or the only one no
+                   other type uses; the document's root for a JSON Schema document)
+  --format FORMAT  json-schema (default), openai-strict or prompt
+  -h, --help       show this help
+
+exit status: 0 printed; 2 usage, file or schema error (every problem on stderr).
+)";
+
+constexpr std::string_view parse_usage =
+    "usage: covenant parse --schema FILE [--type TYPE] [--strictness strict|repair|coerce] [--partial]\n"
+    "                      [--json] [--compact] [INPUT]\n";
+
+constexpr std::string_view parse_help = R"(usage: covenant parse --schema FILE [--type TYPE] [--strictness strict|repair|coerce] [--partial]
+                      [--json] [--compact] [INPUT]
+
+Read model output against a type the way contracts do: as strict JSON first; then with
+schema-guided coercions ("0.9" for a number, "HIGH" for the enum value high); then the values
+found in the text (markdown fences, prose, <think> blocks) with syntax repairs (trailing commas,
+single quotes, unquoted keys, comments, output cut off mid-value), keeping the reading that
+validates best. Print the validated value as JSON on stdout.
+
+arguments:
+  INPUT            file with the model output; - or nothing: standard input
+
+options:
+  --schema FILE    schema file (BAML syntax) or JSON Schema document
+  --type TYPE      a type name or type expression (Answer, "string[]", "Answer | Refusal");
+                   default: the only class of FILE, as for `covenant schema`
+  --strictness L   strict: the input must be the JSON value itself; repair: also extraction
+                   and syntax repairs; coerce (default): also schema-guided conversions
+  --partial        the input is an unfinished stream: keep the value written so far; fields
+                   not written yet and unfinished values are notes, not issues
+  --json           print one report instead: {"ok", "value", "issues": [{"path", "code",
+                   "expected", "actual", "message"}], "notes": [{"kind", "path", "detail"}]};
+                   the notes list every extraction, repair, coercion and truncation
+  --compact        print JSON on one line
+  -h, --help       show this help
+
+exit status: 0 valid; 1 not valid (every issue on stderr, one per line: `path: message`, or
+in the --json report); 2 usage, file or schema error.
+)";
+
+constexpr std::string_view check_usage = "usage: covenant check FILE...\n";
+
+constexpr std::string_view check_help = R"(usage: covenant check FILE...
+
+Validate schema files (BAML syntax or JSON Schema documents) the way the library loads them:
+syntax, unknown or duplicate types and fields, conflicting aliases, recursive types that no
+value can satisfy, invalid @assert/@check expressions, load limits. Every problem is listed as
+`file:line:column: code: message` (JSON Schema documents: `file:/json/pointer: code: message`),
+then one summary line per file.
+
+exit status: 0 every file is fine; 2 a file has problems or cannot be read.
+)";
+
+int usage_failure(std::string_view command, const std::string& message) {
+  std::cerr << "covenant" << (command.empty() ? "" : " ") << command << ": " << printable(message) << "\n"
+            << usage_text(command);
+  std::cerr << "Run 'covenant " << (command.empty() ? std::string("--help") : "help " + std::string(command))
+            << "' for more.\n";
+  return exit_error;
+}
+
+int run(const std::vector<std::string>& args) {
+  if (args.empty()) return usage_failure("", "missing command");
+  const std::string& first = args.front();
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (first == "-h" || first == "--help") {
+    std::cout << main_help;
+    return exit_ok;
+  }
+  if (first == "--version") {
+    std::cout << "covenant " << covenant::version() << "\n";
+    return exit_ok;
+  }
+  if (first == "help") {
+    if (rest.empty()) {
+      std::cout << main_help;
+      return exit_ok;
+    }
+    if (rest.size() > 1) return usage_failure("", "help takes one command");
+    const std::string_view text = help_text(rest.front());
+    if (text.empty()) return usage_failure("", "unknown command '" + rest.front() + "'");
+    std::cout << text;
+    return exit_ok;
+  }
+  int (*command)(const std::vector<std::string>&) = nullptr;
+  if (first == "schema") command = run_schema;
+  else if (first == "parse") command = run_parse;
+  else if (first == "check") command = run_check;
+  if (command == nullptr) {
+    return usage_failure("", first.starts_with("-") ? "unknown option '" + first + "'"
+                                                    : "unknown command '" + first + "'");
+  }
+  try {
+    return command(rest);
+  } catch (const usage_error& e) {
+    return usage_failure(first, e.what());
+  } catch (const fatal_error& e) {
+    std::cerr << "covenant " << first << ": " << printable(e.what()) << "\n";
+    return exit_error;
+  }
+}
+
+}  // namespace
+
+std::string_view help_text(std::string_view command) {
+  if (command.empty()) return main_help;
+  if (command == "schema") return schema_help;
+  if (command == "parse") return parse_help;
+  if (command == "check") return check_help;
+  return {};
+}
+
+std::string_view usage_text(std::string_view command) {
+  if (command == "schema") return schema_usage;
+  if (command == "parse") return parse_usage;
+  if (command == "check") return check_usage;
+  return main_usage;
+}
+
+}  // namespace covenant::cli
+
+int main(int argc, char** argv) {
+  try {
+    std::ios::sync_with_stdio(false);
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    const int status = covenant::cli::run(args);
+    std::cout.flush();
+    if (!std::cout) {
+      std::cerr << "covenant: cannot write the output\n";
+      return covenant::cli::exit_error;
+    }
+    return status;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "covenant: out of memory\n";
+  } catch (const std::exception& e) {
+    std::cerr << "covenant: error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "covenant: unknown error\n";
+  }
+  return covenant::cli::exit_error;
+}
