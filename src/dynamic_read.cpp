@@ -36,8 +36,8 @@ bool empty_container(const json::value& v) {
 }
 
 // Whether `p` is one of `paths`.
-bool listed(const std::vector<const path*>& paths, const path& p) {
-  return std::any_of(paths.begin(), paths.end(), [&](const path* q) { return *q == p; });
+bool listed(const std::vector<path>& paths, const path& p) {
+  return std::any_of(paths.begin(), paths.end(), [&](const path& q) { return q == p; });
 }
 
 }  // namespace
@@ -117,9 +117,10 @@ read_result read_dynamic(std::string_view text, const schema::model& m, const re
   if (options.partial && result.truncated && !r.issues.empty()) {
     // What only the rest of the stream can settle: fields not written yet in an unfinished object,
     // constraints and rules of unfinished values.
-    std::vector<const path*> unfinished;
+    // Copies: notes are added below, which may move the notes' paths.
+    std::vector<path> unfinished;
     for (const note& n : result.notes)
-      if (n.kind == note_kind::incomplete) unfinished.push_back(&n.path);
+      if (n.kind == note_kind::incomplete) unfinished.push_back(n.path);
     issue_list kept;
     for (issue& i : r.issues) {
       bool pending = false;
