@@ -1,0 +1,100 @@
+// libFuzzer target for decoding model text into runtime schemas: arbitrary bytes read against a
+// few schemas (classes with aliases and checks, enums, literal unions, maps, unions, a recursive
+// type, a list root) by decode_dynamic and by read_dynamic at every strictness level, final and
+// partial, must never crash, hang or leak, and:
+//   - a value decode_dynamic accepts validates again, and its compact text decodes to the same
+//     value (round trip), and read_dynamic at the strict level accepts the text with that value;
+//   - a value read_dynamic accepts in final mode validates against the schema;
+//   - a result of read_dynamic with issues has no value.
+#include <covenant/dynamic.hpp>
+#include <covenant/schema_file.hpp>
+
+#include <boost/json/serialize.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+constexpr std::string_view schema_text = R"(
+enum Priority {
+  LOW @alias("low")
+  MEDIUM
+  HIGH @description("urgent")
+}
+
+class Source {
+  id string @assert({{ this|length > 0 }})
+  score float? @check(plausible, {{ this >= 0 and this <= 1 }})
+}
+
+class Answer {
+  answer string @alias("text")
+  confidence float @assert({{ this >= 0.0 and this <= 1.0 }})
+  sources Source[] @assert({{ this|length >= 1 and this|length <= 5 }})
+  priority Priority
+  mood "calm" | "tense" | 3 | true
+  tags map<string, int>
+  extra (int | string[] | Source)?
+  ignored string @skip
+}
+
+class Tree {
+  label string
+  children Tree[]
+  parent Tree?
+}
+)";
+
+[[noreturn]] void fail(const char* what, std::string_view detail) {
+  std::fprintf(stderr, "%s:\n%.*s\n", what, static_cast<int>(detail.size() > 2000 ? 2000 : detail.size()),
+               detail.data());
+  std::abort();
+}
+
+const std::vector<covenant::schema::model>& models() {
+  static const std::vector<covenant::schema::model> all = [] {
+    const covenant::schema_set set = covenant::schema_set::parse(schema_text);
+    std::vector<covenant::schema::model> m;
+    for (const char* target : {"Answer", "Tree", "Priority[]", "int | float | bool | string", "map<string, Source>"})
+      m.push_back(set.model_for(target));
+    return m;
+  }();
+  return all;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  for (const covenant::schema::model& m : models()) {
+    const covenant::dynamic_result d = covenant::decode_dynamic(text, m);
+    if (d.ok()) {
+      const covenant::dynamic_result again = covenant::validate_value(d.value, m);
+      if (!again.ok()) fail("a decoded value does not validate again", covenant::json_text(d.value));
+      const std::string compact = covenant::json_text(d.value);
+      const covenant::dynamic_result round = covenant::decode_dynamic(compact, m);
+      if (!round.ok() || round.value != d.value) fail("compact text of a decoded value reads differently", compact);
+      const covenant::read_result strict =
+          covenant::read_dynamic(text, m, {.level = covenant::strictness::strict, .partial = false});
+      if (!strict.ok() || strict.value != d.value) fail("strict reading disagrees with decode_dynamic", text);
+    }
+
+    for (covenant::strictness level :
+         {covenant::strictness::strict, covenant::strictness::repair, covenant::strictness::coerce}) {
+      for (bool partial : {false, true}) {
+        const covenant::read_result r = covenant::read_dynamic(text, m, {.level = level, .partial = partial});
+        if (!r.ok() && !r.value.is_null()) fail("read_dynamic returned a value with issues", text);
+        if (r.ok() && !partial) {
+          const covenant::dynamic_result v = covenant::validate_value(r.value, m);
+          if (!v.ok()) fail("a value read in final mode does not validate", covenant::json_text(r.value));
+        }
+      }
+    }
+  }
+  return 0;
+}
