@@ -71,40 +71,186 @@ bool plain_number(std::string_view s, double& out) noexcept {
 
 char lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
-bool separator(char c) noexcept { return c == '_' || c == '-' || c == ' '; }
+bool ascii_alnum(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || digit(c); }
 
-// Lower case without separators.
-std::string folded(std::string_view s) {
+// Base letters (lower case) of U+00C0..U+00FF and U+0100..U+017F; '#' marks the letters written
+// with two (æ, þ, ß, ĳ, œ), '.' the two signs of the Latin-1 block (× and ÷), kept as written.
+constexpr std::string_view latin1_base = "aaaaaa#ceeeeiiiidnooooo.ouuuuy##aaaaaa#ceeeeiiiidnooooo.ouuuuy#y";
+constexpr std::string_view latin_ext_a_base =
+    "aaaaaaccccccccddddeeeeeeeeeegggggggghhhhiiiiiiiiii##jjkkkllllllllllnnnnnnnnnoooooo##rrrrrrssssssss"
+    "ttttttuuuuuuuuuuuuwwyyyzzzzzzs";
+static_assert(latin1_base.size() == 64 && latin_ext_a_base.size() == 128);
+
+// Lower case, with the accented Latin letters written as their base letters (é -> e, Ñ -> n,
+// ß -> ss, Æ -> ae); everything else kept as written.
+std::string plain_letters(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char c : s)
-    if (!separator(c)) out.push_back(lower(c));
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    if (b0 < 0x80 || i + 1 >= s.size()) {
+      out.push_back(lower(s[i]));
+      continue;
+    }
+    const auto b1 = static_cast<unsigned char>(s[i + 1]);
+    const unsigned cp = ((b0 & 0x1Fu) << 6) | (b1 & 0x3Fu);
+    if ((b0 & 0xE0u) != 0xC0u || (b1 & 0xC0u) != 0x80u || cp < 0xC0 || cp > 0x17F) {
+      out.push_back(s[i]);
+      continue;
+    }
+    const char base = cp < 0x100 ? latin1_base[cp - 0xC0] : latin_ext_a_base[cp - 0x100];
+    if (base == '.') {
+      out.push_back(s[i]);
+      out.push_back(s[i + 1]);
+    } else if (base != '#') {
+      out.push_back(base);
+    } else if (cp == 0xC6 || cp == 0xE6) {
+      out += "ae";
+    } else if (cp == 0xDE || cp == 0xFE) {
+      out += "th";
+    } else if (cp == 0xDF) {
+      out += "ss";
+    } else if (cp == 0x132 || cp == 0x133) {
+      out += "ij";
+    } else {
+      out += "oe";
+    }
+    ++i;
+  }
   return out;
 }
 
-bool word_char(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || digit(c) || c == '_' ||
-         static_cast<unsigned char>(c) >= 0x80;
+// Lower case without ASCII punctuation, separators or spaces; accented Latin letters as their
+// base letters when `accents` is false.
+std::string folded(std::string_view s, bool accents = true) {
+  std::string out;
+  out.reserve(s.size());
+  if (!accents) {
+    for (char c : plain_letters(s))
+      if (ascii_alnum(c) || static_cast<unsigned char>(c) >= 0x80) out.push_back(c);
+    return out;
+  }
+  for (char c : s)
+    if (ascii_alnum(c) || static_cast<unsigned char>(c) >= 0x80) out.push_back(lower(c));
+  return out;
 }
 
-// Whether `name` occurs in `text` as a whole word, ignoring letter case.
-bool contains_word(std::string_view text, std::string_view name) noexcept {
+bool word_char(char c) noexcept { return ascii_alnum(c) || c == '_' || static_cast<unsigned char>(c) >= 0x80; }
+
+// Whether `name` occurs in `text` as a whole word (letter case as written when `exact_case`).
+bool contains_word(std::string_view text, std::string_view name, bool exact_case) noexcept {
   if (name.empty() || name.size() > text.size()) return false;
   for (std::size_t i = 0; i + name.size() <= text.size(); ++i) {
     bool same = true;
-    for (std::size_t k = 0; k < name.size() && same; ++k) same = lower(text[i + k]) == lower(name[k]);
+    for (std::size_t k = 0; k < name.size() && same; ++k)
+      same = exact_case ? text[i + k] == name[k] : lower(text[i + k]) == lower(name[k]);
     if (!same) continue;
-    const bool left = i == 0 || !word_char(text[i - 1]);
-    const bool right = i + name.size() == text.size() || !word_char(text[i + name.size()]);
+    const bool left = i == 0 || !word_char(text[i - 1]) || !word_char(name.front());
+    const bool right =
+        i + name.size() == text.size() || !word_char(text[i + name.size()]) || !word_char(name.back());
     if (left && right) return true;
   }
   return false;
 }
 
+// A number standing alone in `s` at [b, e): not part of a word or of a longer token ("gpt-4o",
+// "v1.2.3", "3x"). Returns the end of the token (after a '%' sign when `percent` is set).
+struct number_in_text {
+  std::string_view digits;
+  bool percent = false;
+};
+
+// Every number standing alone in the text, at most `limit` + 1 of them.
+std::size_t numbers_in_text(std::string_view s, number_in_text* found, std::size_t limit) noexcept {
+  std::size_t n = 0;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const bool starts = digit(s[i]) || ((s[i] == '-' || s[i] == '+' || s[i] == '.') && i + 1 < s.size() && digit(s[i + 1]));
+    if (!starts || (i > 0 && (word_char(s[i - 1]) || s[i - 1] == '.' || s[i - 1] == ',' || s[i - 1] == '-' ||
+                              s[i - 1] == '/'))) {
+      while (i < s.size() && (word_char(s[i]) || s[i] == '.' || s[i] == ',')) ++i;  // rest of the word
+      if (i < s.size() && !word_char(s[i])) ++i;
+      continue;
+    }
+    std::size_t e = i + 1;
+    while (e < s.size() && (digit(s[e]) || s[e] == '.' || s[e] == ',')) ++e;
+    std::size_t end = e;
+    while (end > i && (s[end - 1] == '.' || s[end - 1] == ',')) --end;  // sentence punctuation
+    number_in_text t{s.substr(i, end - i), false};
+    if (e < s.size() && s[e] == '%') {
+      t.percent = true;
+      ++e;
+    } else if (e < s.size() && (word_char(s[e]) || s[e] == '/' || s[e] == '-')) {
+      // part of a longer token: 3x, 4o, 1/2 (fractions are read as a whole text only), 2024-01
+      ++n;  // counted, so that the text is ambiguous
+      if (n <= limit) found[n - 1] = {{}, false};
+      while (e < s.size() && (word_char(s[e]) || s[e] == '/' || s[e] == '-' || s[e] == '.')) ++e;
+      i = e;
+      continue;
+    }
+    ++n;
+    if (n <= limit) found[n - 1] = t;
+    if (n > limit) return n;
+    i = e;
+  }
+  return n;
+}
+
 }  // namespace
 
-bool number_from_text(std::string_view text, bool percent_is_fraction, double& out) noexcept {
-  std::string_view s = trim(text);
+std::size_t match_name(const std::vector<named_value>& names, std::string_view text, std::string& how) {
+  // exact
+  for (const auto& n : names)
+    if (n.name == text) {
+      how = "exact";
+      return n.index;
+    }
+  // One value (whatever the number of its names) that `same` picks; no_match when none or several.
+  auto unique = [&](auto&& same) {
+    std::size_t found = no_match;
+    for (const auto& n : names) {
+      if (!same(n.name)) continue;
+      if (found != no_match && found != n.index) return no_match;
+      found = n.index;
+    }
+    return found;
+  };
+  // letter case, separators, punctuation
+  if (const std::string key = folded(text); !key.empty()) {
+    if (std::size_t i = unique([&](std::string_view n) { return folded(n) == key; }); i != no_match) {
+      how = "ignoring case and punctuation";
+      return i;
+    }
+  }
+  if (const std::string key = folded(text, false); !key.empty()) {
+    if (std::size_t i = unique([&](std::string_view n) { return folded(n, false) == key; }); i != no_match) {
+      how = "ignoring case, punctuation and accents";
+      return i;
+    }
+  }
+  // the only value named as a whole word in a longer text: as written, then in any letter case,
+  // then without accents
+  if (std::size_t i = unique([&](std::string_view n) { return contains_word(text, n, true); }); i != no_match) {
+    how = "named in the text";
+    return i;
+  }
+  if (std::size_t i = unique([&](std::string_view n) { return contains_word(text, n, false); }); i != no_match) {
+    how = "named in the text";
+    return i;
+  }
+  const std::string plain = plain_letters(text);
+  if (std::size_t i = unique([&](std::string_view n) { return contains_word(plain, plain_letters(n), true); });
+      i != no_match) {
+    how = "named in the text, ignoring accents";
+    return i;
+  }
+  return no_match;
+}
+
+namespace {
+
+// A number, a percentage or a fraction that is the whole of `s`.
+bool whole_number(std::string_view s, bool percent_is_fraction, double& out) noexcept {
   if (s.empty()) return false;
   if (s.back() == '%') {
     if (!percent_is_fraction) return false;
@@ -124,6 +270,24 @@ bool number_from_text(std::string_view text, bool percent_is_fraction, double& o
   return plain_number(s, out);
 }
 
+}  // namespace
+
+bool number_from_text(std::string_view text, bool percent_is_fraction, double& out) noexcept {
+  const std::string_view s = trim(text);
+  if (whole_number(s, percent_is_fraction, out)) return true;
+  // The only number written in a sentence ("1 cup of flour", "12.11.", "Score: 0.9").
+  number_in_text found[1];
+  if (numbers_in_text(s, found, 1) != 1 || found[0].digits.empty()) return false;
+  double v = 0;
+  if (!plain_number(found[0].digits, v)) return false;
+  if (found[0].percent) {
+    if (!percent_is_fraction) return false;
+    v /= 100.0;
+  }
+  out = v;
+  return true;
+}
+
 bool bool_from_text(std::string_view text, bool& out) noexcept {
   const std::string_view s = trim(text);
   auto is = [&](std::string_view word) {
@@ -140,74 +304,42 @@ bool bool_from_text(std::string_view text, bool& out) noexcept {
     out = false;
     return true;
   }
-  return false;
+  // The only one of the two words in a sentence ("The answer is **True**").
+  const bool t = contains_word(s, "true", false);
+  const bool f = contains_word(s, "false", false);
+  if (t == f) return false;
+  out = t;
+  return true;
 }
 
 std::size_t match_enum_value(const schema::enum_def& e, std::string_view text, std::string& how) {
-  const auto& values = e.values;
-  auto each_name = [&](auto&& fn) {
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      if (values[i].skip) continue;
-      if (fn(i, values[i].name)) return i;
-      for (const auto& a : values[i].aliases)
-        if (fn(i, a)) return i;
-    }
-    return no_match;
-  };
-  // exact
-  if (std::size_t i = each_name([&](std::size_t, const std::string& n) { return n == text; }); i != no_match) {
-    how = "exact";
-    return i;
+  std::vector<named_value> names;
+  for (std::size_t i = 0; i < e.values.size(); ++i) {
+    if (e.values[i].skip) continue;
+    names.push_back({e.values[i].name, i});
+    for (const auto& a : e.values[i].aliases) names.push_back({a, i});
   }
-  // letter case, separators, surrounding punctuation
-  std::string_view core = trim(text);
-  while (!core.empty() && !word_char(core.front())) core.remove_prefix(1);
-  while (!core.empty() && !word_char(core.back())) core.remove_suffix(1);
-  const std::string key = folded(core);
-  if (!key.empty()) {
-    std::size_t found = no_match;
-    bool ambiguous = false;
-    each_name([&](std::size_t i, const std::string& n) {
-      if (folded(n) == key) {
-        if (found != no_match && found != i) ambiguous = true;
-        found = i;
-      }
-      return false;
-    });
-    if (found != no_match && !ambiguous) {
-      how = "ignoring case and punctuation";
-      return found;
-    }
-  }
-  // the only value named as a whole word in a longer text
-  std::size_t found = no_match;
-  bool ambiguous = false;
-  each_name([&](std::size_t i, const std::string& n) {
-    if (contains_word(text, n)) {
-      if (found != no_match && found != i) ambiguous = true;
-      found = i;
-    }
-    return false;
-  });
-  if (found != no_match && !ambiguous) {
-    how = "named in the text";
-    return found;
-  }
-  return no_match;
+  return match_name(names, text, how);
 }
 
 std::size_t match_field_key(const schema::object_def& o, std::string_view key) {
-  const std::string k = folded(key);
-  if (k.empty()) return no_match;
-  std::size_t found = no_match;
-  for (std::size_t i = 0; i < o.fields.size(); ++i) {
-    if (o.fields[i].skip) continue;
-    if (folded(o.fields[i].key) == k || folded(o.fields[i].name) == k) {
-      if (found != no_match) return no_match;  // ambiguous
-      found = i;
+  // Ignoring letter case and punctuation, then accents too; exactly one field must match.
+  for (const bool accents : {true, false}) {
+    const std::string k = folded(key, accents);
+    if (k.empty()) return no_match;
+    std::size_t found = no_match;
+    bool ambiguous = false;
+    for (std::size_t i = 0; i < o.fields.size(); ++i) {
+      if (o.fields[i].skip) continue;
+      if (folded(o.fields[i].key, accents) == k || folded(o.fields[i].name, accents) == k) {
+        ambiguous = ambiguous || found != no_match;
+        found = i;
+      }
     }
+    if (ambiguous) return no_match;
+    if (found != no_match) return found;
   }
-  return found;
+  return no_match;
 }
 
 }  // namespace covenant::detail

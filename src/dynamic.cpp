@@ -7,6 +7,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/string.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "covenant/decode.hpp"
+#include "covenant/detail/coerce.hpp"
 #include "covenant/detail/schema_checks.hpp"
 #include "covenant/detail/schema_expression.hpp"
 #include "covenant/encode.hpp"
@@ -170,6 +172,14 @@ class dynamic_decoder {
       r_.read_null();
       return nullptr;
     }
+    if (ctx.opts.coerce) {
+      const char c = r_.peek();
+      if (c == '[' || c == '{') {
+        std::optional<json::value> v = read_wrapped(t, c, ctx, at);
+        if (r_.failed()) return nullptr;
+        if (v) return std::move(*v);
+      }
+    }
     switch (t.kind) {
       case kind::any: return read_any(ctx, at);
       case kind::null:
@@ -238,6 +248,92 @@ class dynamic_decoder {
       }
     }
     return nullptr;
+  }
+
+  // What a target takes a value wrapped in a list or an object for (coerce mode).
+  enum class wrapped_target { none, text, single_value, object };
+
+  static wrapped_target wrapped_kind(const schema::type& t, const decode_context& ctx) {
+    switch (t.kind) {
+      case kind::string: return wrapped_target::text;
+      case kind::boolean:
+      case kind::integer:
+      case kind::number: return wrapped_target::single_value;
+      case kind::literal:
+        return t.literal.is_object() || t.literal.is_array() ? wrapped_target::none : wrapped_target::single_value;
+      case kind::ref: {
+        const schema::definition* d = ctx.s.resolve(t);
+        if (d == nullptr) return wrapped_target::none;
+        if (d->enumeration() != nullptr) return wrapped_target::single_value;
+        if (d->object() != nullptr) return wrapped_target::object;
+        return wrapped_target::none;
+      }
+      default: return wrapped_target::none;
+    }
+  }
+
+  // Coerce mode, a list or an object where the target takes neither: a string target at the root
+  // (the whole reply) reads its JSON text; a single value (number, boolean, literal, enum) the only item of a one-item list
+  // or the only member of a one-member object; an object the only item of a one-item list.
+  // nullopt (the reader back at the value) when none of these applies.
+  std::optional<json::value> read_wrapped(const schema::type& t, char c, decode_context& ctx, const path_frame* at) {
+    const wrapped_target w = wrapped_kind(t, ctx);
+    if (w == wrapped_target::none || (w == wrapped_target::object && c == '{')) return std::nullopt;
+    if (w == wrapped_target::text && at != nullptr) return std::nullopt;  // only the whole reply is text
+    if (unwrapping_) return std::nullopt;  // one level: [[1]] and {"a": {"b": 1}} are not 1
+    const char* start = r_.position();
+    if (w == wrapped_target::text) {
+      std::string_view raw;
+      if (!r_.skip_value(raw)) return std::nullopt;
+      ctx.note(at, note_kind::coerced, c == '[' ? "a list read as its JSON text" : "an object read as its JSON text");
+      json::value v = json::string(raw);
+      if (!t.constraints.empty()) {
+        detail::check_string(t.constraints, raw, raw, nullptr, ctx, at);
+        rules(t.constraints, v, raw, false, false, ctx, at);
+      }
+      return v;
+    }
+    const bool list = c == '[';
+    if (!(list ? r_.begin_array() : r_.begin_object())) return std::nullopt;
+    std::string scratch;
+    std::string_view key;
+    std::string member;
+    if (!(list ? r_.next_element(true) : r_.next_key(true, key, scratch))) {  // empty
+      if (!r_.failed()) r_.rewind(start);
+      return std::nullopt;
+    }
+    if (!list) member = std::string(key);
+    issue_list local;
+    note_list local_notes;
+    decode_context sub{ctx.s, ctx.opts, local, &local_notes};
+    unwrapping_ = true;
+    json::value v = read(t, sub, at);
+    unwrapping_ = false;
+    if (r_.failed()) return std::nullopt;
+    const bool single = !(list ? r_.next_element(false) : r_.next_key(false, key, scratch));
+    if (!single) {
+      std::string_view ignored;
+      do {
+        if (!r_.skip_value(ignored)) return std::nullopt;
+      } while (list ? r_.next_element(false) : r_.next_key(false, key, scratch));
+    }
+    if (r_.failed()) return std::nullopt;
+    if (!single || !local.empty()) {
+      r_.rewind(start);
+      return std::nullopt;
+    }
+    std::string detail;
+    if (list) {
+      detail = "a one-item list read as its item";
+    } else {
+      detail = "the only member ";
+      detail::append_json_string(detail, member);
+      detail += " read as the value";
+    }
+    ctx.note(at, note_kind::coerced, std::move(detail));
+    if (ctx.notes != nullptr)
+      for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
+    return v;
   }
 
   json::value read_any(decode_context& ctx, const path_frame* at) {
@@ -464,38 +560,119 @@ class dynamic_decoder {
     return v;
   }
 
-  // One pass over the alternatives with `c`: the value of the first that fits (nullopt when none
-  // does; `best` then holds the issues of the best-ranked one, as read_variant ranks them).
+  // Keys of the object an alternative of a union reads at its top (coerce mode: an object
+  // alternative that recognises none of the keys of the value does not match it).
+  struct object_stats {
+    std::size_t keys = 0;
+    std::size_t matched = 0;
+  };
+
+  static std::size_t coerced_notes(const note_list& notes) {
+    return static_cast<std::size_t>(
+        std::count_if(notes.begin(), notes.end(), [](const note& n) { return n.kind == note_kind::coerced; }));
+  }
+
+  // One pass over the alternatives with `c`: the value of the one that fits best (nullopt when
+  // none does; `best` then holds the issues of the best-ranked one, as read_variant ranks them,
+  // and `best_value` its value). The first alternative that fits wins unless it left keys of the
+  // value unread or needed coercions: then the one that leaves the fewest keys unread, then needs
+  // the fewest coercions, wins (in order of the alternatives among equals).
   std::optional<json::value> try_alternatives(const schema::type& t, decode_context& c, const char* start,
                                               const covenant::path& here, issue_list& best, std::size_t& best_count,
-                                              const path_frame* at) {
+                                              json::value& best_value, const path_frame* at) {
+    struct fitting {
+      json::value value;
+      note_list notes;
+      const char* end = nullptr;
+      std::size_t ignored = 0;
+      std::size_t coerced = 0;
+    };
+    std::optional<fitting> fit;
     for (const auto& alt : t.args) {
       r_.rewind(start);
       issue_list local;
       note_list local_notes;
       decode_context sub{c.s, c.opts, local, &local_notes};
+      object_stats stats;
+      bool watch = false;
+      if (c.opts.coerce) {
+        const schema::type* u = detail::unalias(c.s, alt);
+        const schema::definition* d = u != nullptr && u->kind == kind::ref ? c.s.resolve(*u) : nullptr;
+        watch = d != nullptr && d->object() != nullptr;
+      }
+      stats_ = watch ? &stats : nullptr;
+      const std::size_t ignored_before = ignored_keys_;
       json::value v = read(alt, sub, at);
+      stats_ = nullptr;
       if (r_.failed()) return json::value(nullptr);
       if (local.empty()) {
-        if (c.notes != nullptr)
-          for (auto& n : local_notes) c.notes->push_back(std::move(n));
-        return v;
+        const std::size_t ignored = ignored_keys_ - ignored_before;
+        const std::size_t coerced = coerced_notes(local_notes);
+        if (ignored == 0 && coerced == 0 && !fit) {
+          if (c.notes != nullptr)
+            for (auto& n : local_notes) c.notes->push_back(std::move(n));
+          return v;
+        }
+        if (!fit || ignored < fit->ignored || (ignored == fit->ignored && coerced < fit->coerced))
+          fit = fitting{std::move(v), std::move(local_notes), r_.position(), ignored, coerced};
+        if (ignored == 0 && coerced == 0) break;
+        continue;
       }
-      const bool wrong_type =
-          local.size() == 1 && local.front().code == issue_code::type_mismatch && local.front().path == here;
+      const bool wrong_type = (local.size() == 1 && local.front().code == issue_code::type_mismatch &&
+                               local.front().path == here) ||
+                              (watch && stats.keys > 0 && stats.matched == 0);
       const std::size_t score = wrong_type ? std::numeric_limits<std::size_t>::max() - 1 : local.size();
       if (score < best_count) {
         best_count = score;
         best = std::move(local);
+        best_value = std::move(v);
       }
     }
-    return std::nullopt;
+    if (!fit) return std::nullopt;
+    r_.rewind(fit->end);
+    if (c.notes != nullptr)
+      for (auto& n : fit->notes) c.notes->push_back(std::move(n));
+    return std::move(fit->value);
+  }
+
+  // Coerce mode: a union of string literals ("low" | "medium" | "high") reads a string the way an
+  // enum does, over all its values at once (so "low or high" is ambiguous, not "low").
+  // nullopt when the union is not one of string literals or the value is not a string.
+  std::optional<json::value> read_literal_choice(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    if (r_.peek() != '"') return std::nullopt;
+    std::vector<detail::named_value> names;
+    std::vector<const json::value*> values;
+    for (const auto& alt : t.args) {
+      const schema::type* u = detail::unalias(ctx.s, alt);
+      if (u == nullptr) return std::nullopt;
+      if (u->kind == kind::null) continue;
+      if (u->kind != kind::literal || !u->literal.is_string() || !u->constraints.empty()) return std::nullopt;
+      names.push_back({std::string_view(u->literal.get_string()), values.size()});
+      values.push_back(&u->literal);
+    }
+    if (names.empty()) return std::nullopt;
+    const char* start = r_.position();
+    std::string scratch;
+    std::string_view s;
+    if (!r_.read_string_view(s, scratch)) return std::nullopt;
+    const std::string_view raw = detail::span_from(r_, start);
+    std::string how;
+    const std::size_t k = detail::match_name(names, s, how);
+    if (k == detail::no_match) {
+      detail::type_mismatch(ctx, at, t, raw);
+      return json::value(nullptr);
+    }
+    ctx.note(at, note_kind::coerced, std::string(raw) + " read as " + json_text(*values[k]) + " (" + how + ")");
+    json::value v = *values[k];
+    if (!t.constraints.empty()) value_constraints(t.constraints, v, raw, ctx, at);
+    return v;
   }
 
   json::value read_union(const schema::type& t, decode_context& ctx, const path_frame* at) {
     r_.peek();
     const char* start = r_.position();
     issue_list best;
+    json::value best_value;
     std::size_t best_count = std::numeric_limits<std::size_t>::max();
     const covenant::path here = detail::to_path(at);
     std::optional<json::value> v;
@@ -504,14 +681,18 @@ class dynamic_decoder {
       decode_options exact = ctx.opts;
       exact.coerce = false;
       decode_context strict_ctx{ctx.s, exact, ctx.issues, ctx.notes};
-      v = try_alternatives(t, strict_ctx, start, here, best, best_count, at);
+      v = try_alternatives(t, strict_ctx, start, here, best, best_count, best_value, at);
       if (!v && !r_.failed()) {
+        r_.rewind(start);
+        if (std::optional<json::value> lit = read_literal_choice(t, ctx, at)) return std::move(*lit);
+        if (r_.failed()) return nullptr;
         best.clear();
+        best_value = nullptr;
         best_count = std::numeric_limits<std::size_t>::max();
-        v = try_alternatives(t, ctx, start, here, best, best_count, at);
+        v = try_alternatives(t, ctx, start, here, best, best_count, best_value, at);
       }
     } else {
-      v = try_alternatives(t, ctx, start, here, best, best_count, at);
+      v = try_alternatives(t, ctx, start, here, best, best_count, best_value, at);
     }
     if (r_.failed()) return nullptr;
     if (v) {
@@ -526,7 +707,7 @@ class dynamic_decoder {
       return nullptr;
     }
     for (auto& i : best) ctx.issues.push_back(std::move(i));
-    return nullptr;
+    return best_value;  // best effort: the value of the best-ranked alternative
   }
 
   json::value read_literal(const schema::type& t, decode_context& ctx, const path_frame* at) {
@@ -534,12 +715,38 @@ class dynamic_decoder {
     const char c = r_.peek();
     const char* start = r_.position();
     bool match = false;
+    if (c == '"' && ctx.opts.coerce && !lit.is_string() && (lit.is_bool() || is_number(lit))) {
+      // A number or boolean written as a string.
+      std::string scratch;
+      std::string_view s;
+      if (!r_.read_string_view(s, scratch)) return nullptr;
+      double d = 0;
+      bool b = false;
+      if (lit.is_bool()) match = detail::bool_from_text(s, b) && b == lit.get_bool();
+      else match = detail::number_from_text(s, false, d) && d == as_double(lit);
+      const std::string_view raw = detail::span_from(r_, start);
+      if (!match) {
+        detail::type_mismatch(ctx, at, t, raw);
+        return nullptr;
+      }
+      ctx.note(at, note_kind::coerced, std::string(raw) + " read as " + json_text(lit));
+      json::value v = lit;
+      if (!t.constraints.empty()) rules(t.constraints, v, raw, false, false, ctx, at);
+      return v;
+    }
     if (lit.is_string()) {
       if (c != '"') return mismatch(t, ctx, at);
       std::string scratch;
       std::string_view s;
       if (!r_.read_string_view(s, scratch)) return nullptr;
       match = s == std::string_view(lit.get_string());
+      if (!match && ctx.opts.coerce) {
+        std::string how;
+        const std::vector<detail::named_value> names{{std::string_view(lit.get_string()), 0}};
+        match = detail::match_name(names, s, how) == 0;
+        if (match)
+          ctx.note(at, note_kind::coerced, std::string(detail::span_from(r_, start)) + " read as " + json_text(lit) + " (" + how + ")");
+      }
     } else if (lit.is_bool()) {
       if (c != 't' && c != 'f') return mismatch(t, ctx, at);
       bool b = false;
@@ -620,7 +827,17 @@ class dynamic_decoder {
 
   json::value read_object(const schema::type& t, const schema::definition& d, decode_context& ctx,
                           const path_frame* at) {
-    if (r_.peek() != '{') return mismatch(t, ctx, at);
+    object_stats* stats = stats_;
+    stats_ = nullptr;
+    if (r_.peek() != '{') {
+      if (ctx.opts.coerce) {
+        std::optional<json::value> v = read_as_only_field(t, *d.object(), ctx, at);
+        if (r_.failed()) return nullptr;
+        if (v) return std::move(*v);
+      }
+      return mismatch(t, ctx, at);
+    }
+    unwrapping_ = false;  // the fields of an object are values of their own
     const char* start = r_.position();
     const schema::object_def& def = *d.object();
     const std::size_t n = def.fields.size();
@@ -648,6 +865,11 @@ class dynamic_decoder {
           ctx.note(&f, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
         }
       }
+      if (stats != nullptr) {
+        ++stats->keys;
+        if (j != n) ++stats->matched;
+      }
+      if (j == n) ++ignored_keys_;
       if (j == n || def.fields[j].skip) {
         const std::string k(key);
         path_frame f{at, k, 0, false};
@@ -699,6 +921,59 @@ class dynamic_decoder {
       }
     }
     return v;
+  }
+
+  // Coerce mode, a number or a boolean where an object with exactly one field, of a number,
+  // boolean or literal type, is expected: the value of that field. nullopt (the reader back at the value) when it does not
+  // read as that field without issues.
+  std::optional<json::value> read_as_only_field(const schema::type& t, const schema::object_def& def,
+                                                decode_context& ctx, const path_frame* at) {
+    const char c = r_.peek();
+    if (c != '-' && c != 't' && c != 'f' && (c < '0' || c > '9')) return std::nullopt;  // numbers, booleans
+    const schema::field* only = nullptr;
+    for (const auto& f : def.fields) {
+      if (f.skip) continue;
+      if (only != nullptr) return std::nullopt;
+      only = &f;
+    }
+    if (only == nullptr) return std::nullopt;
+    const schema::type* ft = detail::unalias(ctx.s, only->type);
+    if (ft == nullptr || (ft->kind != kind::integer && ft->kind != kind::number && ft->kind != kind::boolean &&
+                          ft->kind != kind::literal && ft->kind != kind::union_))
+      return std::nullopt;
+    const char* start = r_.position();
+    issue_list local;
+    note_list local_notes;
+    decode_context sub{ctx.s, ctx.opts, local, &local_notes};
+    path_frame f{at, only->key, 0, false};
+    json::value v = read(only->type, sub, &f);
+    if (r_.failed()) return std::nullopt;
+    if (!local.empty()) {
+      r_.rewind(start);
+      return std::nullopt;
+    }
+    ctx.note(at, note_kind::coerced, "a single value read as the object's only field " + only->key);
+    if (ctx.notes != nullptr)
+      for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
+    json::object out;
+    out.emplace(keys_ == output_keys::declared ? only->name : only->key, std::move(v));
+    json::value obj = std::move(out);
+    if (!def.invariants.empty() || !t.constraints.empty()) {
+      // Rules of the object on the value it became.
+      for (const auto& inv : def.invariants) {
+        if (!inv.check || !inv.check->has_json()) continue;
+        auto r = inv.check->check_json(rule_view(def, obj));
+        if (!r) continue;
+        if (soft_rule(inv.check.get())) {
+          ctx.note(at, note_kind::check_failed, "check failed: " + inv.description);
+          continue;
+        }
+        ctx.add(at, issue_code::invariant_violation, inv.description, "",
+                r->empty() ? "must satisfy: " + inv.description : std::move(*r));
+      }
+      if (!t.constraints.empty()) rules(t.constraints, rule_view(def, obj), detail::span_from(r_, start), false, false, ctx, at);
+    }
+    return obj;
   }
 
   // The object as its own rules read it: fields under their declared names.
@@ -822,6 +1097,9 @@ class dynamic_decoder {
   json_reader& r_;
   output_keys keys_;
   std::size_t depth_ = 0;
+  bool unwrapping_ = false;              // reading the item of a one-item list (read_wrapped)
+  std::size_t ignored_keys_ = 0;         // keys of objects that no field reads, so far
+  object_stats* stats_ = nullptr;        // filled by the next object read (see try_alternatives)
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "covenant/dynamic_contract.hpp"
 
+#include "covenant/detail/dynamic_read.hpp"
+
 #include "covenant/json_schema.hpp"
 #include "covenant/prompt_format.hpp"
 
@@ -40,8 +42,11 @@ dynamic_contract::dynamic_contract(engine& model, dynamic_task task, contract_op
 decoded<boost::json::value> dynamic_contract::read(const schema::model& m, std::string_view text, note_list& notes,
                                                    std::chrono::nanoseconds& parse,
                                                    std::chrono::nanoseconds& valid) const {
-  return detail::read_reply_with<boost::json::value>(
-      text, options_.decode, options_.strictness, notes, parse, valid, options_.clock,
+  lenient_options reading;
+  reading.level = options_.strictness;
+  reading.max_depth = options_.decode.max_depth;
+  return detail::read_dynamic_reply(
+      text, options_.decode, reading, notes, parse, valid, options_.clock,
       [&](std::string_view t, const decode_options& o) {
         dynamic_result d = decode_dynamic(t, m, o);
         decoded<boost::json::value> r;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "covenant/contract.hpp"
+#include "covenant/detail/dynamic_read.hpp"
 #include "covenant/dynamic.hpp"
 #include "covenant/encode.hpp"
 
@@ -41,6 +42,19 @@ bool listed(const std::vector<path>& paths, const path& p) {
 }
 
 }  // namespace
+
+namespace detail {
+
+bool shape_coercion(const note& n) noexcept {
+  if (n.kind != note_kind::coerced) return false;
+  const std::string_view d = n.detail;
+  return d == "a single value read as a one-item list" || d == "a one-item list read as its item" ||
+         d == "a list read as its JSON text" || d == "an object read as its JSON text" ||
+         (d.starts_with("the only member ") && d.ends_with(" read as the value")) ||
+         d.starts_with("a single value read as the object's only field ");
+}
+
+}  // namespace detail
 
 std::string json_pretty(const boost::json::value& value, std::size_t indent) {
   std::string out;
@@ -98,7 +112,7 @@ read_result read_dynamic(std::string_view text, const schema::model& m, const re
   std::chrono::nanoseconds parse_time{0};
   std::chrono::nanoseconds validate_time{0};
   const output_keys keys = options.keys;
-  decoded<boost::json::value> r = detail::read_reply_with<boost::json::value>(
+  decoded<boost::json::value> r = detail::read_dynamic_reply(
       text, options.decode, reading, notes, parse_time, validate_time, {},
       [&](std::string_view t, const decode_options& o) {
         dynamic_result d = decode_dynamic(t, m, o, keys);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "covenant/schema.hpp"
 
@@ -15,21 +16,35 @@ namespace covenant::detail {
 inline constexpr std::size_t no_match = static_cast<std::size_t>(-1);
 
 /// A number written as text: "0.9", " -3 ", "1,234.5" (thousands separators), "9/10" (a
-/// fraction), "87%" (a fraction 0.87 when `percent_is_fraction`, refused otherwise), "1e3".
-/// Surrounding whitespace is ignored. False when the text is not exactly one number.
+/// fraction), "87%" (a fraction 0.87 when `percent_is_fraction`, refused otherwise), "1e3"; or
+/// the only number standing alone in a sentence ("1 cup of flour", "12.11."; not "gpt-4o",
+/// not "3 or 4"). Surrounding whitespace is ignored. False when the text does not name exactly
+/// one number.
 bool number_from_text(std::string_view text, bool percent_is_fraction, double& out) noexcept;
 
-/// "true" / "false" in any letter case (surrounding whitespace ignored).
+/// "true" / "false" in any letter case (surrounding whitespace ignored), or the only one of the
+/// two words in a sentence ("The answer is **True**").
 bool bool_from_text(std::string_view text, bool& out) noexcept;
 
-/// Index of the enum value `text` names: exactly, then ignoring letter case, separators ('_',
-/// '-', ' ') and surrounding quotes/punctuation, then as the only value named as a whole word in
-/// the text. Aliases count as names; skipped values never match. `how` describes the rule used.
+/// One name of a value (a value may have several: an enum value and its aliases).
+struct named_value {
+  std::string_view name;
+  std::size_t index;
+};
+
+/// Index of the value `text` names: exactly, then ignoring letter case, spaces and punctuation
+/// ("HIGH", "very-high", "\"high\"!"), then also ignoring accents ("cafe" for "café", "strasse"
+/// for "Straße"), then as the only value named as a whole word in the text (as written first,
+/// then in any letter case, then without accents). Ambiguity at a step (two values match) moves
+/// on to the next; no_match when nothing names exactly one value. `how` describes the rule used.
+std::size_t match_name(const std::vector<named_value>& names, std::string_view text, std::string& how);
+
+/// match_name over the enum's values: aliases count as names; skipped values never match.
 std::size_t match_enum_value(const schema::enum_def& e, std::string_view text, std::string& how);
 
-/// Index of the field whose key (or declared name) `key` denotes ignoring letter case and the
-/// separators '_', '-', ' ' (so modelUsed, ModelUsed, model-used and MODEL_USED all denote
-/// model_used), when exactly one field matches; no_match otherwise.
+/// Index of the field whose key (or declared name) `key` denotes ignoring letter case, spaces and
+/// punctuation (so modelUsed, ModelUsed, model-used and MODEL_USED all denote model_used), then
+/// also accents ("direccion" for "dirección"), when exactly one field matches; no_match otherwise.
 std::size_t match_field_key(const schema::object_def& o, std::string_view key);
 
 }  // namespace covenant::detail

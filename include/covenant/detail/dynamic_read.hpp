@@ -1,0 +1,95 @@
+// covenant/detail/dynamic_read.hpp - how read_dynamic() and dynamic contracts read a model's reply
+// against a runtime schema: strict JSON first, then coercions, then the lenient reader's
+// candidates, ranked by how well they decode.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "covenant/contract.hpp"
+#include "covenant/lenient.hpp"
+
+namespace covenant::detail {
+
+/// Whether a note records a coercion that changed the shape of a value (a single value read as a
+/// one-item list, a one-item list or a one-member object read as its item, a value read as the
+/// only field of an object, a list or object read as its JSON text) rather than its spelling.
+bool shape_coercion(const note& n) noexcept;
+
+/// Reads `text` like read_reply_with (contract.hpp): strict JSON first; then (unless `reading.level`
+/// is strict) for well-formed JSON with issues the same text with coercions (coerce level), and for
+/// text that is not JSON the lenient reader's candidates. Candidates are ranked: the first that
+/// decodes without issues and without changing the shape of a value wins; else the one without
+/// issues that changes the fewest shapes (earliest among equals); else the one with the fewest
+/// issues. `decode(text, options)` decodes one text.
+template <class Decode>
+decoded<boost::json::value> read_dynamic_reply(std::string_view text, const decode_options& options,
+                                               const lenient_options& reading, note_list& notes,
+                                               std::chrono::nanoseconds& parse_time,
+                                               std::chrono::nanoseconds& validate_time,
+                                               const std::function<time_point()>& clock, Decode&& decode) {
+  using result = decoded<boost::json::value>;
+  const strictness level = reading.level;
+  auto now = [&] { return clock ? clock() : std::chrono::steady_clock::now(); };
+  const time_point t0 = now();
+  decode_options exact = options;
+  exact.coerce = false;
+  result r = decode(text, exact);
+  if (r.ok() || level == strictness::strict) {
+    validate_time += now() - t0;
+    for (const note& n : r.notes) notes.push_back(n);  // failed soft checks
+    return r;
+  }
+  decode_options lenient = options;
+  lenient.coerce = level == strictness::coerce;
+  if (r.issues.front().code != issue_code::parse_error) {
+    if (lenient.coerce) {
+      result c = decode(text, lenient);
+      if (c.issues.size() < r.issues.size()) r = std::move(c);
+    }
+    validate_time += now() - t0;
+    for (auto& n : r.notes) notes.push_back(std::move(n));
+    return r;
+  }
+  // Not JSON as a whole: read the candidates of the lenient reader and keep the best.
+  const std::vector<candidate> candidates = extract_candidates(text, reading);
+  const time_point t1 = now();
+  parse_time += t1 - t0;
+  std::optional<result> best;
+  const candidate* chosen = nullptr;
+  std::size_t best_shapes = 0;
+  for (const candidate& c : candidates) {
+    result d = decode(c.json, lenient);
+    if (d.ok()) {
+      const auto shapes = static_cast<std::size_t>(std::count_if(d.notes.begin(), d.notes.end(), shape_coercion));
+      if (!best || !best->ok() || shapes < best_shapes) {
+        best = std::move(d);
+        chosen = &c;
+        best_shapes = shapes;
+      }
+      if (shapes == 0) break;
+      continue;
+    }
+    if (best && best->ok()) continue;
+    if (d.issues.front().code == issue_code::parse_error) continue;
+    // A value of the wrong kind altogether (prose read as a string for an object) says less than
+    // the parse error.
+    if (d.issues.size() == 1 && d.issues.front().code == issue_code::type_mismatch && d.issues.front().path.empty())
+      continue;
+    if (!best || d.issues.size() < best->issues.size()) {
+      best = std::move(d);
+      chosen = &c;
+    }
+  }
+  validate_time += now() - t1;
+  if (!best) return r;
+  for (const note& n : chosen->notes) notes.push_back(n);
+  for (auto& n : best->notes) notes.push_back(std::move(n));
+  return std::move(*best);
+}
+
+}  // namespace covenant::detail
