@@ -418,3 +418,76 @@ TEST(DynamicValues, DepthAndSizeLimitsAreIssuesNotCrashes) {
 }
 
 }  // namespace
+
+namespace {
+
+// Schema-guided coercions of read_dynamic (coerce level).
+std::string read_text(std::string_view schema, std::string_view target, std::string_view reply,
+                      covenant::read_result* out = nullptr) {
+  const auto set = covenant::schema_set::parse(schema);
+  auto r = covenant::read_dynamic(reply, set.model_for(target));
+  std::string s = r.ok() ? covenant::json_text(r.value) : "error: " + covenant::render_feedback(r.issues);
+  if (out != nullptr) *out = std::move(r);
+  return s;
+}
+
+TEST(DynamicCoerce, LiteralUnionsAndEnumsIgnoreCaseAccentsAndPunctuation) {
+  const char* schema = R"(
+    enum Dish {
+      COFFEE @alias("café")
+      CAKE @alias("Gâteau")
+    }
+    class Form {
+      title string @alias("señor")
+      street string @alias("Straße")
+    }
+  )";
+  covenant::read_result r;
+  EXPECT_EQ(read_text(schema, R"("low" | "medium" | "high")", "\"HIGH\"", &r), "\"high\"");
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0].to_string(), "coerced: \"HIGH\" read as \"high\" (ignoring case and punctuation)");
+  EXPECT_EQ(read_text(schema, R"("TWO")", "The answer is Two"), "\"TWO\"");
+  EXPECT_EQ(read_text(schema, "Dish", "I would like some CAFE please"), "\"café\"");
+  EXPECT_EQ(read_text(schema, "Dish[]", R"(["cafe", "gateau"])"), R"(["café","Gâteau"])");
+  EXPECT_EQ(read_text(schema, "Form", R"({"senor": "Sr. García", "strasse": "Main St"})"),
+            R"({"señor":"Sr. García","Straße":"Main St"})");
+  // Two values named: ambiguous, for a union of literals as for an enum.
+  EXPECT_EQ(read_text(schema, R"("TWO" | "THREE")", "TWO or THREE").rfind("error: ", 0), 0u);
+  EXPECT_EQ(read_text(schema, "Dish", "cafe or gateau?").rfind("error: ", 0), 0u);
+}
+
+TEST(DynamicCoerce, ShapesAndNumbersInText) {
+  const char* schema = R"(
+    class Foo {
+      foo int
+    }
+    class Item {
+      key string
+    }
+    class Small {
+      id string
+      name string
+    }
+    class Full {
+      id string
+      name string
+      metadata string[]
+    }
+  )";
+  EXPECT_EQ(read_text(schema, R"("ONE" | "TWO")", R"(["TWO"])"), "\"TWO\"");
+  EXPECT_EQ(read_text(schema, "int", R"({"status": 1})"), "1");
+  EXPECT_EQ(read_text(schema, "int", R"({"status": {"code": 1}})").rfind("error: ", 0), 0u);  // one level only
+  EXPECT_EQ(read_text(schema, "Foo", "1214"), R"({"foo":1214})");
+  EXPECT_EQ(read_text(schema, "float", "1 cup unsalted butter, room temperature"), "1");
+  EXPECT_EQ(read_text(schema, "float", "between 3 and 4").rfind("error: ", 0), 0u);
+  EXPECT_EQ(read_text(schema, "float", "very high").rfind("error: ", 0), 0u);
+  EXPECT_EQ(read_text(schema, "bool", "Answer: **True**"), "true");
+  EXPECT_EQ(read_text(schema, "string", R"({"hi":    "hello"})"), R"("{\"hi\":    \"hello\"}")");
+  EXPECT_EQ(read_text(schema, "string", R"(The output is: {"a": 1})"), R"("The output is: {\"a\": 1}")");
+  EXPECT_EQ(read_text(schema, "Item[]", R"({"key": "v1"} {"key": "v2"})"), R"([{"key":"v1"},{"key":"v2"}])");
+  // The alternative that reads every key wins over the first that fits.
+  EXPECT_EQ(read_text(schema, "Small | Full", R"({"id": "1", "name": "n", "metadata": ["m"]})"),
+            R"({"id":"1","name":"n","metadata":["m"]})");
+}
+
+}  // namespace

@@ -115,7 +115,9 @@ struct read_result {
 /// (covenant/contract.hpp): the text as strict JSON first; then, unless the level is strict, for
 /// well-formed JSON with issues the same text with schema-guided coercions (coerce level), and
 /// for text that is not JSON the candidates of the lenient reader (lenient.hpp), each decoded,
-/// keeping the first without issues, else the one with the fewest.
+/// keeping the first without issues (one that needed no change of a value's shape — a single
+/// value read as a list, a value read as an object's only field — wins over an earlier one that
+/// did), else the one with the fewest.
 ///
 /// Partial mode (options.partial) reads the text as the beginning of a reply: when the text ends
 /// inside the value, a required field missing from an unfinished object and a constraint or rule
