@@ -1,5 +1,6 @@
 #include "covenant/issues.hpp"
 
+#include <charconv>
 #include <ostream>
 
 #include "covenant/config.hpp"
@@ -62,9 +63,11 @@ void path::append_to(std::string& out) const {
   bool first = true;
   for (const auto& s : segments_) {
     if (s.is_index) {
-      out.push_back('[');
-      out += std::to_string(s.index);
-      out.push_back(']');
+      char buf[24];
+      buf[0] = '[';
+      char* e = std::to_chars(buf + 1, buf + sizeof buf - 1, s.index).ptr;
+      *e++ = ']';
+      out.append(buf, static_cast<std::size_t>(e - buf));
     } else if (is_identifier(s.key)) {
       if (!first) out.push_back('.');
       out += s.key;
@@ -187,6 +190,11 @@ decode_error::decode_error(issue_list issues) : std::runtime_error(describe_issu
 
 std::string elide(std::string_view text) {
   constexpr std::size_t limit = COVENANT_ACTUAL_MAX_CHARS;
+  if (text.size() <= limit) {  // short: kept as is unless it has a line break or a tab
+    bool plain = true;
+    for (const char c : text) plain &= c != '\n' && c != '\r' && c != '\t';
+    if (plain) return std::string(text);
+  }
   std::string out;
   out.reserve(text.size() < limit ? text.size() : limit + 3);
   std::size_t chars = 0;

@@ -55,7 +55,8 @@ struct decoded {
 namespace detail {
 
 template <class T>
-void read_value(json_reader& r, T& out, const schema::type& node, decode_context& ctx, const path_frame* at);
+COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
+                                       const path_frame* at);
 
 inline std::string_view span_from(const json_reader& r, const char* start) {
   return {start, static_cast<std::size_t>(r.position() - start)};
@@ -68,7 +69,7 @@ inline void mismatch_and_skip(json_reader& r, const schema::type& node, decode_c
 }
 
 template <class I>
-bool integer_from_token(const number_token& tok, I& out) noexcept {
+COVENANT_ALWAYS_INLINE bool integer_from_token(const number_token& tok, I& out) noexcept {
   if (tok.integral) {
     const char* q = tok.begin + (tok.negative ? 1 : 0);
     const std::size_t digits = static_cast<std::size_t>(tok.end - q);
@@ -136,7 +137,7 @@ bool number_from_string(json_reader& r, N& out, const schema::type& node, decode
 }
 
 template <class I>
-void read_integer(json_reader& r, I& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+COVENANT_ALWAYS_INLINE void read_integer(json_reader& r, I& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
   const char c = r.peek();
   if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at)) return;
   if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
@@ -153,13 +154,14 @@ void read_integer(json_reader& r, I& out, const schema::type& node, decode_conte
     }
     return;
   }
-  if (!node.constraints.empty()) check_number(node.constraints, static_cast<double>(out), tok.text(), &out, ctx, at);
+  if (!number_within_bounds(node.constraints, static_cast<double>(out)))
+    check_number(node.constraints, static_cast<double>(out), tok.text(), &out, ctx, at);
 }
 
 // Exact conversion of short decimals (at most 15 significant digits and a power of ten up to
 // 22: both the digits and the power are exact doubles, so one division or multiplication rounds
 // correctly). Returns false when the slow path (std::from_chars) is needed.
-inline bool fast_decimal(const number_token& tok, double& out) noexcept {
+COVENANT_ALWAYS_INLINE bool fast_decimal(const number_token& tok, double& out) noexcept {
   static constexpr double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
   const char* q = tok.begin + (tok.negative ? 1 : 0);
@@ -186,7 +188,7 @@ inline bool fast_decimal(const number_token& tok, double& out) noexcept {
 }
 
 template <class F>
-void read_floating(json_reader& r, F& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+COVENANT_ALWAYS_INLINE void read_floating(json_reader& r, F& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
   const char c = r.peek();
   if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at)) return;
   if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
@@ -194,7 +196,7 @@ void read_floating(json_reader& r, F& out, const schema::type& node, decode_cont
   if (!r.read_number(tok)) return;
   if constexpr (std::is_same_v<F, double>) {
     if (fast_decimal(tok, out)) {
-      if (!node.constraints.empty()) check_number(node.constraints, out, tok.text(), &out, ctx, at);
+      if (!number_within_bounds(node.constraints, out)) check_number(node.constraints, out, tok.text(), &out, ctx, at);
       return;
     }
   }
@@ -203,7 +205,8 @@ void read_floating(json_reader& r, F& out, const schema::type& node, decode_cont
     ctx.add(at, issue_code::type_mismatch, "finite number", actual_of(tok.text()), "number is out of range");
     return;
   }
-  if (!node.constraints.empty()) check_number(node.constraints, static_cast<double>(out), tok.text(), &out, ctx, at);
+  if (!number_within_bounds(node.constraints, static_cast<double>(out)))
+    check_number(node.constraints, static_cast<double>(out), tok.text(), &out, ctx, at);
 }
 
 template <class S>
@@ -215,24 +218,42 @@ const S& default_instance() {
 template <class S>
 struct object_codec {
   static constexpr std::size_t N = field_count_v<S>;
-  using read_fn = void (*)(json_reader&, S&, const schema::type&, decode_context&, const path_frame*);
   using reset_fn = void (*)(S&);
 
-  template <std::size_t I>
-  static void read_field(json_reader& r, S& s, const schema::type& t, decode_context& ctx, const path_frame* at) {
-    read_value(r, boost::pfr::get<I>(s), t, ctx, at);
-  }
   template <std::size_t I>
   static void reset_field(S& s) {
     boost::pfr::get<I>(s) = boost::pfr::get<I>(default_instance<S>());
   }
-
-  static constexpr std::array<read_fn, N> readers = []<std::size_t... I>(std::index_sequence<I...>) {
-    return std::array<read_fn, N>{&read_field<I>...};
-  }(std::make_index_sequence<N>{});
   static constexpr std::array<reset_fn, N> resetters = []<std::size_t... I>(std::index_sequence<I...>) {
     return std::array<reset_fn, N>{&reset_field<I>...};
   }(std::make_index_sequence<N>{});
+
+  // Reads field j (a switch over the field indexes, so each field's reader can be inlined).
+  static void read_field(std::size_t j, json_reader& r, S& s, const schema::object_def& def, decode_context& ctx,
+                         const path_frame* f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (void)((j == I ? (read_value(r, boost::pfr::get<I>(s), def.fields[I].type, ctx, f), true) : false) || ...);
+    }(std::make_index_sequence<N>{});
+  }
+
+  // The JSON keys of S (the same in every schema model S appears in), kept here for the hot
+  // loop. Keys without '"' or '\\' can be matched against the text byte for byte (the expected
+  // next field is tried first).
+  struct key_table {
+    std::array<std::string, N> keys;
+    std::array<bool, N> plain{};
+  };
+  static const key_table& keys_of(const schema::object_def& def) {
+    static const key_table table = [&] {
+      key_table t;
+      for (std::size_t k = 0; k < N; ++k) {
+        t.keys[k] = def.fields[k].key;
+        t.plain[k] = t.keys[k].find_first_of("\"\\") == std::string::npos;
+      }
+      return t;
+    }();
+    return table;
+  }
 
   static void read(json_reader& r, S& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
     if (r.peek() != '{') return mismatch_and_skip(r, node, ctx, at);
@@ -243,17 +264,12 @@ struct object_codec {
     std::bitset<N == 0 ? 1 : N> seen;
     std::string scratch;
     std::string_view key;
-    static const std::array<bool, N> plain_keys = [&] {
-      std::array<bool, N> out{};
-      for (std::size_t k = 0; k < N; ++k)
-        out[k] = def.fields[k].key.find_first_of("\"\\") == std::string::npos;
-      return out;
-    }();
+    const key_table& table = keys_of(def);
     std::size_t hint = 0;
     bool first = true;
     bool matched = false;
     while (r.next_key(first, key, scratch,
-                      hint < N && plain_keys[hint] ? std::string_view(def.fields[hint].key) : std::string_view(),
+                      hint < N && table.plain[hint] ? std::string_view(table.keys[hint]) : std::string_view(),
                       matched)) {
       first = false;
       std::size_t j = N;
@@ -261,13 +277,13 @@ struct object_codec {
         j = hint;
       } else {
         for (std::size_t k = 0; k < N; ++k) {
-          if (def.fields[k].key == key) {
+          if (table.keys[k] == key) {
             j = k;
             break;
           }
         }
       }
-      if (j == N && ctx.opts.coerce) {
+      if (COVENANT_UNLIKELY(j == N) && ctx.opts.coerce) {
         const std::size_t m = match_field_key(def, key);
         if (m != no_match && !seen.test(m)) {
           j = m;
@@ -275,7 +291,7 @@ struct object_codec {
           ctx.note(&f, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
         }
       }
-      if (j == N) {
+      if (COVENANT_UNLIKELY(j == N)) {
         const std::string k(key);
         path_frame f{at, k, 0, false};
         std::string_view ignored;
@@ -285,8 +301,8 @@ struct object_codec {
       }
       seen.set(j);
       hint = j + 1;
-      path_frame f{at, def.fields[j].key, 0, false};
-      readers[j](r, out, def.fields[j].type, ctx, &f);
+      path_frame f{at, table.keys[j], 0, false};
+      read_field(j, r, out, def, ctx, &f);
       if (r.failed()) return;
     }
     if (r.failed()) return;
@@ -411,8 +427,11 @@ void read_variant(json_reader& r, V& out, const schema::type& node, decode_conte
   for (auto& i : best) ctx.issues.push_back(std::move(i));
 }
 
+// Inlined into the reader of the enclosing object (nesting goes through object_codec::read and
+// read_variant, which are not inlined).
 template <class T>
-void read_value(json_reader& r, T& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
+                                       const path_frame* at) {
   if constexpr (is_optional<T>::value) {
     if (r.peek() == 'n') {
       if (r.read_null()) out.reset();
@@ -453,7 +472,8 @@ void read_value(json_reader& r, T& out, const schema::type& node, decode_context
     if (c != '"') return mismatch_and_skip(r, node, ctx, at);
     const char* start = r.position();
     if (!r.read_string(out)) return;
-    if (!node.constraints.empty()) check_string(node.constraints, out, span_from(r, start), &out, ctx, at);
+    if (!string_within_bounds(node.constraints, out.size()))
+      check_string(node.constraints, out, span_from(r, start), &out, ctx, at);
   } else if constexpr (std::is_same_v<T, std::monostate>) {
     if (r.peek() != 'n') return mismatch_and_skip(r, node, ctx, at);
     r.read_null();
@@ -496,7 +516,8 @@ void read_value(json_reader& r, T& out, const schema::type& node, decode_context
     }
     if (r.failed()) return;
     out.resize(n);
-    if (!node.constraints.empty()) check_count(node.constraints, n, false, span_from(r, start), &out, ctx, at);
+    if (!count_within_bounds(node.constraints, n))
+      check_count(node.constraints, n, false, span_from(r, start), &out, ctx, at);
   } else if constexpr (is_string_map<T>::value) {
     if (r.peek() != '{') return mismatch_and_skip(r, node, ctx, at);
     const char* start = r.position();
@@ -552,9 +573,9 @@ issue_list decode_into(std::string_view json, T& out, const decode_options& opti
 template <class T>
 decoded<T> decode(std::string_view json, const decode_options& options = {}) {
   decoded<T> result;
-  T value{};
-  result.issues = decode_into(json, value, options, options.coerce ? &result.notes : nullptr);
-  if (result.issues.empty()) result.value.emplace(std::move(value));
+  result.value.emplace();  // decoded in place: no copy or move of the value
+  result.issues = decode_into(json, *result.value, options, options.coerce ? &result.notes : nullptr);
+  if (!result.issues.empty()) result.value.reset();
   return result;
 }
 

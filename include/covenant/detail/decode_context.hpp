@@ -71,6 +71,65 @@ void check_native(const std::vector<schema::constraint>& cs, std::string_view ra
 void check_invariants_native(const schema::object_def& def, const void* object, decode_context& ctx,
                              const path_frame* at);
 
+// Inline screens in front of the checks above: true when the constraints are plain bounds that
+// the value meets, so the check would report nothing and need not be called. False means "call
+// the check" (a bound is not met, or there is a constraint the screen does not know).
+
+inline bool number_within_bounds(const std::vector<schema::constraint>& cs, double v) noexcept {
+  for (const auto& c : cs) {
+    switch (c.kind) {
+      case schema::constraint_kind::minimum:
+        if (v < c.number) return false;
+        break;
+      case schema::constraint_kind::maximum:
+        if (v > c.number) return false;
+        break;
+      case schema::constraint_kind::exclusive_minimum:
+        if (!(v > c.number)) return false;
+        break;
+      case schema::constraint_kind::exclusive_maximum:
+        if (!(v < c.number)) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+/// `size` in bytes: a string of n bytes has between n / 4 and n code points.
+inline bool string_within_bounds(const std::vector<schema::constraint>& cs, std::size_t size) noexcept {
+  for (const auto& c : cs) {
+    switch (c.kind) {
+      case schema::constraint_kind::min_length:
+        if (size < 4 * c.count) return false;
+        break;
+      case schema::constraint_kind::max_length:
+        if (size > c.count) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+inline bool count_within_bounds(const std::vector<schema::constraint>& cs, std::size_t n) noexcept {
+  for (const auto& c : cs) {
+    switch (c.kind) {
+      case schema::constraint_kind::min_items:
+        if (n < c.count) return false;
+        break;
+      case schema::constraint_kind::max_items:
+        if (n > c.count) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
 // ---- issue helpers ---------------------------------------------------------------------------
 
 /// "string", "integer", "Foo", "string[]", "\"a\" | \"b\"" ... for `expected`.

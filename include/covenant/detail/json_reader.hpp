@@ -15,6 +15,18 @@
 #include <emmintrin.h>
 #endif
 
+#if defined(__GNUC__) || defined(__clang__)
+#define COVENANT_ALWAYS_INLINE inline __attribute__((always_inline))
+#define COVENANT_NOINLINE __attribute__((noinline))
+#define COVENANT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define COVENANT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define COVENANT_ALWAYS_INLINE inline
+#define COVENANT_NOINLINE
+#define COVENANT_LIKELY(x) (x)
+#define COVENANT_UNLIKELY(x) (x)
+#endif
+
 namespace covenant::detail {
 
 /// A number token as written in the text.
@@ -48,7 +60,18 @@ class json_reader {
   }
 
   /// Skips whitespace; returns the next character, or '\0' at the end of the text.
-  char peek() noexcept {
+  COVENANT_ALWAYS_INLINE char peek() noexcept {
+    if (COVENANT_LIKELY(p_ < end_)) {
+      const char c = *p_;
+      if (static_cast<unsigned char>(c) > 0x20) return c;
+      // The usual single space before a value or after a comma.
+      if (c == ' ' && p_ + 1 < end_ && static_cast<unsigned char>(p_[1]) > 0x20) return *++p_;
+    }
+    return peek_slow();
+  }
+
+ private:
+  char peek_slow() noexcept {
     const char* q = p_;
     while (q < end_) {
       const char c = *q;
@@ -60,6 +83,7 @@ class json_reader {
     return q < end_ ? *q : '\0';
   }
 
+ public:
   /// After the top-level value: only whitespace may follow.
   bool finish() noexcept {
     if (failed()) return false;
@@ -82,8 +106,8 @@ class json_reader {
   /// `expected` (optional) is the key the caller guesses comes next; when it contains no '"' or
   /// '\\' and matches, the key is taken without scanning.
   /// `matched` tells whether that fast path was taken.
-  bool next_key(bool first, std::string_view& key, std::string& scratch, std::string_view expected,
-                bool& matched) {
+  COVENANT_ALWAYS_INLINE bool next_key(bool first, std::string_view& key, std::string& scratch,
+                                       std::string_view expected, bool& matched) {
     matched = false;
     char c = peek();
     if (c == '}') {
@@ -156,7 +180,7 @@ class json_reader {
   // ---- scalars -------------------------------------------------------------------------------
 
   /// Reads a string value into `out` (peek() must have returned '"').
-  bool read_string(std::string& out) {
+  COVENANT_ALWAYS_INLINE bool read_string(std::string& out) {
     std::string_view view;
     return scan_string_into(view, out);
   }
@@ -165,7 +189,7 @@ class json_reader {
   bool read_string_view(std::string_view& out, std::string& scratch) { return scan_string(out, scratch); }
 
   /// Reads a number token (peek() must have returned '-' or a digit).
-  bool read_number(number_token& tok) noexcept {
+  COVENANT_ALWAYS_INLINE bool read_number(number_token& tok) noexcept {
     const char* s = p_;
     const char* q = p_;
     tok.negative = false;
@@ -302,7 +326,7 @@ class json_reader {
   }
 
   // Equality of n bytes without a library call for short keys.
-  static bool same_bytes(const char* a, const char* b, std::size_t n) noexcept {
+  COVENANT_ALWAYS_INLINE static bool same_bytes(const char* a, const char* b, std::size_t n) noexcept {
     if (n <= 16) {
       if (n >= 8) {
         std::uint64_t x0, y0, x1, y1;
@@ -334,7 +358,7 @@ class json_reader {
 
   // Position of the first byte that needs attention: '"', '\\', a control character or a
   // non-ASCII byte.
-  const char* find_special(const char* q) const noexcept {
+  COVENANT_ALWAYS_INLINE const char* find_special(const char* q) const noexcept {
 #if defined(__SSE2__)
     const __m128i quote = _mm_set1_epi8('"');
     const __m128i backslash = _mm_set1_epi8('\\');
@@ -388,22 +412,23 @@ class json_reader {
     return 0;
   }
 
-  static void append_utf8(std::string& out, std::uint32_t cp) {
+  static char* put_utf8(char* w, std::uint32_t cp) noexcept {
     if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
+      *w++ = static_cast<char>(cp);
     } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+      *w++ = static_cast<char>(0xC0 | (cp >> 6));
+      *w++ = static_cast<char>(0x80 | (cp & 0x3F));
     } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+      *w++ = static_cast<char>(0xE0 | (cp >> 12));
+      *w++ = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      *w++ = static_cast<char>(0x80 | (cp & 0x3F));
     } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+      *w++ = static_cast<char>(0xF0 | (cp >> 18));
+      *w++ = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      *w++ = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      *w++ = static_cast<char>(0x80 | (cp & 0x3F));
     }
+    return w;
   }
 
   bool hex4(const char* q, std::uint32_t& v) noexcept {
@@ -420,78 +445,148 @@ class json_reader {
     return true;
   }
 
-  // Decodes escapes from q (at a backslash) into out until the closing quote.
-  bool decode_rest(const char* q, std::string& out) {
+  // Doubles the decoding buffer; returns where `at` is now.
+  static char* grow(std::string& buf, char*& base, char*& limit, char* at) {
+    const auto used = static_cast<std::size_t>(at - base);
+    buf.resize(2 * buf.size());
+    base = buf.data();
+    limit = base + buf.size() - 32;
+    return base + used;
+  }
+
+  // Decodes the string whose contents start at s, from its first escape at q (bytes [s, q) are
+  // plain text, already checked), into out (replaced) until the closing quote. The text is written
+  // through a pointer 16 bytes at a time into a buffer that keeps room for a whole store and grows
+  // by doubling: `out` itself when it already has room (decoding into an existing object), else
+  // the reader's buffer, copied into `out` once at the end.
+  bool decode_rest(const char* s, const char* q, std::string& out) {
+    const auto prefix = static_cast<std::size_t>(q - s);
+    std::string& buf = (&out == &scratch_ || out.capacity() >= prefix + 64) ? out : scratch_;
+    if (&buf == &out) buf.resize(buf.capacity());
+    if (buf.size() < prefix + 64) buf.resize(prefix + 64 > 2 * buf.size() ? prefix + 64 : 2 * buf.size());
+    char* base = buf.data();
+    char* limit = base + buf.size() - 32;  // room for a 16-byte store or a 4-byte character
+    std::memmove(base, s, prefix);
+    char* w = base + prefix;
+    const char* error_at = nullptr;
+    const char* error = nullptr;
     for (;;) {
-      const char* s = find_special(q);
-      out.append(q, static_cast<std::size_t>(s - q));
-      q = s;
+#if defined(__SSE2__)
+      {
+        const __m128i quote = _mm_set1_epi8('"');
+        const __m128i backslash = _mm_set1_epi8('\\');
+        const __m128i space = _mm_set1_epi8(0x20);
+        while (end_ - q >= 16) {
+          if (COVENANT_UNLIKELY(w > limit)) w = grow(buf, base, limit, w);
+          const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(w), v);
+          const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                                         _mm_cmplt_epi8(v, space));
+          const int bits = _mm_movemask_epi8(m);
+          if (bits != 0) {
+            const int n = __builtin_ctz(static_cast<unsigned>(bits));
+            q += n;
+            w += n;
+            goto special;
+          }
+          q += 16;
+          w += 16;
+        }
+      }
+#endif
+      // The last bytes of the text, one at a time.
+      while (q < end_) {
+        const auto c = static_cast<unsigned char>(*q);
+        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
+        if (COVENANT_UNLIKELY(w > limit)) w = grow(buf, base, limit, w);
+        *w++ = *q++;
+      }
+#if defined(__SSE2__)
+    special:
+#endif
+      if (COVENANT_UNLIKELY(w > limit)) w = grow(buf, base, limit, w);
       if (q >= end_) {
-        fail(q, "unexpected end of input inside a string");
-        return false;
+        error_at = q;
+        error = "unexpected end of input inside a string";
+        goto failed;
       }
       const auto u = static_cast<unsigned char>(*q);
       if (u == '"') {
         p_ = q + 1;
+        if (&buf == &out) out.resize(static_cast<std::size_t>(w - base));
+        else assign(out, base, static_cast<std::size_t>(w - base));
         return true;
       }
       if (u >= 0x80) {
         const std::size_t n = utf8_sequence(q);
         if (n == 0) {
-          fail(q, "invalid UTF-8 in string");
-          return false;
+          error_at = q;
+          error = "invalid UTF-8 in string";
+          goto failed;
         }
-        out.append(q, n);
+        std::memcpy(w, q, n);
+        w += n;
         q += n;
         continue;
       }
       if (u < 0x20) {
-        fail(q, "control character in string (must be escaped)");
-        return false;
+        error_at = q;
+        error = "control character in string (must be escaped)";
+        goto failed;
       }
       // backslash
       if (end_ - q < 2) {
-        fail(q, "unexpected end of input inside a string");
-        return false;
+        error_at = q;
+        error = "unexpected end of input inside a string";
+        goto failed;
       }
       const char e = q[1];
       switch (e) {
-        case '"': out.push_back('"'); break;
-        case '\\': out.push_back('\\'); break;
-        case '/': out.push_back('/'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
+        case '"': *w++ = '"'; break;
+        case '\\': *w++ = '\\'; break;
+        case '/': *w++ = '/'; break;
+        case 'b': *w++ = '\b'; break;
+        case 'f': *w++ = '\f'; break;
+        case 'n': *w++ = '\n'; break;
+        case 'r': *w++ = '\r'; break;
+        case 't': *w++ = '\t'; break;
         case 'u': {
           std::uint32_t cp;
           if (!hex4(q + 2, cp)) {
-            fail(q, "invalid \\u escape in string");
-            return false;
+            error_at = q;
+            error = "invalid \\u escape in string";
+            goto failed;
           }
           q += 6;
           if (cp >= 0xD800 && cp <= 0xDBFF) {
             std::uint32_t lo;
             if (end_ - q < 6 || q[0] != '\\' || q[1] != 'u' || !hex4(q + 2, lo) || lo < 0xDC00 || lo > 0xDFFF) {
-              fail(q, "unpaired surrogate in \\u escape");
-              return false;
+              error_at = q;
+              error = "unpaired surrogate in \\u escape";
+              goto failed;
             }
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             q += 6;
           } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            fail(q - 6, "unpaired surrogate in \\u escape");
-            return false;
+            error_at = q - 6;
+            error = "unpaired surrogate in \\u escape";
+            goto failed;
           }
-          append_utf8(out, cp);
+          w = put_utf8(w, cp);
           continue;
         }
         default:
-          fail(q, "invalid escape in string");
-          return false;
+          error_at = q;
+          error = "invalid escape in string";
+          goto failed;
       }
       q += 2;
     }
+  failed:  // `out` keeps what was decoded before the error
+    if (&buf == &out) out.resize(static_cast<std::size_t>(w - base));
+    else assign(out, base, static_cast<std::size_t>(w - base));
+    fail(error_at, error);
+    return false;
   }
 
   // p_ at the opening quote. Sets `view` to the unescaped contents: a view of the input when
@@ -524,26 +619,30 @@ class json_reader {
         fail(q, "control character in string (must be escaped)");
         return false;
       }
-      scratch.assign(s, static_cast<std::size_t>(q - s));
-      if (!decode_rest(q, scratch)) return false;
+      if (!decode_rest(s, q, scratch)) return false;
       view = scratch;
       return true;
     }
   }
 
-  // out = [s, s + n), without the general-purpose checks of std::string::assign when the
-  // string already has room (decoding into an existing object).
+  // out = [s, s + n), without the general-purpose checks of std::string::assign: in place when
+  // the string already has room (decoding into an existing object), else a new string of exactly
+  // that size.
   static void assign(std::string& out, const char* s, std::size_t n) {
-    if (n <= out.capacity() && n != 0) {
-      out.resize(n);
-      std::memcpy(out.data(), s, n);
+    if (n <= out.capacity()) {
+      if (n != 0) {
+        out.resize(n);
+        std::memcpy(out.data(), s, n);
+      } else {
+        out.clear();
+      }
     } else {
-      out.assign(s, n);
+      out = std::string(s, n);
     }
   }
 
   // Like scan_string, but the result always ends up in `out` (assigned).
-  bool scan_string_into(std::string_view& view, std::string& out) {
+  COVENANT_ALWAYS_INLINE bool scan_string_into(std::string_view& view, std::string& out) {
     const char* s = p_ + 1;
     const char* q = s;
     for (;;) {
@@ -572,8 +671,7 @@ class json_reader {
         fail(q, "control character in string (must be escaped)");
         return false;
       }
-      out.assign(s, static_cast<std::size_t>(q - s));
-      if (!decode_rest(q, out)) return false;
+      if (!decode_rest(s, q, out)) return false;
       view = out;
       return true;
     }
