@@ -48,6 +48,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <typeinfo>
 #include <utility>
 #include <vector>
@@ -170,19 +171,25 @@ void run_hook(std::string_view hook, issue_code code, issue_list& out, F&& f) {
 /// issues, else the one with the fewest. Notes say what was extracted, repaired and coerced.
 /// `decode(text, options)` reads one JSON text into a decoded<T> (typed or dynamic decoding).
 /// `reading` gives the strictness (`level`), partial mode and the lenient reader's limits.
+/// With `mark`, reading starts at *mark (no clock read) and *mark is set to when it ended.
 template <class T, class Decode>
 decoded<T> read_reply_with(std::string_view text, const decode_options& options, const lenient_options& reading,
                            note_list& notes, std::chrono::nanoseconds& parse_time,
                            std::chrono::nanoseconds& validate_time, const std::function<time_point()>& clock,
-                           Decode&& decode) {
+                           Decode&& decode, time_point* mark = nullptr) {
   const strictness level = reading.level;
   auto now = [&] { return clock ? clock() : std::chrono::steady_clock::now(); };
-  const time_point t0 = now();
+  auto done = [&](time_point since) {
+    const time_point t = now();
+    validate_time += t - since;
+    if (mark != nullptr) *mark = t;
+  };
+  const time_point t0 = mark != nullptr ? *mark : now();
   decode_options exact = options;
   exact.coerce = false;
   decoded<T> r = decode(text, exact);
   if (r.ok() || level == strictness::strict) {
-    validate_time += now() - t0;
+    done(t0);
     for (const note& n : r.notes) notes.push_back(n);  // failed soft checks
     return r;
   }
@@ -193,7 +200,7 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
       decoded<T> c = decode(text, lenient);
       if (c.issues.size() < r.issues.size()) r = std::move(c);
     }
-    validate_time += now() - t0;
+    done(t0);
     for (auto& n : r.notes) notes.push_back(std::move(n));
     return r;
   }
@@ -220,11 +227,12 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
       chosen = &c;
     }
   }
-  validate_time += now() - t1;
+  done(t1);
   if (!best) return r;
   for (const note& n : chosen->notes) notes.push_back(n);
   for (auto& n : best->notes) notes.push_back(std::move(n));
-  return std::move(*best);
+  r = std::move(*best);
+  return r;  // every path returns r: no copy or move of the value on the way out
 }
 
 /// read_reply_with at strictness `level` (final mode; the lenient reader's depth limit is the
@@ -232,20 +240,21 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
 template <class T, class Decode>
 decoded<T> read_reply_with(std::string_view text, const decode_options& options, strictness level, note_list& notes,
                            std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
-                           const std::function<time_point()>& clock, Decode&& decode) {
+                           const std::function<time_point()>& clock, Decode&& decode, time_point* mark = nullptr) {
   lenient_options reading;
   reading.level = level;
   reading.max_depth = options.max_depth;
   return read_reply_with<T>(text, options, reading, notes, parse_time, validate_time, clock,
-                            std::forward<Decode>(decode));
+                            std::forward<Decode>(decode), mark);
 }
 
 template <class T>
 decoded<T> read_reply(std::string_view text, const decode_options& options, strictness level, note_list& notes,
                       std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
-                      const std::function<time_point()>& clock) {
-  return read_reply_with<T>(text, options, level, notes, parse_time, validate_time, clock,
-                            [](std::string_view t, const decode_options& o) { return decode<T>(t, o); });
+                      const std::function<time_point()>& clock, time_point* mark = nullptr) {
+  return read_reply_with<T>(
+      text, options, level, notes, parse_time, validate_time, clock,
+      [](std::string_view t, const decode_options& o) { return decode<T>(t, o); }, mark);
 }
 
 /// The model-facing loop shared by typed and dynamic contracts: ask, read, check, remedy.
@@ -264,10 +273,25 @@ class remedy_runner {
 
   /// Asks the model until its reply is read (`read(text, notes, parse_time, validate_time)` gives
   /// a decoded<T>), valid and passes `check(value, issues, stage)`, or tries run out.
+  /// Stage times take one clock read per stage boundary: the engine call starts at `mark` (the
+  /// end of the previous stage); a `read` that also takes `time_point& mark` starts reading at
+  /// it and sets it to when reading ended; a `check` that ran nothing sets its stage to
+  /// perf_stage::total (no lap).
   template <class T, class Read, class Check>
   std::optional<T> generate(const contract_options& options, std::vector<message> base, attempt_kind kind,
                             bool remedy, outcome_base& oc, call_timings& times, time_point& mark, Read&& read,
                             Check&& check) const {
+    std::optional<T> out;
+    generate_into(out, options, std::move(base), kind, remedy, oc, times, mark, std::forward<Read>(read),
+                  std::forward<Check>(check));
+    return out;
+  }
+
+  /// generate(), with the accepted value moved straight into `out`; returns whether there is one.
+  template <class T, class Read, class Check>
+  bool generate_into(std::optional<T>& out, const contract_options& options, std::vector<message> base,
+                     attempt_kind kind, bool remedy, outcome_base& oc, call_timings& times, time_point& mark,
+                     Read&& read, Check&& check) const {
     auto now = [&] { return remedy_runner::now(options); };
     const bool repairing = kind == attempt_kind::input_repair;
     auto lap = [&](perf_stage s) {
@@ -290,7 +314,7 @@ class remedy_runner {
       a.kind = kind;
       a.number = k + 1;
       a.waited = waited;
-      const time_point e0 = now();
+      const time_point e0 = mark;
       try {
         chat_response reply = engine_->complete(request);
         a.text = std::move(reply.text);
@@ -303,23 +327,34 @@ class remedy_runner {
         i.message = std::string("engine failed: ") + e.what();
         a.issues.push_back(std::move(i));
       }
-      a.latency = now() - e0;
-      mark = e0;
-      lap(perf_stage::engine);
+      {
+        const time_point t = now();
+        a.latency = t - e0;
+        times.add(repairing ? perf_stage::pre_remedy : perf_stage::engine, t - e0);
+        mark = t;
+      }
       oc.usage += a.usage;
       if (a.engine_failed) {
         oc.issues = a.issues;
         oc.attempts.push_back(std::move(a));
         oc.failed_stage = repairing ? stage::pre_remedy : stage::engine;
-        return std::nullopt;
+        return false;
       }
 
       std::chrono::nanoseconds parse_time{0};
       std::chrono::nanoseconds validate_time{0};
-      decoded<T> r = read(std::string_view(a.text), a.notes, parse_time, validate_time);
+      decoded<T> r = [&] {
+        if constexpr (std::is_invocable_v<Read&, std::string_view, note_list&, std::chrono::nanoseconds&,
+                                          std::chrono::nanoseconds&, time_point&>) {
+          return read(std::string_view(a.text), a.notes, parse_time, validate_time, mark);
+        } else {
+          decoded<T> d = read(std::string_view(a.text), a.notes, parse_time, validate_time);
+          mark = now();
+          return d;
+        }
+      }();
       if (parse_time.count() > 0) times.add(repairing ? perf_stage::pre_remedy : perf_stage::parse, parse_time);
       if (validate_time.count() > 0) times.add(repairing ? perf_stage::pre_remedy : perf_stage::validate, validate_time);
-      mark = now();
       stage failed_at = stage::validate;
       if (!r.ok()) {
         a.issues = std::move(r.issues);
@@ -327,7 +362,7 @@ class remedy_runner {
       } else {
         perf_stage where = perf_stage::validate;
         check(*r.value, a.issues, where);
-        lap(where);
+        if (where != perf_stage::total) lap(where);
         if (!a.issues.empty()) failed_at = where == perf_stage::post ? stage::post : stage::validate;
       }
       if (a.finish_reason == "length") {
@@ -339,13 +374,14 @@ class remedy_runner {
       if (a.issues.empty()) {
         oc.notes = a.notes;
         oc.attempts.push_back(std::move(a));
-        return std::move(r.value);
+        out = std::move(r.value);
+        return true;
       }
       if (!remedy || k >= tries) {
         oc.issues = a.issues;
         oc.attempts.push_back(std::move(a));
         oc.failed_stage = repairing ? stage::pre_remedy : failed_at;
-        return std::nullopt;
+        return false;
       }
       // Remedy: corrective message, then wait.
       std::vector<const attempt*> earlier;
@@ -487,8 +523,8 @@ class contract {
     lap(perf_stage::render);
 
     // 4-5. generate, read, check; remedy
-    std::optional<output_type> result = generate<output_type>(
-        std::move(base), attempt_kind::output, options_.post_remedy, oc, times, mark,
+    const bool generated = generate_into<output_type>(
+        oc.result, std::move(base), attempt_kind::output, options_.post_remedy, oc, times, mark,
         [&](const output_type& out, issue_list& issues, perf_stage& where) {
           if constexpr (traits::with_post) {
             where = perf_stage::post;
@@ -496,10 +532,13 @@ class contract {
               if constexpr (traits::post_arity() == 2) expr_.post(out, context);
               else expr_.post(out);
             });
+          } else {
+            (void)out;
+            (void)issues;
+            where = perf_stage::total;  // nothing ran: no stage to time
           }
         });
-    if (!result) return finish(input, oc, times, start, oc.failed_stage);
-    oc.result = std::move(result);
+    if (!generated) return finish(input, oc, times, start, oc.failed_stage);
     oc.success = true;
     if constexpr (std::is_same_v<intermediate_type, input_type> && traits::with_act) {
       return finish(*acted, oc, times, start, stage::none);
@@ -523,8 +562,8 @@ class contract {
                                                    call_timings& times, detail::time_point start,
                                                    stage failed) const {
     if (!oc.success) oc.failed_stage = failed;
-    oc.elapsed = now() - start;
     const detail::time_point f0 = now();
+    oc.elapsed = f0 - start;
     result_type value = expr_.forward(forward_input, oc);
     const detail::time_point f1 = now();
     times.add(perf_stage::forward, f1 - f0);
@@ -538,10 +577,20 @@ class contract {
   template <class T, class Check>
   std::optional<T> generate(std::vector<message> base, attempt_kind kind, bool remedy, outcome_base& oc,
                             call_timings& times, detail::time_point& mark, Check&& check) const {
-    return runner_.template generate<T>(
-        options_, std::move(base), kind, remedy, oc, times, mark,
-        [&](std::string_view text, note_list& notes, std::chrono::nanoseconds& parse, std::chrono::nanoseconds& valid) {
-          return detail::read_reply<T>(text, options_.decode, options_.strictness, notes, parse, valid, options_.clock);
+    std::optional<T> out;
+    generate_into<T>(out, std::move(base), kind, remedy, oc, times, mark, std::forward<Check>(check));
+    return out;
+  }
+
+  template <class T, class Check>
+  bool generate_into(std::optional<T>& out, std::vector<message> base, attempt_kind kind, bool remedy,
+                     outcome_base& oc, call_timings& times, detail::time_point& mark, Check&& check) const {
+    return runner_.template generate_into<T>(
+        out, options_, std::move(base), kind, remedy, oc, times, mark,
+        [&](std::string_view text, note_list& notes, std::chrono::nanoseconds& parse, std::chrono::nanoseconds& valid,
+            detail::time_point& at) {
+          return detail::read_reply<T>(text, options_.decode, options_.strictness, notes, parse, valid, options_.clock,
+                                       &at);
         },
         std::forward<Check>(check));
   }
