@@ -5,6 +5,7 @@
 #include <boost/json/parse.hpp>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -516,6 +517,12 @@ TEST(Lenient, LimitsGiveClearProblems) {
   EXPECT_EQ(first_json("[[[1]]]", o), "[[[1]]]");
 }
 
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 TEST(Lenient, PathologicalInputsFinishQuicklyWithStrictJson) {
   const std::size_t n = 1 << 20;
   auto repeat = [&](std::string head, const std::string& unit) {
@@ -550,11 +557,13 @@ TEST(Lenient, PathologicalInputsFinishQuicklyWithStrictJson) {
     for (bool partial : {false, true}) {
       lenient_options o;
       o.partial = partial;
-      const auto t0 = std::chrono::steady_clock::now();
+      const double t0 = thread_cpu_seconds();
       const auto x = covenant::extract(text, o);
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      // ~0.1 s in a Release build; generous for Debug and sanitizer builds
-      EXPECT_LT(s, 10.0) << name;
+      const double s = thread_cpu_seconds() - t0;
+      // A guard against super-linear work, not a speed target (benchmarks/lenient.cpp is): about
+      // 0.1 s of CPU in a Release build; generous for Debug and sanitizer builds. CPU time of
+      // this thread, so that other processes on the machine do not count.
+      EXPECT_LT(s, 30.0) << name;
       EXPECT_LE(x.candidates.size(), o.max_candidates);
       for (const auto& c : x.candidates) EXPECT_TRUE(strict_json(c.json)) << name;
     }
