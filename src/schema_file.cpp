@@ -796,6 +796,7 @@ class parser {
       f.type.constraints.push_back(rule(a, a.name == "check"));
     } else if (a.name == "stream.done" || a.name == "stream.not_null" || a.name == "stream.with_state") {
       no_args(a);
+      f.type.stream |= stream_bit(a.name);
       st_.hints->push_back(stream_hint{(*st_.info)[idx].declared, f.name, a.name.substr(7)});
     } else {
       error_at(schema_error_code::unknown_attribute, a.loc,
@@ -835,6 +836,7 @@ class parser {
            "@@dynamic on '" + def.name + "': the type is used as declared (add fields by editing the schema)");
     } else if (!is_enum && (a.name == "stream.done" || a.name == "stream.not_null")) {
       no_args(a);
+      body.stream |= stream_bit(a.name);
       st_.hints->push_back(stream_hint{(*st_.info)[idx].declared, "", a.name.substr(7)});
     } else {
       error_at(schema_error_code::unknown_attribute, a.loc,
@@ -1008,6 +1010,12 @@ class parser {
     return a.args[0].text;
   }
 
+  static std::uint8_t stream_bit(std::string_view name) {
+    if (name == "stream.done") return schema::stream_flag::done;
+    if (name == "stream.not_null") return schema::stream_flag::not_null;
+    return schema::stream_flag::with_state;
+  }
+
   void no_args(const attribute& a) {
     if (a.parens) error_at(schema_error_code::invalid_attribute, a.loc, "@" + a.name + " takes no arguments");
   }
@@ -1051,7 +1059,8 @@ class parser {
       if (a.name == "check" || a.name == "assert") {
         t.constraints.push_back(rule(a, a.name == "check"));
       } else if (a.name == "stream.done" || a.name == "stream.not_null" || a.name == "stream.with_state") {
-        no_args(a);  // streaming hints on a type expression: nothing to validate
+        no_args(a);  // streaming attributes: applied by partial reads, nothing to validate
+        t.stream |= stream_bit(a.name);
       } else {
         error_at(schema_error_code::unknown_attribute, a.loc,
                  "unknown type attribute @" + a.name +
@@ -1085,7 +1094,7 @@ class parser {
     for (auto& a : alts) {
       if (plain_null(a)) {
         nullable = true;
-      } else if (a.kind == kind::union_ && a.constraints.empty()) {
+      } else if (a.kind == kind::union_ && a.constraints.empty() && a.stream == 0) {
         nullable = nullable || a.nullable;
         for (auto& x : a.args) flat.push_back(std::move(x));
       } else {

@@ -491,3 +491,111 @@ TEST(DynamicCoerce, ShapesAndNumbersInText) {
 }
 
 }  // namespace
+
+// ---- streaming attributes in partial mode (@stream.done, @stream.not_null, @@stream.done) ----
+
+namespace {
+
+covenant::read_result read_partial(std::string_view schema, std::string_view target, std::string_view text) {
+  const auto set = covenant::schema_set::parse(schema);
+  covenant::read_options o;
+  o.partial = true;
+  return covenant::read_dynamic(text, set.model_for(target), o);
+}
+
+bool has_note(const covenant::read_result& r, std::string_view where, std::string_view detail_part) {
+  for (const auto& n : r.notes)
+    if (n.kind == covenant::note_kind::incomplete && n.path.to_string() == where &&
+        n.detail.find(detail_part) != std::string::npos)
+      return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(StreamAttributes, SchemaFileRecordsThemInTheModel) {
+  const auto set = covenant::schema_set::parse(R"(
+    class Foo {
+      a string @stream.done
+      b int @stream.not_null @stream.with_state
+      @@stream.done
+    }
+  )");
+  const auto m = set.model("Foo");
+  const auto* obj = m.find("Foo")->object();
+  ASSERT_NE(obj, nullptr);
+  EXPECT_EQ(obj->stream, covenant::schema::stream_flag::done);
+  EXPECT_EQ(obj->fields[0].type.stream, covenant::schema::stream_flag::done);
+  EXPECT_EQ(obj->fields[1].type.stream, covenant::schema::stream_flag::not_null | covenant::schema::stream_flag::with_state);
+  const auto e = set.model_for("(Foo | string) @stream.done");
+  EXPECT_EQ(e.root.kind, covenant::schema::kind::union_);
+  EXPECT_EQ(e.root.stream, covenant::schema::stream_flag::done);
+}
+
+TEST(StreamAttributes, DoneFieldIsLeftOutUntilFinished) {
+  const char* schema = "class Foo {\n foo string @stream.done\n bar string\n}";
+  auto r = read_partial(schema, "Foo", R"({"bar": "x", "foo": "hal)");
+  ASSERT_TRUE(r.ok()) << r.issues.front().to_string();
+  EXPECT_EQ(r.value, boost::json::parse(R"({"bar": "x"})"));
+  EXPECT_TRUE(has_note(r, "foo", "@stream.done"));
+  // finished: shown, even though the object is not
+  r = read_partial(schema, "Foo", R"({"foo": "hello", "bar": "wor)");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value, boost::json::parse(R"({"foo": "hello", "bar": "wor"})"));
+}
+
+TEST(StreamAttributes, DoneClassItemsAppearWhole) {
+  const char* schema = "class Foo {\n nums int[]\n @@stream.done\n}\nclass Bar {\n foos Foo[]\n}";
+  auto r = read_partial(schema, "Bar", "{'foos': [{'nums': [1, 2]}, {'nums': [3, 4]\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value, boost::json::parse(R"({"foos": [{"nums": [1, 2]}]})"));
+  EXPECT_TRUE(has_note(r, "foos[1]", "@stream.done"));
+  // a type expression's @stream.done works the same on list items
+  r = read_partial("class T {\n name string\n args string\n}", "(T @stream.done)[]",
+                   R"([{"name": "a", "args": "{}"}, {"name": "b)");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value, boost::json::parse(R"([{"name": "a", "args": "{}"}])"));
+}
+
+TEST(StreamAttributes, NotNullFieldHoldsBackItsObject) {
+  const char* schema = "class Foo {\n my_int int\n my_string string @stream.not_null\n}\nclass Bar {\n foos Foo[]\n}";
+  auto r = read_partial(schema, "Bar", R"({"foos": [{"my_int": 1, "my)");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value, boost::json::parse(R"({"foos": []})"));
+  EXPECT_TRUE(has_note(r, "foos[0]", "my_string"));
+  r = read_partial(schema, "Bar", R"({"foos": [{"my_int": 1, "my_string": "ab)");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value, boost::json::parse(R"({"foos": [{"my_int": 1, "my_string": "ab"}]})"));
+}
+
+TEST(StreamAttributes, NotNullRootWithNothingFinishedIsAnIssue) {
+  const char* schema = "class Foo {\n nums int[]\n @@stream.done\n}";
+  auto r = read_partial(schema, "Foo @stream.not_null", "{'nums': [1,2]");
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(r.value.is_null());
+  // without @stream.not_null: nothing to show yet, not an issue
+  r = read_partial(schema, "Foo", "{'nums': [1,2]");
+  EXPECT_TRUE(r.ok());
+  EXPECT_TRUE(r.value.is_null());
+  // finished: shown
+  r = read_partial(schema, "Foo @stream.not_null", "{'nums': [1,2]}");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value, boost::json::parse(R"({"nums": [1, 2]})"));
+}
+
+TEST(StreamAttributes, UnfinishedStringIsNotReadAsALiteralOrEnumValue) {
+  // "pay" may be the start of "pay_without_credit_card"
+  auto r = read_partial("", R"("pay" | "pay_without_credit_card")", "\"pay");
+  EXPECT_TRUE(r.ok());
+  EXPECT_TRUE(r.value.is_null());
+  r = read_partial("enum E {\n A\n AB\n}\nclass C {\n e E\n s string\n}", "C", R"({"s": "x", "e": "A)");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value, boost::json::parse(R"({"s": "x"})"));
+  EXPECT_TRUE(has_note(r, "e", "unfinished string"));
+}
+
+TEST(StreamAttributes, FinalModeIgnoresThem) {
+  const auto set = covenant::schema_set::parse("class Foo {\n foo string @stream.done\n bar string?\n}");
+  auto r = covenant::read_dynamic(R"({"bar": "x", "foo": "hal)", set.model("Foo"));
+  EXPECT_FALSE(r.ok());  // the cut value is dropped and foo is missing: an issue, as without the attribute
+}

@@ -86,7 +86,9 @@ struct read_options {
   strictness level = strictness::coerce;
   /// The text is an unfinished stream (a prefix of a reply still being written): an unfinished
   /// value at the end is kept and noted as incomplete, and what only the rest of the stream can
-  /// settle is not an issue (see read_dynamic).
+  /// settle is not an issue (see read_dynamic). The schema's streaming attributes apply
+  /// (@stream.done, @stream.not_null; docs/runtime-schemas.md), and an enum value or string
+  /// literal is read only from a finished string.
   bool partial = false;
   /// Options of the decoder (unknown fields, limits). `coerce` is set from `level`.
   decode_options decode{};

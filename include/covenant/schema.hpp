@@ -85,6 +85,15 @@ enum class kind : std::uint8_t {
 
 inline constexpr std::uint32_t no_def = 0xffffffffu;
 
+/// Streaming attributes (schema files: @stream.done, @stream.not_null, @stream.with_state, and
+/// @@stream.done, @@stream.not_null on a class): how a partial (streaming) read shows a value.
+/// Bits of type::stream and object_def::stream; validation ignores them.
+namespace stream_flag {
+inline constexpr std::uint8_t done = 1;        ///< shown only once finished
+inline constexpr std::uint8_t not_null = 2;    ///< the containing value is shown only once this one is
+inline constexpr std::uint8_t with_state = 4;  ///< reported with its state (kept as a hint)
+}  // namespace stream_flag
+
 /// A type, with the constraints that apply at this position.
 struct type {
   schema::kind kind = schema::kind::any;
@@ -96,6 +105,7 @@ struct type {
   std::vector<type> args;              ///< array: {item}; map: {key, value}; union_: alternatives
   std::vector<constraint> constraints;
   boost::json::value literal;          ///< literal
+  std::uint8_t stream = 0;             ///< stream_flag bits at this position (partial reads)
 };
 
 /// A field of an object type.
@@ -119,6 +129,7 @@ struct invariant {
 struct object_def {
   std::vector<field> fields;
   std::vector<invariant> invariants;
+  std::uint8_t stream = 0;  ///< stream_flag bits of the class itself (partial reads)
 };
 
 struct enum_value {

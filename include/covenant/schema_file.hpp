@@ -70,7 +70,8 @@ struct schema_load_options {
 };
 
 /// A BAML streaming attribute (@stream.done, @stream.not_null, @stream.with_state, or the @@
-/// forms on a class), kept for partial (streaming) parsers; validation ignores them.
+/// forms on a class). The model records them too (schema::type::stream, object_def::stream), and
+/// partial reads (read_dynamic) apply them; validation ignores them.
 struct stream_hint {
   std::string type;       ///< declared name of the class
   std::string field;      ///< declared field name; "" for the class itself
