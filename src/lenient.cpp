@@ -340,13 +340,27 @@ constexpr auto key_stop = [] {
 
 int quote_class(qk k) noexcept { return k == qk::sq ? 0 : k == qk::bt ? 1 : 2; }
 
-void append_count(std::string& s, std::uint32_t n, const char* one, const char* many) {
-  char buf[16];
-  const auto r = std::to_chars(buf, buf + sizeof buf, n);
-  s.append(buf, static_cast<std::size_t>(r.ptr - buf));
-  s += ' ';
-  s += n == 1 ? one : many;
-}
+// A short note text built on the stack (the summary notes are at most ~80 bytes).
+struct short_text {
+  char buf[128];
+  std::size_t n = 0;
+  template <std::size_t N>
+  void lit(const char (&s)[N]) noexcept {
+    std::memcpy(buf + n, s, N - 1);
+    n += N - 1;
+  }
+  void str(std::string_view s) noexcept {
+    std::memcpy(buf + n, s.data(), s.size());
+    n += s.size();
+  }
+  void count(std::uint32_t v, std::string_view one, std::string_view many) noexcept {
+    const auto r = std::to_chars(buf + n, buf + n + 16, v);
+    n = static_cast<std::size_t>(r.ptr - buf);
+    buf[n++] = ' ';
+    str(v == 1 ? one : many);
+  }
+  [[nodiscard]] std::string_view view() const noexcept { return {buf, n}; }
+};
 
 class repairer {
  public:
@@ -490,18 +504,18 @@ class repairer {
   // The summary notes of a container (frames_ is the container's path).
   void flush_stats(const container_stats& st) {
     if (!st.any) return;
-    static constexpr const char* quote_names[3] = {"single quotes", "backticks", "typographic quotes"};
+    static constexpr std::string_view quote_names[3] = {"single quotes", "backticks", "typographic quotes"};
     for (int i = 0; i < 3; ++i) {
       if (st.requoted_keys[i] == 0 && st.requoted_values[i] == 0) continue;
-      std::string& d = detail_scratch_;
-      d.assign("replaced ");
-      d += quote_names[i];
-      d += " with double quotes (";
-      if (st.requoted_keys[i] != 0) append_count(d, st.requoted_keys[i], "key", "keys");
-      if (st.requoted_keys[i] != 0 && st.requoted_values[i] != 0) d += ", ";
-      if (st.requoted_values[i] != 0) append_count(d, st.requoted_values[i], "value", "values");
-      d += ')';
-      add(note_kind::repaired, d);
+      short_text d;
+      d.lit("replaced ");
+      d.str(quote_names[i]);
+      d.lit(" with double quotes (");
+      if (st.requoted_keys[i] != 0) d.count(st.requoted_keys[i], "key", "keys");
+      if (st.requoted_keys[i] != 0 && st.requoted_values[i] != 0) d.lit(", ");
+      if (st.requoted_values[i] != 0) d.count(st.requoted_values[i], "value", "values");
+      d.lit(")");
+      add(note_kind::repaired, d.view());
     }
     if (st.unquoted_keys != 0) count_note("quoted ", st.unquoted_keys, "unquoted key", "unquoted keys");
     if (st.emphasis_keys != 0)
@@ -511,11 +525,11 @@ class repairer {
     if (st.extra_commas != 0) count_note("removed ", st.extra_commas, "extra comma", "extra commas");
   }
 
-  void count_note(const char* head, std::uint32_t n, const char* one, const char* many) {
-    std::string& d = detail_scratch_;
-    d.assign(head);
-    append_count(d, n, one, many);
-    add(note_kind::repaired, d);
+  void count_note(std::string_view head, std::uint32_t n, std::string_view one, std::string_view many) {
+    short_text d;
+    d.str(head);
+    d.count(n, one, many);
+    add(note_kind::repaired, d.view());
   }
 
   // Installs a container's stats for its lifetime.
@@ -1641,7 +1655,6 @@ class repairer {
   path scratch_path_;
   std::size_t synced_ = 0;  // leading segments of scratch_path_ equal to frames_
   container_stats* stats_ = nullptr;  // of the innermost open container (null at the top)
-  std::string detail_scratch_;
   struct quote_flags {
     qk kind = qk::dq;
     bool raw_newline = false, inner_quote = false, bad_escape = false, bad_utf8 = false;
@@ -1814,10 +1827,17 @@ bool has_huge_exponent(std::string_view text) noexcept {
 #if defined(__SSE2__)
   const __m128i lower = _mm_set1_epi8('e');
   const __m128i upper = _mm_set1_epi8('E');
+  const __m128i below_zero = _mm_set1_epi8('0' - 1);
+  const __m128i above_nine = _mm_set1_epi8('9' + 1);
+  unsigned digit_before = 0;  // the byte before the chunk is a digit
   while (e - q >= 16) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    const auto digits = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(v, below_zero), _mm_cmplt_epi8(v, above_nine))));
     unsigned bits = static_cast<unsigned>(
         _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lower), _mm_cmpeq_epi8(v, upper))));
+    bits &= (digits << 1) | digit_before;  // only an e right after a digit can start an exponent
+    digit_before = (digits >> 15) & 1u;
     while (bits != 0) {
       if (huge_exponent_at(q + __builtin_ctz(bits), b, e)) return true;
       bits &= bits - 1;
@@ -1828,6 +1848,157 @@ bool has_huge_exponent(std::string_view text) noexcept {
   for (; q < e; ++q)
     if ((*q == 'e' || *q == 'E') && huge_exponent_at(q, b, e)) return true;
   return false;
+}
+
+// ---- strict JSON, quickly ---------------------------------------------------------------------
+
+// JSON whitespace run starting at q (space, line feed, carriage return, tab only).
+[[gnu::always_inline]] inline const char* skip_json_ws(const char* q, const char* e) noexcept {
+  if (q < e && static_cast<uchar>(*q) > 0x20) return q;
+#if defined(__SSE2__)
+  const __m128i sp = _mm_set1_epi8(' ');
+  const __m128i nl = _mm_set1_epi8('\n');
+  const __m128i tab = _mm_set1_epi8('\t');
+  const __m128i cr = _mm_set1_epi8('\r');
+  while (e - q >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, cr)));
+    const unsigned other = ~static_cast<unsigned>(_mm_movemask_epi8(m)) & 0xFFFFu;
+    if (other != 0) return q + __builtin_ctz(other);
+    q += 16;
+  }
+#endif
+  while (q < e && detail::is_json_ws(*q)) ++q;
+  return q;
+}
+
+// A strict JSON string (q after the opening quote; after the closing one on success), without
+// \u escapes.
+[[gnu::always_inline]] inline bool quick_strict_string(const char*& q, const char* e) noexcept {
+  for (;;) {
+    q = detail::find_string_special(q, e, 0);
+    if (q >= e) return false;
+    const auto u = static_cast<uchar>(*q);
+    if (u == '"') {
+      ++q;
+      return true;
+    }
+    if (u == '\\') {
+      if (e - q < 2) return false;
+      switch (q[1]) {
+        case '"':
+        case '\\':
+        case '/':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't': q += 2; continue;
+        default: return false;
+      }
+    }
+    if (u < 0x20) return false;
+    const std::size_t n = detail::utf8_sequence(q, e);
+    if (n == 0) return false;
+    q += n;
+  }
+}
+
+// A quick check that the object or array at `at` is strict JSON, for the common case: returns
+// true only when detail::json_reader::skip_value would accept it with the same span (set in
+// `span_end`); false when it is not, or when it is unusual (\u escapes, nesting past 64 levels,
+// a scalar at the root): the caller then asks json_reader. For a root array, `items` is 1 when
+// it has exactly one element, [first_begin, first_end) (offsets from `at`) being that element.
+bool quick_strict_container(const char* at, const char* e, std::size_t max_depth, const char*& span_end,
+                            std::size_t& items, std::size_t& first_begin, std::size_t& first_end) noexcept {
+  constexpr std::size_t stack_size = 64;
+  char stack[stack_size];  // the closer of each open container
+  std::size_t depth = 0;
+  std::size_t root_items = 0;
+  const char* elem_begin = nullptr;  // the element of the root array being read
+  const bool root_array = at < e && *at == '[';
+  const char* q = at;
+  if (q >= e || (*q != '{' && *q != '[')) return false;
+  for (;;) {
+    // q at the start of a value (no whitespace before it)
+    if (q >= e) return false;
+    if (depth == 1 && root_array) elem_begin = q;
+    const char c = *q;
+    if (c == '{' || c == '[') {
+      if (depth >= max_depth || depth >= stack_size) return false;
+      stack[depth++] = c == '{' ? '}' : ']';
+      q = skip_json_ws(q + 1, e);
+      if (q >= e) return false;
+      if (*q == stack[depth - 1]) {  // empty
+        ++q;
+        --depth;
+        goto after_value;
+      }
+      if (c == '[') continue;
+      goto key;
+    }
+    if (c == '"') {
+      ++q;
+      if (!quick_strict_string(q, e)) return false;
+    } else if (c == 't' || c == 'n') {
+      if (e - q < 4 || std::memcmp(q, c == 't' ? "true" : "null", 4) != 0) return false;
+      q += 4;
+    } else if (c == 'f') {
+      if (e - q < 5 || std::memcmp(q, "false", 5) != 0) return false;
+      q += 5;
+    } else {
+      if (*q == '-') ++q;
+      if (q >= e) return false;
+      if (*q == '0') {
+        ++q;
+      } else if (*q >= '1' && *q <= '9') {
+        while (q < e && is_digit(*q)) ++q;
+      } else {
+        return false;
+      }
+      if (q < e && *q == '.') {
+        ++q;
+        if (q >= e || !is_digit(*q)) return false;
+        while (q < e && is_digit(*q)) ++q;
+      }
+      if (q < e && (*q == 'e' || *q == 'E')) {
+        ++q;
+        if (q < e && (*q == '+' || *q == '-')) ++q;
+        if (q >= e || !is_digit(*q)) return false;
+        while (q < e && is_digit(*q)) ++q;
+      }
+    }
+  after_value:
+    // q after a complete value; depth: the containers still open
+    if (depth == 0) {
+      span_end = q;
+      items = root_items == 1 ? 1 : 0;
+      return true;
+    }
+    if (depth == 1 && root_array && ++root_items == 1) {
+      first_begin = static_cast<std::size_t>(elem_begin - at);
+      first_end = static_cast<std::size_t>(q - at);
+    }
+    q = skip_json_ws(q, e);
+    if (q >= e) return false;
+    if (*q == stack[depth - 1]) {
+      ++q;
+      --depth;
+      goto after_value;
+    }
+    if (*q != ',') return false;
+    q = skip_json_ws(q + 1, e);
+    if (stack[depth - 1] == ']') continue;
+  key:
+    // q at a key
+    if (q >= e || *q != '"') return false;
+    ++q;
+    if (!quick_strict_string(q, e)) return false;
+    q = skip_json_ws(q, e);
+    if (q >= e || *q != ':') return false;
+    q = skip_json_ws(q + 1, e);
+  }
 }
 
 // Working storage of one thread's searches, kept between calls so that reading many texts does
@@ -2082,6 +2253,25 @@ class extractor {
     while (q < end && detail::is_json_ws(*q)) ++q;
     if (q >= end) return r;
     const std::size_t depth = std::min<std::size_t>(o_.max_depth, depth_ceiling);
+    {
+      const char* span_end = nullptr;
+      std::size_t items = 0, first_begin = 0, first_end = 0;
+      if (quick_strict_container(q, end, depth, span_end, items, first_begin, first_end)) {
+        const std::string_view span(q, static_cast<std::size_t>(span_end - q));
+        if (has_huge_exponent(span)) return r;  // the repairer rewrites those numbers
+        r.root = *q;
+        if (r.root == '[' && items == 1) {
+          r.items = 1;
+          r.first_begin = first_begin;
+          r.first_end = first_end;
+          r.first_is_object = q[first_begin] == '{';
+        }
+        out.append(span.data(), span.size());
+        r.found = true;
+        r.end = span_end;
+        return r;
+      }
+    }
     detail::json_reader jr(std::string_view(q, static_cast<std::size_t>(end - q)), depth);
     std::string_view span;
     if (!jr.skip_value(span) || span.empty()) return r;

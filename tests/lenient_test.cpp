@@ -116,6 +116,36 @@ TEST(Lenient, FencedBlockWithLanguageTag) {
   EXPECT_EQ(first_json("```json\n{'a': 1,}\n```"), R"({"a":1})");  // repaired: compact
 }
 
+TEST(Lenient, FencedStrictJsonIsCopiedAsWrittenWhateverItHolds) {
+  const auto block = [](const std::string& json) { return first_json("Here:\n```json\n" + json + "\n```\n"); };
+  // strict JSON: as written (whitespace, escapes, \u escapes, nesting past 64 levels)
+  for (const std::string& json :
+       {std::string(R"({ "a" : [ 1 , -2.5e+3 , 0.5E-2 , true , false , null , "x\n\"y\/" ] , "" : { } })"),
+        std::string(R"([ [ ] , { } , "\u00e9 \ud83d\ude00" , "é" ])"), std::string(R"({"k\t": [[["deep"]]]})"),
+        std::string(70, '[') + std::string(70, ']'), std::string("[0, -0, 10, 1e5]")}) {
+    EXPECT_EQ(block(json), json);
+  }
+  // a one-element array: as written, then its object
+  const auto c = extract_candidates("```json\n[ {\"a\": [1, {\"b\": 2}]} ]\n```");
+  ASSERT_GE(c.size(), 2u);
+  EXPECT_EQ(c[0].json, R"([ {"a": [1, {"b": 2}]} ])");
+  EXPECT_EQ(c[1].json, R"({"a": [1, {"b": 2}]})");
+  EXPECT_EQ(c[1].kind, candidate_kind::array_element);
+  const auto two = extract_candidates("```json\n[{\"a\": 1}, 2]\n```");
+  ASSERT_GE(two.size(), 1u);
+  EXPECT_EQ(two[0].json, R"([{"a": 1}, 2])");
+  EXPECT_TRUE(two.size() < 2 || two[1].kind != candidate_kind::array_element);
+  // not strict JSON: repaired, written compactly
+  EXPECT_EQ(block("[01, 2]"), "[1,2]");
+  EXPECT_EQ(block("[1 2]"), "[1,2]");
+  EXPECT_EQ(block("[1., 2]"), "[1,2]");
+  EXPECT_EQ(block("{\"a\": tru}"), R"({"a":"tru"})");
+  EXPECT_EQ(block("[\"a\\x41\"]"), R"(["aA"])");
+  EXPECT_EQ(block("[\"a\tb\"]"), R"(["a\tb"])");
+  EXPECT_EQ(block("[1e99999]"), "[0.1e9999]");
+  EXPECT_EQ(block("[\"1e123456\" ]"), R"(["1e123456"])");  // looks like a huge exponent: repaired path
+}
+
 TEST(Lenient, FencedBlocksWithoutTagIndentedAndUnclosed) {
   auto c = extract_candidates("text\n```\n[1, 2]\n```\nmore\n    ```json\n    {\"b\": 2}\n");
   ASSERT_GE(c.size(), 2u);
