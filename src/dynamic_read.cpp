@@ -227,6 +227,29 @@ bool shape_coercion(const note& n) noexcept {
          d.starts_with("a single value read as the object's only field ");
 }
 
+bool pending_issue(const issue& i, const std::vector<path>& unfinished, std::string* detail) {
+  if (i.code == issue_code::missing_field && !i.path.empty()) {
+    path parent = i.path;
+    parent.pop();
+    if (detail != nullptr) *detail = "required field not written yet";
+    return listed(unfinished, parent);
+  }
+  if (i.code == issue_code::constraint_violation || i.code == issue_code::invariant_violation) {
+    if (detail != nullptr) *detail = "unfinished value, not checked yet: " + i.message;
+    return listed(unfinished, i.path);
+  }
+  return false;
+}
+
+std::size_t settled_issues(const issue_list& issues, const note_list& notes) {
+  std::vector<path> unfinished;
+  for (const note& n : notes)
+    if (n.kind == note_kind::incomplete) unfinished.push_back(n.path);
+  if (unfinished.empty()) return issues.size();
+  return static_cast<std::size_t>(
+      std::count_if(issues.begin(), issues.end(), [&](const issue& i) { return !pending_issue(i, unfinished); }));
+}
+
 }  // namespace detail
 
 std::string json_pretty(const boost::json::value& value, std::size_t indent) {
@@ -310,18 +333,8 @@ read_result read_dynamic(std::string_view text, const schema::model& m, const re
       if (n.kind == note_kind::incomplete) unfinished.push_back(n.path);
     issue_list kept;
     for (issue& i : r.issues) {
-      bool pending = false;
       std::string detail;
-      if (i.code == issue_code::missing_field && !i.path.empty()) {
-        path parent = i.path;
-        parent.pop();
-        pending = listed(unfinished, parent);
-        detail = "required field not written yet";
-      } else if (i.code == issue_code::constraint_violation || i.code == issue_code::invariant_violation) {
-        pending = listed(unfinished, i.path);
-        detail = "unfinished value, not checked yet: " + i.message;
-      }
-      if (pending) {
+      if (detail::pending_issue(i, unfinished, &detail)) {
         note n;
         n.kind = note_kind::incomplete;
         n.path = std::move(i.path);

@@ -599,3 +599,15 @@ TEST(StreamAttributes, FinalModeIgnoresThem) {
   auto r = covenant::read_dynamic(R"({"bar": "x", "foo": "hal)", set.model("Foo"));
   EXPECT_FALSE(r.ok());  // the cut value is dropped and foo is missing: an issue, as without the attribute
 }
+
+TEST(StreamAttributes, PartialRankingSetsPendingIssuesAside) {
+  // The fenced object still lacks fields (not written yet); the whole text, which reads as a
+  // one-item list with a single issue, must not win over it.
+  const char* schema =
+      "class G {\n v V[]\n e string[]\n}\nclass V {\n id string\n m map<string, string>\n}\n"
+      "class E {\n code int\n message string\n}";
+  auto r = read_partial(schema, "G | G[] | E", "```json\n{\"v\": [{\"id\": \"a\", \"m\": {\"k\": \"x\"}}, {\"id\": \n");
+  ASSERT_TRUE(r.ok()) << r.issues.front().to_string();
+  EXPECT_EQ(r.value, boost::json::parse(R"({"v": [{"id": "a", "m": {"k": "x"}}, {}]})"));
+  EXPECT_TRUE(has_note(r, "v[1].id", "not written yet"));
+}

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -19,6 +20,14 @@ namespace covenant::detail {
 /// one-item list, a one-item list or a one-member object read as its item, a value read as the
 /// only field of an object, a list or object read as its JSON text) rather than its spelling.
 bool shape_coercion(const note& n) noexcept;
+
+/// Partial mode: whether an issue is one only the rest of the stream can settle, given the paths
+/// of the unfinished values (a required field missing from an unfinished object, a constraint or
+/// rule failed by an unfinished value). Sets `detail` to the note that replaces it.
+bool pending_issue(const issue& i, const std::vector<path>& unfinished, std::string* detail = nullptr);
+
+/// Partial mode: how many of `issues` are not pending_issue()s, given a candidate's notes.
+std::size_t settled_issues(const issue_list& issues, const note_list& notes);
 
 /// Reads `text` like read_reply_with (contract.hpp): strict JSON first; then (unless `reading.level`
 /// is strict) for well-formed JSON with issues the same text with coercions (coerce level), and for
@@ -62,19 +71,23 @@ decoded<boost::json::value> read_dynamic_reply(std::string_view text, const deco
   std::optional<result> best;
   const candidate* chosen = nullptr;
   std::size_t best_shapes = 0;
+  bool chosen_ok = false;  // the best so far reads without (settled) issues
   for (const candidate& c : candidates) {
     result d = decode(c.json, lenient);
-    if (d.ok()) {
+    // Partial mode: a candidate whose only issues are pending ones (fields not written yet)
+    // ranks as one without issues; read_dynamic sets them aside.
+    if (d.ok() || (reading.partial && d.value && settled_issues(d.issues, c.notes) == 0)) {
       const auto shapes = static_cast<std::size_t>(std::count_if(d.notes.begin(), d.notes.end(), shape_coercion));
-      if (!best || !best->ok() || shapes < best_shapes) {
+      if (!best || !chosen_ok || shapes < best_shapes) {
         best = std::move(d);
         chosen = &c;
         best_shapes = shapes;
+        chosen_ok = true;
       }
       if (shapes == 0) break;
       continue;
     }
-    if (best && best->ok()) continue;
+    if (chosen_ok) continue;
     if (d.issues.front().code == issue_code::parse_error) continue;
     // A value of the wrong kind altogether (prose read as a string for an object) says less than
     // the parse error.
