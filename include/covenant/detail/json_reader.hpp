@@ -5,6 +5,7 @@
 // then on, so decoding stops with one parse_error.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -445,6 +446,23 @@ class json_reader {
     return true;
   }
 
+  // The character a one-letter escape stands for (after the backslash), or 0 when invalid.
+  static char simple_escape(char e) noexcept {
+    static constexpr auto table = [] {
+      std::array<char, 256> t{};
+      t[static_cast<unsigned char>('"')] = '"';
+      t[static_cast<unsigned char>('\\')] = '\\';
+      t[static_cast<unsigned char>('/')] = '/';
+      t[static_cast<unsigned char>('b')] = '\b';
+      t[static_cast<unsigned char>('f')] = '\f';
+      t[static_cast<unsigned char>('n')] = '\n';
+      t[static_cast<unsigned char>('r')] = '\r';
+      t[static_cast<unsigned char>('t')] = '\t';
+      return t;
+    }();
+    return table[static_cast<unsigned char>(e)];
+  }
+
   // Doubles the decoding buffer; returns where `at` is now.
   static char* grow(std::string& buf, char*& base, char*& limit, char* at) {
     const auto used = static_cast<std::size_t>(at - base);
@@ -541,46 +559,42 @@ class json_reader {
         goto failed;
       }
       const char e = q[1];
-      switch (e) {
-        case '"': *w++ = '"'; break;
-        case '\\': *w++ = '\\'; break;
-        case '/': *w++ = '/'; break;
-        case 'b': *w++ = '\b'; break;
-        case 'f': *w++ = '\f'; break;
-        case 'n': *w++ = '\n'; break;
-        case 'r': *w++ = '\r'; break;
-        case 't': *w++ = '\t'; break;
-        case 'u': {
-          std::uint32_t cp;
-          if (!hex4(q + 2, cp)) {
-            error_at = q;
-            error = "invalid \\u escape in string";
-            goto failed;
-          }
-          q += 6;
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            std::uint32_t lo;
-            if (end_ - q < 6 || q[0] != '\\' || q[1] != 'u' || !hex4(q + 2, lo) || lo < 0xDC00 || lo > 0xDFFF) {
-              error_at = q;
-              error = "unpaired surrogate in \\u escape";
-              goto failed;
-            }
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            q += 6;
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            error_at = q - 6;
-            error = "unpaired surrogate in \\u escape";
-            goto failed;
-          }
-          w = put_utf8(w, cp);
-          continue;
-        }
-        default:
+      if (e != 'u') {
+        // \" \\ \/ \b \f \n \r \t by table (no jump per kind of escape)
+        const char d = simple_escape(e);
+        if (d == 0) {
           error_at = q;
           error = "invalid escape in string";
           goto failed;
+        }
+        *w++ = d;
+        q += 2;
+        continue;
       }
-      q += 2;
+      {
+        std::uint32_t cp;
+        if (!hex4(q + 2, cp)) {
+          error_at = q;
+          error = "invalid \\u escape in string";
+          goto failed;
+        }
+        q += 6;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          std::uint32_t lo;
+          if (end_ - q < 6 || q[0] != '\\' || q[1] != 'u' || !hex4(q + 2, lo) || lo < 0xDC00 || lo > 0xDFFF) {
+            error_at = q;
+            error = "unpaired surrogate in \\u escape";
+            goto failed;
+          }
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          q += 6;
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+          error_at = q - 6;
+          error = "unpaired surrogate in \\u escape";
+          goto failed;
+        }
+        w = put_utf8(w, cp);
+      }
     }
   failed:  // `out` keeps what was decoded before the error
     if (&buf == &out) out.resize(static_cast<std::size_t>(w - base));
