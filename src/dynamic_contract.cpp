@@ -96,6 +96,7 @@ outcome<boost::json::value> dynamic_contract::run(const boost::json::value& inpu
     if (!input_issues.empty()) input_stage = stage::pre;
   }
   if (!input_issues.empty()) {
+    oc.input_issues = input_issues;
     if (!options_.pre_remedy || !task_.input) {
       oc.issues = std::move(input_issues);
       return finish(input_stage);

@@ -328,6 +328,40 @@ TEST(Parse, TruncatedReplyIsAcceptedOnlyIfItValidatesAndKeepsItsNote) {
                                              "Your reply was cut off before its end"));
 }
 
+TEST(Parse, TruncatedReplyIsMarkedOnTheOutcome) {
+  scripted_engine model{R"({"answer": "Paris", "confidence": 0.9, "sources": ["atlas", "encyclo)", good};
+  covenant::contract<QA> qa{model, instant()};
+  auto r = qa.run(question);
+  ASSERT_TRUE(r.outcome.success);
+  EXPECT_TRUE(r.outcome.truncated);
+  EXPECT_EQ(model.calls(), 1u);
+  // The engine's own token limit marks a reply as cut off as well.
+  scripted_engine limited{step(good, {10, 5}, "length")};
+  covenant::contract<QA> qa2{limited, instant()};
+  EXPECT_TRUE(qa2.run(question).outcome.truncated);
+  scripted_engine complete{good};
+  covenant::contract<QA> qa3{complete, instant()};
+  EXPECT_FALSE(qa3.run(question).outcome.truncated);
+}
+
+TEST(Parse, AcceptTruncatedFalseAsksAgainForACutReply) {
+  scripted_engine model{R"({"answer": "Paris", "confidence": 0.9, "sources": ["atlas", "encyclo)", good};
+  auto options = instant();
+  options.accept_truncated = false;
+  covenant::contract<QA> qa{model, options};
+  auto r = qa.run(question);
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  EXPECT_FALSE(r.outcome.truncated);
+  EXPECT_EQ(model.calls(), 2u);
+  EXPECT_EQ(r.value.sources, std::vector<std::string>{"atlas"});
+  EXPECT_EQ(model.last_message(1),
+            "Your previous reply was rejected:\n"
+            "- the reply was cut off before its end\n"
+            "Your reply was cut off before its end; what was cut mid-way was dropped.\n"
+            "Reply again with the complete corrected JSON object only, fixing every problem listed.");
+  EXPECT_EQ(r.outcome.attempts.at(0).issues.at(0).code, covenant::issue_code::parse_error);
+}
+
 TEST(Forward, AlwaysRunsAndGetsTheFailureAndOriginalInput) {
   const char* no_sources = R"({"answer": "Paris", "confidence": 0.9, "sources": []})";
   scripted_engine model{no_sources, no_sources};
@@ -434,6 +468,33 @@ TEST(PreRemedy, InputSchemaViolationsAreRemediedToo) {
   EXPECT_THAT(model.last_message(1), HasSubstr("- max_words: must be <= 100 (got 500)"));
 }
 
+TEST(PreRemedy, TheInputsOwnIssuesStayOnTheOutcome) {
+  scripted_engine model{R"({"text": "What is the capital of France?", "max_words": 10})", good};
+  auto options = instant();
+  options.pre_remedy = true;
+  covenant::contract<Picky> picky{model, options};
+  auto r = picky.run(Question{"Capital of France", 10});
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  EXPECT_TRUE(r.outcome.issues.empty());
+  EXPECT_THAT(r.outcome.input_issues, ::testing::ElementsAre(covenant::testing::IssueRendered(
+                                          "text: must be a question ending in '?'")));
+  // The repair fails: the input's issues and the last repair attempt's issues are both kept.
+  scripted_engine failing{R"({"text": "Still no question", "max_words": 10})"};
+  auto options2 = instant({.tries = 0, .graceful = true});
+  options2.pre_remedy = true;
+  covenant::contract<Picky> repairing{failing, options2};
+  auto f = repairing.run(Question{"Capital of France", 10});
+  EXPECT_THAT(f.outcome, covenant::testing::FailedAt(covenant::stage::pre_remedy));
+  EXPECT_EQ(f.outcome.input_issues.size(), 1u);
+  EXPECT_EQ(f.outcome.issues.size(), 1u);
+  EXPECT_EQ(f.value, "fallback for Capital of France");
+  // Without pre_remedy the input's issues are the call's issues.
+  scripted_engine unused;
+  covenant::contract<Picky> off{unused, instant({.graceful = true})};
+  auto o = off.run(Question{"Capital of France", 10});
+  EXPECT_EQ(o.outcome.input_issues, o.outcome.issues);
+}
+
 TEST(InputValidation, InvalidInputFailsWithoutCallingTheModel) {
   scripted_engine model{good};
   covenant::contract<QA> qa{model, instant({.graceful = true})};
@@ -451,6 +512,63 @@ TEST(Engine, FailuresAreNotShownToTheModelAsViolations) {
   EXPECT_EQ(model.calls(), 1u);
   EXPECT_EQ(r.outcome.issues.at(0).code, covenant::issue_code::engine_error);
   EXPECT_TRUE(r.outcome.attempts.at(0).engine_failed);
+}
+
+// An engine that throws something that is not a std::exception.
+class odd_engine : public covenant::engine {
+ public:
+  covenant::chat_response complete(const covenant::chat_request&) override { throw 42; }
+};
+
+TEST(Engine, AnExceptionOfAnyTypeFailsTheCallAndForwardStillRuns) {
+  odd_engine model;
+  covenant::contract<Picky> picky{model, instant({.graceful = true})};
+  auto r = picky.run(question);
+  EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::engine));
+  EXPECT_EQ(r.value, "fallback for What is the capital of France?");
+  ASSERT_EQ(r.outcome.issues.size(), 1u);
+  EXPECT_EQ(r.outcome.issues[0].code, covenant::issue_code::engine_error);
+  EXPECT_EQ(r.outcome.issues[0].message, "engine failed: unknown exception");
+}
+
+// A pre() that throws something that is not a std::exception.
+struct OddPre {
+  static constexpr std::string_view prompt = "p";
+  void pre(const Question&) const { throw "not an exception object"; }
+  std::string forward(const Question&, const covenant::outcome<Answer>& o) const {
+    return o.success ? "ok" : "fallback";
+  }
+};
+
+TEST(Hooks, AnyThrownValueFromPreIsRecordedAndForwardRuns) {
+  scripted_engine model{good};
+  covenant::contract<OddPre> c{model, instant({.graceful = true})};
+  auto r = c.run(question);
+  EXPECT_EQ(r.value, "fallback");
+  EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::pre));
+  ASSERT_EQ(r.outcome.issues.size(), 1u);
+  EXPECT_EQ(r.outcome.issues[0].code, covenant::issue_code::hook_exception);
+  EXPECT_EQ(r.outcome.issues[0].message, "pre threw unknown exception");
+  EXPECT_EQ(model.calls(), 0u);
+}
+
+struct ThrowingAct {
+  static constexpr std::string_view prompt = "p";
+  Prepared act(const Question&) const { throw std::runtime_error("index unavailable"); }
+  std::string forward(const Question& q, const covenant::outcome<Answer>& o) const {
+    return o.success ? "ok" : "fallback for " + q.text;
+  }
+};
+
+TEST(Hooks, AnExceptionFromActFailsAtActAndForwardRuns) {
+  scripted_engine model{good};
+  covenant::contract<ThrowingAct> c{model, instant({.graceful = true})};
+  auto r = c.run(question);
+  EXPECT_EQ(r.value, "fallback for What is the capital of France?");
+  EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::act));
+  ASSERT_EQ(r.outcome.issues.size(), 1u);
+  EXPECT_EQ(r.outcome.issues[0].message, "act threw std::runtime_error: index unavailable");
+  EXPECT_EQ(model.calls(), 0u);
 }
 
 TEST(Usage, IsSummedOverEveryAttemptOnSuccessAndFailure) {

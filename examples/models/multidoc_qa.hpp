@@ -294,9 +294,18 @@ struct MultiDocQA {
     fallback.answer =
         "I am not confident enough to answer precisely. Please rephrase the question or provide more documents.";
     fallback.coverage_score = 0.0;
-    if (!in.documents.empty()) {
-      const auto first = sentences(in.documents.front().content);
-      if (!first.empty()) fallback.evidence.push_back({in.documents.front().id, first.front().substr(0, 300)});
+    // The sentence of the whole corpus that BM25 ranks best for the query, as a pointer.
+    std::vector<std::string> texts;
+    std::vector<const Document*> owner;
+    for (const auto& d : in.documents) {
+      for (auto& s : sentences(d.content)) {
+        texts.push_back(std::move(s));
+        owner.push_back(&d);
+      }
+    }
+    if (!texts.empty()) {
+      const auto best = bm25(texts).top(in.query, 1);
+      if (!best.empty()) fallback.evidence.push_back({owner[best[0]]->id, texts[best[0]].substr(0, 300)});
     }
     return fallback;
   }

@@ -34,13 +34,15 @@
 //      type) input and an outcome holding the validated result; on failure with the original input
 //      and an outcome holding every issue and the attempt history. Its return value is the call's.
 // Engine failures (transport, quota) are not violations: they fail the call at stage `engine`
-// without a corrective message. Nothing about a call is kept on the contract or the Expression
+// without a corrective message. An exception from any stage before forward is recorded on the
+// outcome as an issue of that stage; forward still runs. Nothing about a call is kept on the contract or the Expression
 // (only the aggregate perf stats): one contract can be called from many threads at once.
 #pragma once
 
 #include <boost/core/demangle.hpp>
 #include <spdlog/logger.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -84,6 +86,11 @@ struct contract_options {
   /// syntax repairs), coerce (also schema-guided conversions such as "0.9" -> 0.9; the default).
   /// Whatever was repaired or coerced is recorded as notes on the attempt and the outcome.
   covenant::strictness strictness = covenant::strictness::coerce;
+  /// A reply that was cut off (the text ended mid-value, or the engine reported its token limit)
+  /// is accepted when what was written completely validates (the unfinished value is dropped, never
+  /// completed; outcome::truncated and a `truncated` note say so). false: such a reply is rejected
+  /// like any other invalid one and the model is asked again.
+  bool accept_truncated = true;
   /// Options of the output decoder (unknown fields, limits).
   decode_options decode{};
   /// Send the output's JSON Schema with each request (for engines with structured outputs).
@@ -326,6 +333,12 @@ class remedy_runner {
         i.code = issue_code::engine_error;
         i.message = std::string("engine failed: ") + e.what();
         a.issues.push_back(std::move(i));
+      } catch (...) {
+        a.engine_failed = true;
+        issue i;
+        i.code = issue_code::engine_error;
+        i.message = "engine failed: unknown exception";
+        a.issues.push_back(std::move(i));
       }
       {
         const time_point t = now();
@@ -371,8 +384,18 @@ class remedy_runner {
         n.detail = "the reply was cut off by the engine's token limit";
         a.notes.push_back(std::move(n));
       }
+      const bool cut = std::any_of(a.notes.begin(), a.notes.end(),
+                                   [](const note& n) { return n.kind == note_kind::truncated; });
+      if (cut && a.issues.empty() && !options.accept_truncated) {
+        issue i;
+        i.code = issue_code::parse_error;
+        i.message = "the reply was cut off before its end";
+        a.issues.push_back(std::move(i));
+        failed_at = stage::parse;
+      }
       if (a.issues.empty()) {
         oc.notes = a.notes;
+        if (!repairing) oc.truncated = cut;
         oc.attempts.push_back(std::move(a));
         out = std::move(r.value);
         return true;
@@ -455,11 +478,53 @@ class contract {
   }
 
   /// Runs the contract and returns forward's value together with the outcome. Never throws for a
-  /// failed contract (exceptions of forward itself propagate).
+  /// failed contract: an exception from any stage before forward (a hook, the engine, rendering)
+  /// is recorded as an issue of that stage and forward runs with the failure. Exceptions of
+  /// forward itself propagate.
   contract_result<result_type, output_type> run(const input_type& input) const {
     call_timings times;
     outcome<output_type> oc;
     const detail::time_point start = now();
+    std::optional<input_type> repaired;
+    std::optional<intermediate_type> acted;
+    stage at = stage::input_validation;
+    stage failed = stage::none;
+    try {
+      failed = run_stages(input, oc, times, start, repaired, acted, at);
+    } catch (const std::exception& e) {
+      oc.result.reset();
+      oc.issues.push_back(
+          detail::hook_exception_issue(to_string(at), boost::core::demangle(typeid(e).name()), e.what()));
+      failed = at;
+    } catch (...) {
+      oc.result.reset();
+      oc.issues.push_back(detail::hook_exception_issue(to_string(at), "unknown exception", ""));
+      failed = at;
+    }
+    if (failed != stage::none) return finish(input, oc, times, start, failed);
+    oc.success = true;
+    if constexpr (std::is_same_v<intermediate_type, input_type> && traits::with_act) {
+      return finish(*acted, oc, times, start, stage::none);
+    } else {
+      return finish(repaired ? *repaired : input, oc, times, start, stage::none);
+    }
+  }
+
+  /// Per-stage timing statistics of every call so far.
+  [[nodiscard]] const covenant::perf_stats& perf_stats() const noexcept { return stats_; }
+  [[nodiscard]] covenant::perf_stats& perf_stats() noexcept { return stats_; }
+  [[nodiscard]] const Expr& expression() const noexcept { return expr_; }
+  [[nodiscard]] const contract_options& options() const noexcept { return options_; }
+  /// The system message every output request starts with.
+  [[nodiscard]] const std::string& system_prompt() const noexcept { return system_prompt_; }
+
+ private:
+  detail::time_point now() const { return options_.clock ? options_.clock() : std::chrono::steady_clock::now(); }
+
+  // Stages 1-5 of a call; returns the stage that failed (stage::none: oc.result holds the output).
+  // `at` follows the stage being run, for an exception that escapes one.
+  stage run_stages(const input_type& input, outcome<output_type>& oc, call_timings& times, detail::time_point start,
+                   std::optional<input_type>& repaired, std::optional<intermediate_type>& acted, stage& at) const {
     detail::time_point mark = start;
     auto lap = [&](perf_stage s) {
       const detail::time_point t = now();
@@ -468,42 +533,44 @@ class contract {
     };
 
     // 1. input validation and pre
+    at = stage::input_validation;
     issue_list input_issues = covenant::validate(input);
     lap(perf_stage::input_validation);
     stage input_stage = input_issues.empty() ? stage::none : stage::input_validation;
     if constexpr (traits::with_pre) {
       if (input_issues.empty()) {
+        at = stage::pre;
         detail::run_hook("pre", issue_code::precondition_violation, input_issues, [&] { expr_.pre(input); });
         lap(perf_stage::pre);
         if (!input_issues.empty()) input_stage = stage::pre;
       }
     }
-    std::optional<input_type> repaired;
     if (!input_issues.empty()) {
-      if (options_.pre_remedy) {
-        repaired = repair_input(input, std::move(input_issues), oc, times);
-        mark = now();
-        if (!repaired) return finish(input, oc, times, start, stage::pre_remedy);
-      } else {
+      oc.input_issues = input_issues;
+      if (!options_.pre_remedy) {
         oc.issues = std::move(input_issues);
-        return finish(input, oc, times, start, input_stage);
+        return input_stage;
       }
+      at = stage::pre_remedy;
+      repaired = repair_input(input, std::move(input_issues), oc, times);
+      mark = now();
+      if (!repaired) return stage::pre_remedy;
     }
     const input_type& current = repaired ? *repaired : input;
 
     // 2. act
-    std::optional<intermediate_type> acted;
     if constexpr (traits::with_act) {
+      at = stage::act;
       issue_list act_issues;
       detail::run_hook("act", issue_code::hook_exception, act_issues, [&] { acted.emplace(expr_.act(current)); });
       lap(perf_stage::act);
       if (!acted) {
         oc.issues = std::move(act_issues);
-        return finish(input, oc, times, start, stage::act);
+        return stage::act;
       }
       if (issue_list act_checks = covenant::validate(*acted); !act_checks.empty()) {
         oc.issues = std::move(act_checks);
-        return finish(input, oc, times, start, stage::act);
+        return stage::act;
       }
     }
     const intermediate_type& context = [&]() -> const intermediate_type& {
@@ -512,6 +579,7 @@ class contract {
     }();
 
     // 3. render
+    at = stage::render;
     std::vector<message> base;
     base.reserve(4);
     base.push_back({role::system, system_prompt_});
@@ -523,6 +591,7 @@ class contract {
     lap(perf_stage::render);
 
     // 4-5. generate, read, check; remedy
+    at = stage::engine;
     const bool generated = generate_into<output_type>(
         oc.result, std::move(base), attempt_kind::output, options_.post_remedy, oc, times, mark,
         [&](const output_type& out, issue_list& issues, perf_stage& where) {
@@ -538,25 +607,8 @@ class contract {
             where = perf_stage::total;  // nothing ran: no stage to time
           }
         });
-    if (!generated) return finish(input, oc, times, start, oc.failed_stage);
-    oc.success = true;
-    if constexpr (std::is_same_v<intermediate_type, input_type> && traits::with_act) {
-      return finish(*acted, oc, times, start, stage::none);
-    } else {
-      return finish(current, oc, times, start, stage::none);
-    }
+    return generated ? stage::none : oc.failed_stage;
   }
-
-  /// Per-stage timing statistics of every call so far.
-  [[nodiscard]] const covenant::perf_stats& perf_stats() const noexcept { return stats_; }
-  [[nodiscard]] covenant::perf_stats& perf_stats() noexcept { return stats_; }
-  [[nodiscard]] const Expr& expression() const noexcept { return expr_; }
-  [[nodiscard]] const contract_options& options() const noexcept { return options_; }
-  /// The system message every output request starts with.
-  [[nodiscard]] const std::string& system_prompt() const noexcept { return system_prompt_; }
-
- private:
-  detail::time_point now() const { return options_.clock ? options_.clock() : std::chrono::steady_clock::now(); }
 
   contract_result<result_type, output_type> finish(const input_type& forward_input, outcome<output_type>& oc,
                                                    call_timings& times, detail::time_point start,

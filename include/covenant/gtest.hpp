@@ -4,7 +4,7 @@
 //     EXPECT_THAT(outcome, Succeeded());
 //     EXPECT_THAT(outcome, FailedAt(covenant::stage::post));
 //     EXPECT_THAT(outcome.issues, Contains(IssueAt("coverage_score")));
-//     EXPECT_THAT(result.issues, ElementsAre(IssueRendered("confidence: must be at most 1 (got 1.7)")));
+//     EXPECT_THAT(result.issues, ElementsAre(IssueRendered("confidence: must be <= 1 (got 1.7)")));
 //
 // Failure messages print the outcome's summary and every issue.
 #pragma once

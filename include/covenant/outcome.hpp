@@ -59,6 +59,10 @@ struct outcome_base {
   bool success = false;
   stage failed_stage = stage::none;        ///< where the call failed (stage::none on success)
   issue_list issues;                       ///< the issues that decided the call (empty on success)
+  /// The input's own issues (its schema, pre()) that pre-remedy was asked to repair; empty when the
+  /// input passed as given. With pre_remedy off, a bad input fails the call with these as `issues`.
+  issue_list input_issues;
+  bool truncated = false;                  ///< the accepted reply was cut off (see the `truncated` note)
   note_list notes;                         ///< repairs and coercions of the accepted reply
   std::vector<attempt> attempts;           ///< every model call, in order
   covenant::usage usage;                   ///< tokens summed over every attempt

@@ -6,7 +6,7 @@
 //     covenant::contract<MyExpression> c{model, covenant::testing::instant()};
 //     auto [value, outcome] = c.run(input);
 //     EXPECT_EQ(model.calls(), 2u);
-//     EXPECT_THAT(model.request(1).messages.back().content, HasSubstr("confidence: must be at most 1"));
+//     EXPECT_THAT(model.request(1).messages.back().content, HasSubstr("confidence: must be <= 1 (got 1.7)"));
 //
 // Everything here is thread-safe. GoogleTest matchers live in covenant/gtest.hpp.
 #pragma once

@@ -57,6 +57,22 @@ concept has_act = requires { &E::act; };
 template <class E>
 concept has_post = requires { &E::post; };
 
+// Whether E declares a member of the given name in any form (overloaded, template, data): the
+// name is then ambiguous in a class deriving from E and from a probe that declares it too.
+#define COVENANT_NAMES_MEMBER(NAME)                                                    \
+  struct NAME##_probe {                                                                \
+    void NAME();                                                                       \
+  };                                                                                   \
+  template <class E>                                                                   \
+  struct NAME##_mix : E, NAME##_probe {};                                              \
+  template <class E>                                                                   \
+  concept names_##NAME = std::is_class_v<E> && !std::is_final_v<E> && !requires { &NAME##_mix<E>::NAME; };
+COVENANT_NAMES_MEMBER(pre)
+COVENANT_NAMES_MEMBER(act)
+COVENANT_NAMES_MEMBER(post)
+COVENANT_NAMES_MEMBER(forward)
+#undef COVENANT_NAMES_MEMBER
+
 template <class T>
 using bare_t = std::remove_cvref_t<T>;
 
@@ -95,6 +111,16 @@ struct expression_traits {
                 "`static constexpr std::string_view prompt = \"...\";`");
 
   static constexpr std::string_view name = type_name_v<E>;
+
+  static_assert(has_pre<E> || !names_pre<E>,
+                "covenant: pre must be one non-overloaded, non-template member function "
+                "`void pre(const Input&) const` (an overload set or a template would never be called)");
+  static_assert(has_act<E> || !names_act<E>,
+                "covenant: act must be one non-overloaded, non-template member function "
+                "`Intermediate act(const Input&) const` (an overload set or a template would never be called)");
+  static_assert(has_post<E> || !names_post<E>,
+                "covenant: post must be one non-overloaded, non-template member function "
+                "`void post(const Output&) const` (an overload set or a template would never be called)");
 
   static constexpr bool with_pre = has_pre<E>;
   static constexpr bool with_act = has_act<E>;
