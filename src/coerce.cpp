@@ -331,7 +331,8 @@ std::size_t match_field_key(const schema::object_def& o, std::string_view key) {
     bool ambiguous = false;
     for (std::size_t i = 0; i < o.fields.size(); ++i) {
       if (o.fields[i].skip) continue;
-      if (folded(o.fields[i].key, accents) == k || folded(o.fields[i].name, accents) == k) {
+      // The key only: a field with an alias is not read under its declared name.
+      if (folded(o.fields[i].key, accents) == k) {
         ambiguous = ambiguous || found != no_match;
         found = i;
       }

@@ -837,6 +837,11 @@ class dynamic_decoder {
       }
       return mismatch(t, ctx, at);
     }
+    if (ctx.opts.coerce) {
+      std::optional<json::value> v = read_object_as_only_field(t, *d.object(), ctx, at);
+      if (r_.failed()) return nullptr;
+      if (v) return std::move(*v);
+    }
     unwrapping_ = false;  // the fields of an object are values of their own
     const char* start = r_.position();
     const schema::object_def& def = *d.object();
@@ -973,6 +978,83 @@ class dynamic_decoder {
       }
       if (!t.constraints.empty()) rules(t.constraints, rule_view(def, obj), detail::span_from(r_, start), false, false, ctx, at);
     }
+    return obj;
+  }
+
+  // Whether `t` names an object definition, or is a union whose alternatives all do.
+  static bool object_like(const schema::model& m, const schema::type& t) {
+    const schema::type* u = detail::unalias(m, t);
+    if (u == nullptr) return false;
+    if (u->kind == kind::ref) {
+      const schema::definition* d = m.resolve(*u);
+      return d != nullptr && d->object() != nullptr;
+    }
+    if (u->kind != kind::union_ || u->args.empty()) return false;
+    for (const auto& a : u->args)
+      if (!object_like(m, a)) return false;
+    return true;
+  }
+
+  // Coerce mode, an object where a class with exactly one field, itself a class (or a union of
+  // classes), is expected, and none of the object's keys names that field: the object is the
+  // field's value (`{"name": ..}` for `class Wrapper { selected Inner }`). nullopt (the reader
+  // back at the object) when a key names the field or the object does not read as it without issues.
+  std::optional<json::value> read_object_as_only_field(const schema::type& t, const schema::object_def& def,
+                                                       decode_context& ctx, const path_frame* at) {
+    const schema::field* only = nullptr;
+    for (const auto& f : def.fields) {
+      if (f.skip) continue;
+      if (only != nullptr) return std::nullopt;
+      only = &f;
+    }
+    if (only == nullptr || !object_like(ctx.s, only->type)) return std::nullopt;
+    const char* start = r_.position();
+    // Does a key of the object name the field? Then it is read as the class itself.
+    {
+      if (!r_.begin_object()) return std::nullopt;
+      std::string scratch;
+      std::string_view key;
+      bool first = true;
+      bool names_field = false;
+      while (r_.next_key(first, key, scratch)) {  // to the end: the reader's depth is restored
+        first = false;
+        names_field = names_field || key == only->key || detail::match_field_key(def, key) != detail::no_match;
+        std::string_view ignored;
+        if (!r_.skip_value(ignored)) return std::nullopt;
+      }
+      if (r_.failed()) return std::nullopt;
+      r_.rewind(start);
+      if (names_field) return std::nullopt;
+    }
+    issue_list local;
+    note_list local_notes;
+    decode_context sub{ctx.s, ctx.opts, local, &local_notes};
+    path_frame f{at, only->key, 0, false};
+    json::value v = read(only->type, sub, &f);
+    if (r_.failed()) return std::nullopt;
+    if (!local.empty()) {
+      r_.rewind(start);
+      return std::nullopt;
+    }
+    ctx.note(at, note_kind::coerced, "an object read as the value of the only field " + only->key);
+    if (ctx.notes != nullptr)
+      for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
+    json::object out;
+    out.emplace(keys_ == output_keys::declared ? only->name : only->key, std::move(v));
+    json::value obj = std::move(out);
+    for (const auto& inv : def.invariants) {
+      if (!inv.check || !inv.check->has_json()) continue;
+      auto r = inv.check->check_json(rule_view(def, obj));
+      if (!r) continue;
+      if (soft_rule(inv.check.get())) {
+        ctx.note(at, note_kind::check_failed, "check failed: " + inv.description);
+        continue;
+      }
+      ctx.add(at, issue_code::invariant_violation, inv.description, "",
+              r->empty() ? "must satisfy: " + inv.description : std::move(*r));
+    }
+    if (!t.constraints.empty())
+      rules(t.constraints, rule_view(def, obj), detail::span_from(r_, start), false, false, ctx, at);
     return obj;
   }
 

@@ -883,8 +883,7 @@ class parser {
         while (is_punct("@")) {
           const attribute a = parse_attribute();
           if (a.name == "alias") {
-            v.name = single_text(a);
-            if (v.name != v.declared_name) v.aliases.push_back(v.declared_name);
+            v.name = single_text(a);  // the alias replaces the declared name in JSON, as in BAML
           } else if (a.name == "description") {
             v.description = single_text(a);
           } else if (a.name == "skip") {

@@ -363,7 +363,7 @@ TEST_F(Cli, ParseListsEveryIssueOnStderr) {
 
 TEST_F(Cli, ParseJsonReportListsNotesOfAMalformedReply) {
   const std::string reply =
-      "Sure! Here is the ticket:\n```json\n{'title': 'Printer on fire', priority: 'HIGH', tags: [{name: 'hw',},],"
+      "Sure! Here is the ticket:\n```json\n{'title': 'Printer on fire', priority: 'URGENT', tags: [{name: 'hw',},],"
       " 'estimate': '1.5',}\n```\nAnything else?";
   const auto r = run({"parse", "--schema", file("ticket.baml"), "--json"}, reply);
   ASSERT_EQ(r.status, 0) << r.err;

@@ -267,10 +267,14 @@ TEST(DynamicValues, KeysFollowTheSchemaUnknownAndSkippedFieldsAreDropped) {
       R"({"extra": 1, "kind": "bug", "priority": "high", "Title": "Crash", "notes": "secret", "estimate": "2d"})", m);
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(covenant::json_text(r.value), R"({"Title":"Crash","priority":"high","kind":"bug","estimate":"2d"})");
-  auto declared = covenant::decode_dynamic(R"({"kind": "bug", "priority": "HIGH", "Title": "Crash", "estimate": 3})", m,
+  auto declared = covenant::decode_dynamic(R"({"kind": "bug", "priority": "high", "Title": "Crash", "estimate": 3})", m,
                                            {}, covenant::output_keys::declared);
   ASSERT_TRUE(declared) << covenant::render_feedback(declared.issues);
   EXPECT_EQ(covenant::json_text(declared.value), R"({"title":"Crash","priority":"HIGH","kind":"bug","estimate":3})");
+  // An alias replaces the declared name in JSON (as in BAML): neither "HIGH" nor a "title" key reads.
+  auto old_names = covenant::decode_dynamic(R"({"kind": "bug", "priority": "HIGH", "title": "Crash", "estimate": 3})", m);
+  EXPECT_EQ(covenant::render_feedback(old_names.issues),
+            "priority: must be one of \"low\", \"high\" (got \"HIGH\")\nTitle: required field is missing\n");
 }
 
 TEST(DynamicValues, LiteralsSkippedEnumValuesAndMapKeysAreChecked) {
@@ -611,3 +615,40 @@ TEST(StreamAttributes, PartialRankingSetsPendingIssuesAside) {
   EXPECT_EQ(r.value, boost::json::parse(R"({"v": [{"id": "a", "m": {"k": "x"}}, {}]})"));
   EXPECT_TRUE(has_note(r, "v[1].id", "not written yet"));
 }
+
+namespace {
+
+const char* wrapper_baml = R"(
+class Circle {
+  name string
+  radius int
+}
+class Square {
+  name string
+  side int
+}
+class Pick {
+  selected Circle | Square
+}
+)";
+
+TEST(DynamicCoercion, AnObjectIsReadAsTheOnlyFieldOfAWrappingClass) {
+  auto m = covenant::schema_set::parse(wrapper_baml).model("Pick");
+  covenant::decode_options coerce;
+  coerce.coerce = true;
+  auto r = covenant::decode_dynamic(R"({"name": "c", "side": 2})", m, coerce);
+  ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
+  EXPECT_EQ(covenant::json_text(r.value), R"({"selected":{"name":"c","side":2}})");
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0].to_string(), "coerced: an object read as the value of the only field selected");
+  // A key naming the field: read as the class itself.
+  auto named = covenant::decode_dynamic(R"({"selected": {"name": "c", "radius": 1}})", m, coerce);
+  ASSERT_TRUE(named) << covenant::render_feedback(named.issues);
+  EXPECT_TRUE(named.notes.empty());
+  // Not without coercions, and not when the object does not read as the field.
+  EXPECT_FALSE(covenant::decode_dynamic(R"({"name": "c", "side": 2})", m));
+  auto wrong = covenant::decode_dynamic(R"({"name": "c", "height": 2})", m, coerce);
+  EXPECT_EQ(covenant::render_feedback(wrong.issues), "selected: required field is missing\n");
+}
+
+}  // namespace

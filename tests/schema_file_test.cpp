@@ -155,12 +155,13 @@ TEST(SchemaFile, AliasesSkipAndClassAttributes) {
   const auto& kind = set.find("Kind")->enumeration()->values;
   EXPECT_EQ(kind[0].name, "first");
   EXPECT_EQ(kind[0].declared_name, "A");
-  EXPECT_EQ(kind[0].aliases, std::vector<std::string>{"A"});
+  EXPECT_TRUE(kind[0].aliases.empty());
   EXPECT_TRUE(kind[1].skip);
-  // The declared name stays accepted; the output uses the JSON spelling.
-  auto r = covenant::decode_dynamic(R"("A")", set.model("Kind"));
+  // The alias is the JSON spelling; the declared name is no longer read as the value (as in BAML).
+  auto r = covenant::decode_dynamic(R"("first")", set.model("Kind"));
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.value, boost::json::value("first"));
+  EXPECT_FALSE(covenant::decode_dynamic(R"("A")", set.model("Kind")));
 }
 
 TEST(SchemaFile, SimpleAssertsBecomeKeywordConstraints) {
