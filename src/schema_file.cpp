@@ -1,4 +1,4 @@
-// The schema-file reader: BAML type declarations (and seed 000's `model` form) into schema::model.
+// The schema-file reader: BAML type declarations (and the `model Name { field?: type }` form) into schema::model.
 //
 // Three stages: a lexer (tokens with line and column), a recursive-descent parser that builds
 // definitions straight into the model (recording where every field, value and type name was

@@ -15,9 +15,9 @@
 // model by shared pointer, so it stays valid whatever happens to the registry later.
 //
 // Errors are registry_error values with a code: unknown_schema (no schema of that name),
-// unknown_version (the name exists, the version does not; seed 000's BAML-ERR-007 "schema version
+// unknown_version (the name exists, the version does not; the answer validator's BAML-ERR-007 "schema version
 // not found"), duplicate_version, invalid_schema (the definition does not load or fails the
-// structural checks; seed 000's BAML-ERR-008, with every diagnostic) and invalid_reference.
+// structural checks; the answer validator's BAML-ERR-008, with every diagnostic) and invalid_reference.
 //
 // Compatibility: version B is backward compatible with version A when every document valid
 // under A is still valid under B and every field readers of A rely on is still there. Breaking:
@@ -101,9 +101,9 @@ compat_report check_compatibility(const schema::model& older, const schema::mode
 
 enum class registry_error_code : std::uint8_t {
   unknown_schema,     ///< no schema of that name
-  unknown_version,    ///< the name exists but not that version (seed 000: BAML-ERR-007)
+  unknown_version,    ///< the name exists but not that version (the answer validator's BAML-ERR-007)
   duplicate_version,  ///< name@version is already registered
-  invalid_schema,     ///< the definition does not load or fails check_model (seed 000: BAML-ERR-008)
+  invalid_schema,     ///< the definition does not load or fails check_model (the answer validator's BAML-ERR-008)
   invalid_reference,  ///< a "Name@version" text that is malformed
 };
 

@@ -1,4 +1,4 @@
-// The example models of the seed specifications: every valid document decodes, and each rule,
+// The example models (FinalAnswer, the retrieval-validation entities): every valid document decodes, and each rule,
 // broken alone, yields exactly one issue with its rendered line and code.
 #include <covenant/decode.hpp>
 #include <gtest/gtest.h>
@@ -114,7 +114,7 @@ void expect_each_required(const doc& d, std::initializer_list<const char*> keys)
 }
 
 // =============================================================================================
-// FinalAnswer (seed 000, §4.1 and §4.4)
+// FinalAnswer
 // =============================================================================================
 
 const doc final_answer{
@@ -933,7 +933,7 @@ TEST(ValidationMetrics, ZeroRecallWithPrecisionAboveZeroIsRejected) {
 // Every issue of a document at once
 // =============================================================================================
 
-TEST(SeedModels, EveryFieldIssueOfADocumentIsReportedTogether) {
+TEST(ExampleModels, EveryFieldIssueOfADocumentIsReportedTogether) {
   auto r = covenant::decode<models::RetrievalResult>(retrieval_result.with("id", jstr("chunk-12345-abcde"))
                                                          .with("similarity_score", "1.3")
                                                          .with("chapter", "\"\"")
@@ -946,7 +946,7 @@ TEST(SeedModels, EveryFieldIssueOfADocumentIsReportedTogether) {
             "retrieval_timestamp: required field is missing\n");
 }
 
-TEST(SeedModels, InvariantsAreCheckedOnlyOnceTheFieldsAreValid) {
+TEST(ExampleModels, InvariantsAreCheckedOnlyOnceTheFieldsAreValid) {
   // success_rate is out of range and also disagrees with 95/100: the cross-field rule waits until
   // the fields it reads are valid, so only the range issue is reported.
   auto r = covenant::decode<models::ValidationMetrics>(validation_metrics.with("success_rate", "9.5").str());

@@ -1,7 +1,7 @@
 // Decodes a valid and an invalid document of each retrieval-validation model and prints what the
 // decoder found, one issue per line: exactly the feedback a model would be shown.
 //
-//     $ ./seed_models
+//     $ ./retrieval_validation
 #include <covenant/decode.hpp>
 
 #include <iostream>
