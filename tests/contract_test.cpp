@@ -4,7 +4,11 @@
 #include <covenant/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
 
+#include <algorithm>
+#include <memory>
+#include <sstream>
 #include <stdexcept>
 
 namespace contract_test {
@@ -628,6 +632,66 @@ TEST(PerfStats, RecordsEveryStageWithCountsAndShares) {
   EXPECT_EQ(stats.to_json().at("stages").at("total").at("count").as_uint64(), 2u);
   qa.perf_stats().reset();
   EXPECT_EQ(stats.of(covenant::perf_stage::total).count, 0u);
+}
+
+}  // namespace
+
+namespace {
+
+// Captures what the "covenant" logger writes during its lifetime.
+class log_capture {
+ public:
+  log_capture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
+    sink_->set_pattern("%l %v");
+    auto& l = covenant::detail::log();
+    level_ = l.level();
+    l.sinks().push_back(sink_);
+    l.set_level(spdlog::level::debug);
+  }
+  ~log_capture() {
+    auto& l = covenant::detail::log();
+    auto& sinks = l.sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+    l.set_level(level_);
+  }
+  log_capture(const log_capture&) = delete;
+  log_capture& operator=(const log_capture&) = delete;
+  std::string text() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+  spdlog::level::level_enum level_;
+};
+
+TEST(Logging, InfoPerResultAndRetryErrorOnExhaustion) {
+  log_capture log;
+  scripted_engine model{unsure, good, unsure, unsure};
+  covenant::contract<QA> qa{model, instant({.tries = 1, .graceful = true})};
+  (void)qa.run(question);
+  (void)qa.run(question);
+  const std::string text = log.text();
+  EXPECT_THAT(text, HasSubstr("info QA: output attempt 1 rejected (1 issue: confidence: must be at least 0.5 for a "
+                              "final answer); asking again in "));
+  EXPECT_THAT(text, HasSubstr("info QA: succeeded after 2 model calls in "));
+  EXPECT_THAT(text, HasSubstr("error QA: failed at post after 2 model calls: confidence: must be at least 0.5 for a "
+                              "final answer in "));
+  EXPECT_THAT(text, HasSubstr("forward runs with the failure\n"));
+  // Prompts are logged only with verbose.
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("system prompt")));
+}
+
+TEST(Logging, VerboseLogsPromptsAndCorrectiveMessagesAtDebugLevel) {
+  log_capture log;
+  scripted_engine model{unsure, good};
+  auto options = instant();
+  options.verbose = true;
+  covenant::contract<QA> qa{model, options};
+  (void)qa.run(question);
+  const std::string text = log.text();
+  EXPECT_THAT(text, HasSubstr("debug QA: system prompt:\nAnswer the question."));
+  EXPECT_THAT(text, HasSubstr("debug QA: user prompt:\n<input>\n"));
+  EXPECT_THAT(text, HasSubstr("debug QA: corrective message:\nYour previous reply was rejected:\n"));
 }
 
 }  // namespace
