@@ -252,10 +252,41 @@ class out_buf {
   }
   [[gnu::always_inline]] void append(const char* s, std::size_t n) {
     if (static_cast<std::size_t>(e_ - p_) < n) grow(n);
-    std::memcpy(p_, s, n);
+    copy_bytes(p_, s, n);
     p_ += n;
   }
   [[gnu::always_inline]] void append(const char* s) { append(s, std::strlen(s)); }
+
+  // Copies string content from q up to the first byte a string scanner must look at ('"', '\\',
+  // `closer` when not 0, a control character or a non-ASCII byte; see
+  // detail::find_string_special) and returns where it stopped: 16 bytes are checked and copied
+  // at a time (the output keeps 16 bytes of room), the copy of the last block being cut back.
+  [[gnu::always_inline]] const char* copy_string_run(const char* q, const char* e, char closer) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i close = _mm_set1_epi8(closer != 0 ? closer : '"');
+    const __m128i space = _mm_set1_epi8(0x20);
+    while (e - q >= 16) {
+      if (e_ - p_ < 16) grow(16);
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p_), v);
+      const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                                     _mm_or_si128(_mm_cmpeq_epi8(v, close), _mm_cmplt_epi8(v, space)));
+      const int bits = _mm_movemask_epi8(m);
+      if (bits != 0) {
+        const int k = __builtin_ctz(static_cast<unsigned>(bits));
+        p_ += k;
+        return q + k;
+      }
+      q += 16;
+      p_ += 16;
+    }
+#endif
+    const char* s = detail::find_string_special(q, e, closer);
+    append(q, static_cast<std::size_t>(s - q));
+    return s;
+  }
 
  private:
   [[gnu::noinline]] void grow(std::size_t n) {
@@ -264,6 +295,32 @@ class out_buf {
     b_ = s_->data();
     p_ = b_ + used;
     e_ = b_ + s_->size();
+  }
+
+  // memcpy of a few bytes without a call: overlapping loads of 8, 4 or 1 bytes.
+  [[gnu::always_inline]] static void copy_bytes(char* d, const char* s, std::size_t n) noexcept {
+    if (n >= 8) {
+      if (n > 16) {
+        std::memcpy(d, s, n);
+        return;
+      }
+      std::uint64_t a = 0, b = 0;
+      std::memcpy(&a, s, 8);
+      std::memcpy(&b, s + n - 8, 8);
+      std::memcpy(d, &a, 8);
+      std::memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4) {
+      std::uint32_t a = 0, b = 0;
+      std::memcpy(&a, s, 4);
+      std::memcpy(&b, s + n - 4, 4);
+      std::memcpy(d, &a, 4);
+      std::memcpy(d + n - 4, &b, 4);
+    } else if (n != 0) {
+      const char a = s[0], b = s[n / 2], c = s[n - 1];
+      d[0] = a;
+      d[n / 2] = b;
+      d[n - 1] = c;
+    }
   }
 
   std::string* s_ = nullptr;
@@ -294,12 +351,31 @@ inline const char* skip_ws_run(const char* q, const char* e) noexcept {
     const unsigned other = ~static_cast<unsigned>(_mm_movemask_epi8(m)) & 0xFFFFu;
     if (other != 0) {
       q += __builtin_ctz(other);
+      if (static_cast<uchar>(*q) > 0x20) return q;
       break;
     }
     q += 16;
   }
 #endif
   while (q < e && ws_byte(*q)) ++q;
+  return q;
+}
+
+// First of the bytes a, b, c in [q, e), or e.
+inline const char* find_any3(const char* q, const char* e, char a, char b, char c) noexcept {
+#if defined(__SSE2__)
+  const __m128i va = _mm_set1_epi8(a);
+  const __m128i vb = _mm_set1_epi8(b);
+  const __m128i vc = _mm_set1_epi8(c);
+  while (e - q >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, va), _mm_cmpeq_epi8(v, vb)), _mm_cmpeq_epi8(v, vc));
+    const unsigned bits = static_cast<unsigned>(_mm_movemask_epi8(m));
+    if (bits != 0) return q + __builtin_ctz(bits);
+    q += 16;
+  }
+#endif
+  while (q < e && *q != a && *q != b && *q != c) ++q;
   return q;
 }
 
@@ -332,9 +408,14 @@ struct container_stats {
 };
 
 // Bytes that end an unquoted key.
+// Bytes that end an unquoted key (1), and bytes that JSON string content cannot hold as they are
+// (2: control characters, backslash, non-ASCII).
 constexpr auto key_stop = [] {
-  std::array<bool, 256> t{};
-  for (char c : std::string_view(":\n,{}[]\"'`")) t[static_cast<unsigned char>(c)] = true;
+  std::array<std::uint8_t, 256> t{};
+  for (int u = 0; u < 0x20; ++u) t[static_cast<std::size_t>(u)] = 2;
+  for (int u = 0x80; u < 0x100; ++u) t[static_cast<std::size_t>(u)] = 2;
+  t['\\'] = 2;
+  for (char c : std::string_view(":\n,{}[]\"'`")) t[static_cast<unsigned char>(c)] = 1;
   return t;
 }();
 
@@ -606,7 +687,7 @@ class repairer {
   const char* skip_ws_look(const char* q) const noexcept {
     if (ws_to_ != nullptr && q >= ws_from_ && q <= ws_to_) return ws_to_;
     const char* s = q;
-    while (q < e_ && is_ws(*q)) ++q;
+    q = skip_ws_run(q, e_);
     if (q - s > 16) {
       ws_from_ = s;
       ws_to_ = q;
@@ -634,12 +715,12 @@ class repairer {
       const char closer = ascii_closer(k);
       if (closer != 0) {
         for (;;) {
+          if (s < lim) s = find_any3(s, lim, closer, '\\', '\n');
           if (s >= lim) return s >= e_ ? at_end : true;  // too long to tell: do not refute
           const char ch = *s;
           if (ch == closer) break;
           if (ch == '\\') s += 2;
-          else if (ch == '\n') return false;
-          else ++s;
+          else return false;  // a line break
         }
         ++s;
         while (s < e_ && (*s == ' ' || *s == '\t')) ++s;
@@ -727,13 +808,23 @@ class repairer {
     const char ch = *p_;
     if (ch == '{') return read_object(c);
     if (ch == '[') return read_array(c);
-    if (ch == '"' && !(e_ - p_ >= 3 && p_[1] == '"' && p_[2] == '"')) return read_quoted(c, qk::dq);
+    if (ch == '"' && !(e_ - p_ >= 3 && p_[1] == '"' && p_[2] == '"')) {
+      if (simple_quoted(c, '"')) return vr::kept;
+      return read_quoted(c, qk::dq);
+    }
     const qk k = (ch == '\'' || ch == '`' || ch == '"' || ch == '\xE2') ? quote_at(p_, e_) : qk::none;
     switch (k) {
       case qk::none: break;
       case qk::tdq:
       case qk::tsq: return read_triple(k);
       case qk::tbt: return read_block_string();
+      case qk::sq:
+      case qk::bt:
+        if (simple_quoted(c, k == qk::sq ? '\'' : '`')) {
+          requoted_value(k);
+          return vr::kept;
+        }
+        return read_quoted(c, k);
       default: return read_quoted(c, k);
     }
     if (is_digit(ch) || ch == '-' || ch == '+' || ch == '.') return read_number(c);
@@ -822,11 +913,19 @@ class repairer {
   // Reads a key (p_ at its first character) and the ':' after it. On ok, the key is written and
   // [kb, ke) is its escaped text in the output.
   key_result read_key(std::size_t& kb, std::size_t& ke) {
+    const char* const s0 = p_;
     qk k = quote_at(p_, e_);
     if (k == qk::tdq) k = qk::dq;
     else if (k == qk::tsq) k = qk::sq;
     else if (k == qk::tbt) k = qk::bt;
-    if (k != qk::none) {
+    if ((k == qk::dq || k == qk::sq || k == qk::bt) && simple_quoted(ctx::key, ascii_closer(k))) {
+      kb = out().size() - (static_cast<std::size_t>(p_ - s0) - 1);
+      ke = out().size() - 1;
+      if (k != qk::dq && stats_ != nullptr) {
+        ++stats_->requoted_keys[quote_class(k)];
+        stats_->any = true;
+      }
+    } else if (k != qk::none) {
       kb = out().size() + 1;
       key_flags_ = quote_flags{};
       const vr v = read_quoted(ctx::key, k);
@@ -848,7 +947,12 @@ class repairer {
     } else {
       const char* s = p_;
       const char* q = s;
-      while (q < e_ && !key_stop[static_cast<uchar>(*q)]) ++q;
+      std::uint8_t cls = 0;
+      for (; q < e_; ++q) {
+        const std::uint8_t x = key_stop[static_cast<uchar>(*q)];
+        if (x == 1) break;
+        cls |= x;
+      }
       if (q >= e_) {
         p_ = q;
         eof_ = true;
@@ -868,7 +972,8 @@ class repairer {
       kb = out().size() + 1;
       out().push_back('"');
       bool bad_utf8 = false;
-      detail::append_escaped(out(), b, t, bad_utf8);
+      if (cls == 0) out().append(b, static_cast<std::size_t>(t - b));  // nothing to escape
+      else detail::append_escaped(out(), b, t, bad_utf8);
       ke = out().size();
       out().push_back('"');
       p_ = q;
@@ -1101,6 +1206,38 @@ class repairer {
     return vr::dropped;
   }
 
+  // The common string: nothing to escape or repair before a closing quote that ends it (p_ at
+  // the one-byte opening quote `closer`). Written and p_ moved past it when so; otherwise
+  // nothing is written, p_ stays, and read_quoted reads it (the same text, from the start).
+  [[gnu::always_inline]] bool simple_quoted(ctx c, char closer) {
+    const std::size_t mark = out().size();
+    out().push_back('"');
+    const char* q = out().copy_string_run(p_ + 1, e_, closer);
+    while (q < e_ && static_cast<uchar>(*q) >= 0x80) {  // valid UTF-8 is copied as it is
+      const std::size_t n = detail::utf8_sequence(q, e_);
+      if (n == 0) break;
+      out().append(q, n);
+      q = out().copy_string_run(q + n, e_, closer);
+    }
+    if (q < e_ && *q == closer && quote_closes(q + 1, c, closer)) {
+      out().push_back('"');
+      p_ = q + 1;
+      return true;
+    }
+    out().resize(mark);
+    return false;
+  }
+
+  // A string value read with other quotes than '"' (and nothing else repaired in it).
+  void requoted_value(qk k) {
+    if (stats_ != nullptr) {
+      ++stats_->requoted_values[quote_class(k)];
+      stats_->any = true;
+    } else {
+      add(note_kind::repaired, quote_note(k));
+    }
+  }
+
   // "...", '...', `...`, “...”, ‘...’ (p_ at the opening quote).
   vr read_quoted(ctx c, qk k) {
     const std::size_t mark = out().size();
@@ -1111,9 +1248,7 @@ class repairer {
     out().push_back('"');
     bool raw_newline = false, inner_quote = false, bad_escape = false, bad_utf8 = false;
     for (;;) {
-      const char* s = p_;
-      p_ = detail::find_string_special(p_, e_, closer);
-      if (p_ > s) out().append(s, static_cast<std::size_t>(p_ - s));
+      p_ = out().copy_string_run(p_, e_, closer);
       if (p_ >= e_) break;
       const auto u = static_cast<uchar>(*p_);
       if (closer != 0 && *p_ == closer) {
@@ -1196,14 +1331,7 @@ class repairer {
       key_flags_ = quote_flags{k, raw_newline, inner_quote, bad_escape, bad_utf8};
       return vr::kept;
     }
-    if (const char* q = quote_note(k)) {
-      if (stats_ != nullptr) {
-        ++stats_->requoted_values[quote_class(k)];
-        stats_->any = true;
-      } else {
-        add(note_kind::repaired, q);
-      }
-    }
+    if (quote_note(k) != nullptr) requoted_value(k);
     if (raw_newline) add(note_kind::repaired, "escaped raw line breaks in string");
     if (inner_quote) add(note_kind::repaired, "escaped quotes inside string");
     if (bad_escape) add(note_kind::repaired, "repaired invalid escapes in string");
