@@ -734,6 +734,92 @@ json_schema_import_result try_import_json_schema(const boost::json::value& docum
   return importer(document, options).run();
 }
 
+namespace {
+
+// 1-based line and column (in code points) of byte `offset` of `text`.
+std::pair<std::uint32_t, std::uint32_t> line_column(std::string_view text, std::size_t offset) {
+  std::uint32_t line = 1;
+  std::uint32_t column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+// Byte offset in `text` (a valid JSON document) of the value a JSON pointer names: for an object
+// member, where its key starts; for an array item, where the item starts. The deepest part of
+// the pointer that exists when the rest does not.
+std::size_t locate_pointer(std::string_view text, std::string_view pointer, std::size_t max_depth) {
+  detail::json_reader r(text, max_depth);
+  std::size_t found = static_cast<std::size_t>(r.position() - text.data());
+  std::size_t at = 0;
+  while (at < pointer.size() && pointer[at] == '/') {
+    std::size_t next = pointer.find('/', at + 1);
+    if (next == std::string_view::npos) next = pointer.size();
+    std::string token;
+    for (std::size_t i = at + 1; i < next; ++i) {
+      if (pointer[i] == '~' && i + 1 < next && (pointer[i + 1] == '0' || pointer[i + 1] == '1')) {
+        token.push_back(pointer[i + 1] == '0' ? '~' : '/');
+        ++i;
+      } else {
+        token.push_back(pointer[i]);
+      }
+    }
+    at = next;
+    const char c = r.peek();
+    bool hit = false;
+    if (c == '{') {
+      if (!r.begin_object()) return found;
+      std::string scratch;
+      std::string_view key;
+      bool first = true;
+      for (;;) {
+        const char* before = r.position();
+        if (!r.next_key(first, key, scratch)) return found;
+        first = false;
+        if (key == token) {
+          // where the key's opening quote is
+          const char* q = before;
+          while (q < r.position() && *q != '"') ++q;
+          found = static_cast<std::size_t>(q - text.data());
+          hit = true;
+          break;
+        }
+        std::string_view ignored;
+        if (!r.skip_value(ignored)) return found;
+      }
+    } else if (c == '[') {
+      std::size_t index = 0;
+      for (const char ch : token) {
+        if (ch < '0' || ch > '9') return found;
+        index = index * 10 + static_cast<std::size_t>(ch - '0');
+      }
+      if (token.empty() || !r.begin_array()) return found;
+      bool first = true;
+      for (std::size_t i = 0;; ++i) {
+        if (!r.next_element(first)) return found;
+        first = false;
+        if (i == index) {
+          found = static_cast<std::size_t>(r.position() - text.data());
+          hit = true;
+          break;
+        }
+        std::string_view ignored;
+        if (!r.skip_value(ignored)) return found;
+      }
+    }
+    if (!hit) return found;
+  }
+  return found;
+}
+
+}  // namespace
+
 json_schema_import_result try_import_json_schema_text(std::string_view text, const json_schema_import_options& options) {
   json_schema_import_result result;
   auto fail = [&](schema_error_code code, std::uint32_t line, std::uint32_t column, std::string message) {
@@ -774,7 +860,15 @@ json_schema_import_result try_import_json_schema_text(std::string_view text, con
   boost::system::error_code ec;
   const boost::json::value doc = boost::json::parse(text, ec, {}, po);
   if (ec) return fail(schema_error_code::syntax_error, 0, 0, "invalid JSON: " + ec.message());
-  return try_import_json_schema(doc, options);
+  json_schema_import_result imported = try_import_json_schema(doc, options);
+  // Problems found in the document point into it: give them the line and column of the text too.
+  for (schema_diagnostic& d : imported.errors) {
+    if (d.pointer.empty() || d.line != 0) continue;
+    const auto [line, column] = line_column(text, locate_pointer(text, d.pointer, max_depth));
+    d.line = line;
+    d.column = column;
+  }
+  return imported;
 }
 
 schema::model import_json_schema(const boost::json::value& document, const json_schema_import_options& options) {

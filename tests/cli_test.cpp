@@ -558,8 +558,8 @@ TEST_F(Cli, CheckJsonSchemaProblemsCarryTheirPointer) {
   const std::string bad = write("bad.json", R"({"type": "object", "properties": {"a": {"type": "strin"}}, "required": ["b"]})");
   const auto r = run({"check", bad});
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(lines(r.out), ElementsAre(bad + ":/required/0: invalid_json_schema: required property 'b' is not declared in properties",
-                                        bad + ":/properties/a/type: invalid_json_schema: unknown type 'strin'",
+  EXPECT_THAT(lines(r.out), ElementsAre(bad + ":1:73:/required/0: invalid_json_schema: required property 'b' is not declared in properties",
+                                        bad + ":1:41:/properties/a/type: invalid_json_schema: unknown type 'strin'",
                                         bad + ": 2 problems"));
   const std::string broken = write("broken.json", "{\"type\": \n  \"object\",,}");
   const auto b = run({"check", broken});

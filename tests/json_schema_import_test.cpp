@@ -337,6 +337,25 @@ TEST(JsonSchemaImport, RecursionWithoutAnEscapeIsRefused) {
             "/$defs/B unescaped_recursion\n");
 }
 
+TEST(JsonSchemaImport, ProblemsInATextDocumentHaveLineColumnAndPointer) {
+  const std::string text =
+      "{\n"
+      "  \"type\": \"object\",\n"
+      "  \"properties\": {\n"
+      "    \"a\": {\"type\": \"integer\", \"minimum\": \"zero\"},\n"
+      "    \"b~/c\": {\"type\": \"frob\"}\n"
+      "  },\n"
+      "  \"required\": [\"a\", \"zzz\"]\n"
+      "}";
+  auto r = covenant::try_import_json_schema_text(text, {.file = "s.json"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(covenant::render_diagnostics(r.errors),
+            "s.json:7:21:/required/1: error: required property 'zzz' is not declared in properties "
+            "[invalid_json_schema]\n"
+            "s.json:4:30:/properties/a/minimum: error: minimum must be a number [invalid_json_schema]\n"
+            "s.json:5:14:/properties/b~0~1c/type: error: unknown type 'frob' [invalid_json_schema]\n");
+}
+
 TEST(JsonSchemaImport, TextErrorsHaveLineAndColumnAndLimitsHold) {
   auto bad = covenant::try_import_json_schema_text("{\n  \"type\": \"object\",\n  \"properties\": {,}\n}", {.file = "s.json"});
   ASSERT_EQ(bad.errors.size(), 1u);

@@ -320,7 +320,8 @@ std::string format_diagnostic(const schema_diagnostic& d) {
   if (d.line > 0) {
     out += ":" + std::to_string(d.line);
     if (d.column > 0) out += ":" + std::to_string(d.column);
-  } else if (!d.pointer.empty()) {
+  }
+  if (!d.pointer.empty()) {
     if (!out.empty()) out += ":";
     out += d.pointer;
   }

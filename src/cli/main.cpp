@@ -105,7 +105,7 @@ constexpr std::string_view check_help = R"(usage: covenant check FILE...
 Validate schema files (BAML syntax or JSON Schema documents) the way the library loads them:
 syntax, unknown or duplicate types and fields, conflicting aliases, recursive types that no
 value can satisfy, invalid @assert/@check expressions, load limits. Every problem is listed as
-`file:line:column: code: message` (JSON Schema documents: `file:/json/pointer: code: message`),
+`file:line:column: code: message` (JSON Schema documents: `file:line:column:/json/pointer: code: message`),
 then one summary line per file.
 
 exit status: 0 every file is fine; 2 a file has problems or cannot be read.
