@@ -87,9 +87,17 @@ bool is_word_char(char c) noexcept {
   return is_alpha(c) || is_digit(c) || c == '_' || c == '$' || static_cast<uchar>(c) >= 0x80;
 }
 // Characters of an unquoted key as recognised by the lookahead (spaces allowed: "Some key:").
-bool is_key_char(char c) noexcept {
-  return is_word_char(c) || c == '-' || c == '.' || c == ' ' || c == '\t';
-}
+constexpr auto key_char_table = [] {
+  std::array<bool, 256> t{};
+  for (int u = 0; u < 256; ++u) {
+    const char c = static_cast<char>(u);
+    t[static_cast<std::size_t>(u)] = static_cast<unsigned>((c | 0x20) - 'a') < 26u || (c >= '0' && c <= '9') ||
+                                     c == '_' || c == '$' || u >= 0x80 || c == '-' || c == '.' || c == ' ' ||
+                                     c == '\t';
+  }
+  return t;
+}();
+inline bool is_key_char(char c) noexcept { return key_char_table[static_cast<uchar>(c)]; }
 
 // ---- quotes ----------------------------------------------------------------------------------
 
@@ -97,6 +105,10 @@ enum class qk : std::uint8_t { none, dq, sq, bt, ldq, lsq, tdq, tsq, tbt };
 
 bool is_seq(const char* q, const char* e, const char* s, std::size_t n) noexcept {
   return static_cast<std::size_t>(e - q) >= n && std::memcmp(q, s, n) == 0;
+}
+// is_seq for three bytes, compared inline.
+[[gnu::always_inline]] inline bool is_seq3(const char* q, const char* e, char a, char b, char c) noexcept {
+  return e - q >= 3 && q[0] == a && q[1] == b && q[2] == c;
 }
 bool is_ldq(const char* q, const char* e) noexcept { return is_seq(q, e, "\xE2\x80\x9C", 3); }
 bool is_rdq(const char* q, const char* e) noexcept { return is_seq(q, e, "\xE2\x80\x9D", 3); }
@@ -106,9 +118,9 @@ bool is_rsq(const char* q, const char* e) noexcept { return is_seq(q, e, "\xE2\x
 qk quote_at(const char* q, const char* e) noexcept {
   if (q >= e) return qk::none;
   switch (*q) {
-    case '"': return is_seq(q, e, "\"\"\"", 3) ? qk::tdq : qk::dq;
-    case '\'': return is_seq(q, e, "'''", 3) ? qk::tsq : qk::sq;
-    case '`': return is_seq(q, e, "```", 3) ? qk::tbt : qk::bt;
+    case '"': return is_seq3(q, e, '"', '"', '"') ? qk::tdq : qk::dq;
+    case '\'': return is_seq3(q, e, '\'', '\'', '\'') ? qk::tsq : qk::sq;
+    case '`': return is_seq3(q, e, '`', '`', '`') ? qk::tbt : qk::bt;
     case '\xE2':
       if (is_ldq(q, e)) return qk::ldq;
       if (is_lsq(q, e)) return qk::lsq;
@@ -361,6 +373,69 @@ inline const char* skip_ws_run(const char* q, const char* e) noexcept {
   return q;
 }
 
+// First byte in [q, e) that is not an ASCII letter, digit or '_' (the bulk of a key written
+// without quotes), checked 16 bytes at a time while 16 are left; the rest byte by byte.
+inline const char* skip_identifier_chars(const char* q, const char* e) noexcept {
+#if defined(__SSE2__)
+  const __m128i case_bit = _mm_set1_epi8(0x20);
+  const __m128i a1 = _mm_set1_epi8('a' - 1);
+  const __m128i z1 = _mm_set1_epi8('z' + 1);
+  const __m128i d0 = _mm_set1_epi8('0' - 1);
+  const __m128i d9 = _mm_set1_epi8('9' + 1);
+  const __m128i us = _mm_set1_epi8('_');
+  while (e - q >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    const __m128i lower = _mm_or_si128(v, case_bit);  // signed compares: non-ASCII bytes are negative
+    const __m128i letter = _mm_and_si128(_mm_cmpgt_epi8(lower, a1), _mm_cmplt_epi8(lower, z1));
+    const __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, d0), _mm_cmplt_epi8(v, d9));
+    const __m128i ok = _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(v, us));
+    const unsigned other = ~static_cast<unsigned>(_mm_movemask_epi8(ok)) & 0xFFFFu;
+    if (other != 0) return q + __builtin_ctz(other);
+    q += 16;
+  }
+#endif
+  for (; q < e; ++q) {
+    const char c = *q;
+    if (!(static_cast<unsigned>((c | 0x20) - 'a') < 26u || (c >= '0' && c <= '9') || c == '_')) break;
+  }
+  return q;
+}
+
+// Bytes between tokens: 1 whitespace, 2 the first byte of what skip_ws_slow() skips (a comment,
+// a byte order mark, a no-break space), 0 anything else.
+constexpr auto gap_class = [] {
+  std::array<std::uint8_t, 256> t{};
+  for (char c : std::string_view(" \n\r\t\f\v")) t[static_cast<unsigned char>(c)] = 1;
+  t['/'] = 2;
+  t[0xEF] = 2;
+  t[0xC2] = 2;
+  return t;
+}();
+
+// End of the whitespace run starting at q (any length, 0 included). The common runs are short:
+// one space after ':', or a line break (already passed) and the spaces of the indentation,
+// which are counted 8 bytes at a time; anything else goes to skip_ws_run.
+[[gnu::always_inline]] inline const char* skip_spaces(const char* q, const char* e) noexcept {
+  while (e - q >= 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, q, 8);
+    const std::uint64_t x = w ^ 0x2020202020202020ull;  // zero bytes: spaces (little-endian)
+    if (x != 0) {
+      q += __builtin_ctzll(x) >> 3;
+      break;
+    }
+    q += 8;
+  }
+  return q;
+}
+[[gnu::always_inline]] inline const char* skip_ws_short(const char* q, const char* e) noexcept {
+  if (q < e && gap_class[static_cast<uchar>(*q)] == 1) {
+    q = skip_spaces(q + 1, e);
+    if (q < e && gap_class[static_cast<uchar>(*q)] == 1) return skip_ws_run(q, e);
+  }
+  return q;
+}
+
 // First of the bytes a, b, c in [q, e), or e.
 inline const char* find_any3(const char* q, const char* e, char a, char b, char c) noexcept {
 #if defined(__SSE2__)
@@ -421,6 +496,26 @@ constexpr auto key_stop = [] {
 
 int quote_class(qk k) noexcept { return k == qk::sq ? 0 : k == qk::bt ? 1 : 2; }
 
+// [a, a + n) and [b, b + n) hold the same bytes (short keys: compared without a call).
+inline bool same_bytes(const char* a, const char* b, std::size_t n) noexcept {
+  if (n >= 8) {
+    std::size_t i = 0;
+    for (; i + 8 < n; i += 8) {
+      std::uint64_t x = 0, y = 0;
+      std::memcpy(&x, a + i, 8);
+      std::memcpy(&y, b + i, 8);
+      if (x != y) return false;
+    }
+    std::uint64_t x = 0, y = 0;
+    std::memcpy(&x, a + n - 8, 8);
+    std::memcpy(&y, b + n - 8, 8);
+    return x == y;
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
 // A short note text built on the stack (the summary notes are at most ~80 bytes).
 struct short_text {
   char buf[128];
@@ -431,12 +526,25 @@ struct short_text {
     n += N - 1;
   }
   void str(std::string_view s) noexcept {
-    std::memcpy(buf + n, s.data(), s.size());
-    n += s.size();
+    const char* q = s.data();
+    const std::size_t len = s.size();
+    char* d = buf + n;
+    if (len >= 8) {  // 8 bytes at a time, the last block overlapping
+      std::size_t i = 0;
+      for (; i + 8 < len; i += 8) std::memcpy(d + i, q + i, 8);
+      std::memcpy(d + len - 8, q + len - 8, 8);
+    } else {
+      for (std::size_t i = 0; i < len; ++i) d[i] = q[i];
+    }
+    n += len;
   }
   void count(std::uint32_t v, std::string_view one, std::string_view many) noexcept {
-    const auto r = std::to_chars(buf + n, buf + n + 16, v);
-    n = static_cast<std::size_t>(r.ptr - buf);
+    if (v < 10) {
+      buf[n++] = static_cast<char>('0' + v);
+    } else {
+      const auto r = std::to_chars(buf + n, buf + n + 16, v);
+      n = static_cast<std::size_t>(r.ptr - buf);
+    }
     buf[n++] = ' ';
     str(v == 1 ? one : many);
   }
@@ -472,7 +580,6 @@ class repairer {
     eof_ = false;
     fatal_ = false;
     frames_.clear();
-    synced_ = 0;
     stats_ = nullptr;
     open_braces_ = 0;
     open_brackets_ = 0;
@@ -526,39 +633,56 @@ class repairer {
     std::size_t key_begin = 0;  // escaped key text in the output
     std::size_t key_end = 0;
     bool is_index = false;
+    bool plain = false;  // the key has no escape (its output text is the key)
   };
 
   // ---- notes ----
 
-  // The path of the current position, in scratch_path_ (kept in step with frames_: only the
-  // segments that changed since the last note are rebuilt), then copied into p.
+  // The path of the current position, written into p: the leading segments p already has
+  // (a note slot reused from an earlier text) are kept, the rest popped and rebuilt.
   void build_path(path& p) {
-    if (synced_ > frames_.size()) synced_ = frames_.size();
-    while (scratch_path_.size() > synced_) scratch_path_.pop();
-    for (std::size_t i = synced_; i < frames_.size(); ++i) {
-      const frame& f = frames_[i];
+    const std::vector<path_segment>& segs = p.segments();
+    const std::size_t n = frames_.size();
+    const std::size_t lim = std::min(n, segs.size());
+    std::size_t m = 0;
+    for (; m < lim; ++m) {
+      const frame& f = frames_[m];
+      const path_segment& g = segs[m];
       if (f.is_index) {
-        scratch_path_.index(f.index);
+        if (!g.is_index || g.index != f.index || !g.key.empty()) break;
         continue;
       }
-      std::string_view k(ob_.data() + f.key_begin, f.key_end - f.key_begin);
-      if (k.find('\\') == std::string_view::npos) {
-        scratch_path_.key(k);
-      } else {
-        std::string u;
-        detail::unescape_json_string(k, u);
-        scratch_path_.key(u);
+      if (g.is_index || g.index != 0) break;
+      if (f.plain) {
+        const std::size_t len = f.key_end - f.key_begin;
+        if (g.key.size() != len || !same_bytes(g.key.data(), ob_.data() + f.key_begin, len)) break;
+      } else if (std::string_view(g.key) != frame_key(f)) {
+        break;
       }
     }
-    synced_ = frames_.size();
-    p = scratch_path_;
+    while (p.size() > m) p.pop();
+    for (; m < n; ++m) {
+      const frame& f = frames_[m];
+      if (f.is_index) p.index(f.index);
+      else p.key(frame_key(f));
+    }
+  }
+
+  // The key of a frame, unescaped (in key_text_ when it had escapes).
+  std::string_view frame_key(const frame& f) {
+    std::string_view k(ob_.data() + f.key_begin, f.key_end - f.key_begin);
+    if (f.plain || k.find('\\') == std::string_view::npos) return k;
+    key_text_.clear();
+    detail::unescape_json_string(k, key_text_);
+    return key_text_;
   }
 
   note* add(note_kind kind, std::string_view detail) {
     note* n = nw_->next(kind);
     if (n == nullptr) return nullptr;
     build_path(n->path);
-    if (std::string_view(n->detail) != detail) n->detail.assign(detail.data(), detail.size());
+    if (n->detail.size() != detail.size() || !same_bytes(n->detail.data(), detail.data(), detail.size()))
+      n->detail.assign(detail.data(), detail.size());
     return n;
   }
 
@@ -641,12 +765,23 @@ class repairer {
   [[gnu::always_inline]] void skip_ws() {
     const char* q = p_;
     const char* const e = e_;
-    if (q < e && ws_byte(*q)) q = skip_ws_run(q + 1, e);
-    p_ = q;
-    if (q < e) {
-      const auto lead = static_cast<uchar>(*q);
-      if (lead == '/' || lead == 0xEF || lead == 0xC2) skip_ws_slow();
+    if (q >= e) return;
+    std::uint8_t k = gap_class[static_cast<uchar>(*q)];
+    if (k == 0) return;
+    if (k == 1) {
+      q = skip_spaces(q + 1, e);
+      if (q < e) {
+        k = gap_class[static_cast<uchar>(*q)];
+        if (k == 1) {
+          q = skip_ws_run(q, e);
+          k = q < e ? gap_class[static_cast<uchar>(*q)] : 0;
+        }
+      } else {
+        k = 0;
+      }
+      p_ = q;
     }
+    if (k == 2) skip_ws_slow();
   }
 
   // Comments, byte order marks and no-break spaces between tokens.
@@ -687,7 +822,7 @@ class repairer {
   const char* skip_ws_look(const char* q) const noexcept {
     if (ws_to_ != nullptr && q >= ws_from_ && q <= ws_to_) return ws_to_;
     const char* s = q;
-    q = skip_ws_run(q, e_);
+    q = skip_ws_short(q, e_);
     if (q - s > 16) {
       ws_from_ = s;
       ws_to_ = q;
@@ -747,6 +882,7 @@ class repairer {
     while (s < e_ && *s == '*') ++s;
     const char* w = s;
     const char* lim = e_ - s > 128 ? s + 128 : e_;
+    s = skip_identifier_chars(s, lim);  // key characters, the common ones
     while (s < lim && is_key_char(*s)) ++s;
     if (s == lim && lim < e_) return false;  // too long for a key
     if (s == w) return false;
@@ -782,8 +918,11 @@ class repairer {
   }
 
   // The quote before q: does it close the string (rather than being part of it)?
-  bool quote_closes(const char* q, ctx c, char closer) const noexcept {
+  [[gnu::always_inline]] bool quote_closes(const char* q, ctx c, char closer) const noexcept {
     if (c == ctx::root || c == ctx::key) return true;
+    return quote_closes_look(q, c, closer);
+  }
+  bool quote_closes_look(const char* q, ctx c, char closer) const noexcept {
     if (closer != 0 && q < e_ && *q == closer) return false;  // doubled quote: this one is content
     q = skip_ws_look(q);
     if (q >= e_) return true;
@@ -853,18 +992,17 @@ class repairer {
   }
 
   void push_index(std::size_t i) {
-    if (synced_ > frames_.size()) synced_ = frames_.size();
     frame f;
     f.is_index = true;
     f.index = i;
     frames_.push_back(f);
   }
 
-  void push_key(std::size_t kb, std::size_t ke) {
-    if (synced_ > frames_.size()) synced_ = frames_.size();
+  void push_key(std::size_t kb, std::size_t ke, bool plain = false) {
     frame f;
     f.key_begin = kb;
     f.key_end = ke;
+    f.plain = plain;
     frames_.push_back(f);
   }
 
@@ -914,6 +1052,7 @@ class repairer {
   // [kb, ke) is its escaped text in the output.
   key_result read_key(std::size_t& kb, std::size_t& ke) {
     const char* const s0 = p_;
+    key_plain_ = false;
     qk k = quote_at(p_, e_);
     if (k == qk::tdq) k = qk::dq;
     else if (k == qk::tsq) k = qk::sq;
@@ -921,6 +1060,7 @@ class repairer {
     if ((k == qk::dq || k == qk::sq || k == qk::bt) && simple_quoted(ctx::key, ascii_closer(k))) {
       kb = out().size() - (static_cast<std::size_t>(p_ - s0) - 1);
       ke = out().size() - 1;
+      key_plain_ = true;  // nothing escaped
       if (k != qk::dq && stats_ != nullptr) {
         ++stats_->requoted_keys[quote_class(k)];
         stats_->any = true;
@@ -948,6 +1088,7 @@ class repairer {
       const char* s = p_;
       const char* q = s;
       std::uint8_t cls = 0;
+      q = skip_identifier_chars(q, e_);  // none of them ends the key or needs escaping
       for (; q < e_; ++q) {
         const std::uint8_t x = key_stop[static_cast<uchar>(*q)];
         if (x == 1) break;
@@ -972,8 +1113,12 @@ class repairer {
       kb = out().size() + 1;
       out().push_back('"');
       bool bad_utf8 = false;
-      if (cls == 0) out().append(b, static_cast<std::size_t>(t - b));  // nothing to escape
-      else detail::append_escaped(out(), b, t, bad_utf8);
+      if (cls == 0) {
+        out().append(b, static_cast<std::size_t>(t - b));  // nothing to escape
+        key_plain_ = true;
+      } else {
+        detail::append_escaped(out(), b, t, bad_utf8);
+      }
       ke = out().size();
       out().push_back('"');
       p_ = q;
@@ -1002,8 +1147,9 @@ class repairer {
     bool closed = false;
     {
     stats_scope scope(*this, st);
+    skip_ws();
+    // Each path back to the top of the loop leaves p_ after whitespace and comments.
     for (;;) {
-      skip_ws();
       if (p_ >= e_ || fatal_) break;
       char ch = *p_;
       if (ch == '}') {
@@ -1019,11 +1165,13 @@ class repairer {
         }
         add(note_kind::repaired, ch == ']' ? "removed stray ]" : "removed stray )");
         ++p_;
+        skip_ws();
         continue;
       }
       if (ch == ',') {
         cosmetic([](container_stats& st) { ++st.extra_commas; }, "removed 1 extra comma");
         ++p_;
+        skip_ws();
         continue;
       }
       const std::size_t mark = out().size();
@@ -1034,6 +1182,7 @@ class repairer {
       if (kr == key_result::not_key) {
         out().resize(mark);
         skip_garbage(true);
+        skip_ws();
         continue;
       }
       if (kr == key_result::cut) {
@@ -1042,7 +1191,7 @@ class repairer {
         add(partial_ ? note_kind::incomplete : note_kind::truncated, "dropped unfinished key");
         break;
       }
-      push_key(kb, ke);
+      push_key(kb, ke, key_plain_);
       vr v = vr::none;
       if (kr == key_result::no_colon) {
         add(note_kind::repaired, "dropped key without value");
@@ -1066,9 +1215,13 @@ class repairer {
       else out().resize(mark);
       if (eof_) break;
       skip_ws();
-      skip_stray_closers('}');
       if (p_ >= e_) break;
       ch = *p_;
+      if (ch == ')' || ch == ']' || ch == '}') {
+        skip_stray_closers('}');
+        if (p_ >= e_) break;
+        ch = *p_;
+      }
       if (ch == ',') {
         ++p_;
         skip_ws();
@@ -1081,6 +1234,7 @@ class repairer {
         continue;
       }
       skip_garbage(true);
+      skip_ws();
     }
     }
     leave('{');
@@ -1108,8 +1262,9 @@ class repairer {
     bool closed = false;
     {
     stats_scope scope(*this, st);
+    skip_ws();
+    // Each path back to the top of the loop leaves p_ after whitespace and comments.
     for (;;) {
-      skip_ws();
       if (p_ >= e_ || fatal_) break;
       char ch = *p_;
       if (ch == ']') {
@@ -1125,11 +1280,13 @@ class repairer {
         }
         add(note_kind::repaired, ch == '}' ? "removed stray }" : "removed stray )");
         ++p_;
+        skip_ws();
         continue;
       }
       if (ch == ',') {
         cosmetic([](container_stats& st) { ++st.extra_commas; }, "removed 1 extra comma");
         ++p_;
+        skip_ws();
         continue;
       }
       const std::size_t mark = out().size();
@@ -1150,14 +1307,19 @@ class repairer {
         out().resize(mark);
         if (v == vr::none && !eof_) {
           skip_garbage(false);
+          skip_ws();
           continue;
         }
       }
       if (eof_) break;
       skip_ws();
-      skip_stray_closers(']');
       if (p_ >= e_) break;
       ch = *p_;
+      if (ch == ')' || ch == ']' || ch == '}') {
+        skip_stray_closers(']');
+        if (p_ >= e_) break;
+        ch = *p_;
+      }
       if (ch == ',') {
         ++p_;
         skip_ws();
@@ -1170,6 +1332,7 @@ class repairer {
         continue;
       }
       skip_garbage(false);
+      skip_ws();
     }
     }
     leave('[');
@@ -1780,8 +1943,8 @@ class repairer {
   mutable const char* ws_to_ = nullptr;
   const char* fence_from_ = nullptr;       // last search for a line starting with ```
   const char* fence_at_ = nullptr;         // (its result; e_ when there is none)
-  path scratch_path_;
-  std::size_t synced_ = 0;  // leading segments of scratch_path_ equal to frames_
+  std::string key_text_;  // an unescaped key (frame_key)
+  bool key_plain_ = false;  // the key read_key read last has no escape
   container_stats* stats_ = nullptr;  // of the innermost open container (null at the top)
   struct quote_flags {
     qk kind = qk::dq;
