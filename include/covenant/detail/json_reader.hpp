@@ -72,14 +72,33 @@ class json_reader {
   }
 
  private:
-  char peek_slow() noexcept {
-    const char* q = p_;
+  // First byte at or after q that is not JSON whitespace (or end_).
+  const char* skip_whitespace(const char* q) const noexcept {
     while (q < end_) {
       const char c = *q;
       if (static_cast<unsigned char>(c) > 0x20) break;
       if (c != ' ' && c != '\n' && c != '\r' && c != '\t') break;
       ++q;
     }
+    return q;
+  }
+
+  // expect_key with any whitespace, near the end of the text.
+  COVENANT_NOINLINE bool expect_key_slow(bool first, const char* pattern, std::size_t n) noexcept {
+    const char* q = skip_whitespace(p_);
+    if (!first) {
+      if (q >= end_ || *q != ',') return false;
+      q = skip_whitespace(q + 1);
+    }
+    if (static_cast<std::size_t>(end_ - q) < n || !same_bytes(q, pattern, n)) return false;
+    q += n;
+    if (q < end_ && *q == ' ') ++q;
+    p_ = q;
+    return true;
+  }
+
+  char peek_slow() noexcept {
+    const char* q = skip_whitespace(p_);
     p_ = q;
     return q < end_ ? *q : '\0';
   }
@@ -150,9 +169,33 @@ class json_reader {
     return next_key(first, key, scratch, {}, matched);
   }
 
+  /// Fast path in front of next_key for the member the caller expects next. `pattern` is the
+  /// key in double quotes followed by ':' (`"key":`, the key without '"' or '\\'). When the next
+  /// member (after the ',' unless `first`) starts with exactly that text, consumes it, and one
+  /// space after it, and returns true: the reader is then at the value, as after next_key.
+  /// Otherwise returns false without moving (call next_key, which reads any other form).
+  COVENANT_ALWAYS_INLINE bool expect_key(bool first, const char* pattern, std::size_t n) noexcept {
+    const char* q = p_;
+    // The usual form: [", "]"key": with room for one more byte (all reads below stay in the text).
+    if (COVENANT_LIKELY(static_cast<std::size_t>(end_ - q) >= n + 3)) {
+      if (!first) {
+        if (COVENANT_UNLIKELY(*q != ',')) return expect_key_slow(first, pattern, n);
+        ++q;
+      }
+      if (*q == ' ') ++q;
+      if (COVENANT_UNLIKELY(static_cast<unsigned char>(*q) <= 0x20)) return expect_key_slow(first, pattern, n);
+      if (!same_bytes(q, pattern, n)) return false;
+      q += n;
+      if (*q == ' ') ++q;
+      p_ = q;
+      return true;
+    }
+    return expect_key_slow(first, pattern, n);
+  }
+
   /// Array iteration: call with first=true right after begin_array(). Returns true when an
   /// element follows (the reader is then at it); false at ']' or on error.
-  bool next_element(bool first) noexcept {
+  COVENANT_ALWAYS_INLINE bool next_element(bool first) noexcept {
     char c = peek();
     if (c == ']') {
       ++p_;
@@ -328,15 +371,23 @@ class json_reader {
 
   // Equality of n bytes without a library call for short keys.
   COVENANT_ALWAYS_INLINE static bool same_bytes(const char* a, const char* b, std::size_t n) noexcept {
-    if (n <= 16) {
-      if (n >= 8) {
-        std::uint64_t x0, y0, x1, y1;
-        std::memcpy(&x0, a, 8);
-        std::memcpy(&y0, b, 8);
-        std::memcpy(&x1, a + n - 8, 8);
-        std::memcpy(&y1, b + n - 8, 8);
-        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
-      }
+    if (n - 8 <= 8) {  // 8 to 16 bytes
+      std::uint64_t x0, y0, x1, y1;
+      std::memcpy(&x0, a, 8);
+      std::memcpy(&y0, b, 8);
+      std::memcpy(&x1, a + n - 8, 8);
+      std::memcpy(&y1, b + n - 8, 8);
+      return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    }
+    if (n - 17 <= 15) {  // 17 to 32 bytes
+      std::uint64_t x[4], y[4];
+      std::memcpy(&x[0], a, 16);
+      std::memcpy(&y[0], b, 16);
+      std::memcpy(&x[2], a + n - 16, 16);
+      std::memcpy(&y[2], b + n - 16, 16);
+      return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+    }
+    if (n < 8) {
       if (n >= 4) {
         std::uint32_t x0, y0, x1, y1;
         std::memcpy(&x0, a, 4);
@@ -642,17 +693,53 @@ class json_reader {
   // out = [s, s + n), without the general-purpose checks of std::string::assign: in place when
   // the string already has room (decoding into an existing object), else a new string of exactly
   // that size.
-  static void assign(std::string& out, const char* s, std::size_t n) {
-    if (n <= out.capacity()) {
-      if (n != 0) {
-        out.resize(n);
-        std::memcpy(out.data(), s, n);
-      } else {
-        out.clear();
-      }
+  COVENANT_ALWAYS_INLINE static void assign(std::string& out, const char* s, std::size_t n) {
+    if (COVENANT_LIKELY(n <= out.capacity())) {
+      if (n != out.size()) out.resize(n);
+      copy_bytes(out.data(), s, n);
     } else {
-      out = std::string(s, n);
+      assign_new(out, s, n);
     }
+  }
+
+  COVENANT_NOINLINE static void assign_new(std::string& out, const char* s, std::size_t n) { out = std::string(s, n); }
+
+  // memcpy without a library call for up to 64 bytes (overlapping loads and stores).
+  COVENANT_ALWAYS_INLINE static void copy_bytes(char* d, const char* s, std::size_t n) noexcept {
+    if (n <= 16) {
+      if (n >= 8) {
+        std::uint64_t a, b;
+        std::memcpy(&a, s, 8);
+        std::memcpy(&b, s + n - 8, 8);
+        std::memcpy(d, &a, 8);
+        std::memcpy(d + n - 8, &b, 8);
+      } else if (n >= 4) {
+        std::uint32_t a, b;
+        std::memcpy(&a, s, 4);
+        std::memcpy(&b, s + n - 4, 4);
+        std::memcpy(d, &a, 4);
+        std::memcpy(d + n - 4, &b, 4);
+      } else {
+        for (std::size_t i = 0; i < n; ++i) d[i] = s[i];
+      }
+      return;
+    }
+#if defined(__SSE2__)
+    if (n <= 64) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + n - 16));
+      if (n > 32) {
+        const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16));
+        const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + n - 32));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 16), c);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + n - 32), e);
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d), a);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + n - 16), b);
+      return;
+    }
+#endif
+    std::memcpy(d, s, n);
   }
 
   // Like scan_string, but the result always ends up in `out` (assigned).
