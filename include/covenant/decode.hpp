@@ -136,11 +136,49 @@ bool number_from_string(json_reader& r, N& out, const schema::type& node, decode
   return true;
 }
 
+// The usual integer: at most 18 digits (no overflow in 64 bits) without a leading zero, not
+// followed by a fraction or an exponent, within the range of I. Read in one pass; the reader is
+// moved past it. Returns false without moving the reader otherwise (the general path decides).
+template <class I>
+COVENANT_ALWAYS_INLINE bool short_integer(json_reader& r, I& out) noexcept {
+  const char* q = r.position();
+  const char* const end = r.text_end();
+  const bool negative = *q == '-';
+  if (negative) ++q;
+  const char* const digits = q;
+  std::uint64_t mag = 0;
+  while (q < end && static_cast<unsigned>(*q - '0') <= 9) {
+    mag = mag * 10 + static_cast<std::uint64_t>(*q - '0');
+    ++q;
+  }
+  const auto n = static_cast<std::size_t>(q - digits);
+  if (n == 0 || n > 18 || (n > 1 && *digits == '0')) return false;
+  if (q < end && (*q == '.' || *q == 'e' || *q == 'E')) return false;
+  if constexpr (std::is_signed_v<I>) {
+    constexpr auto max_pos = static_cast<std::uint64_t>(std::numeric_limits<I>::max());
+    if (mag > max_pos + (negative ? 1 : 0)) return false;
+    out = negative ? static_cast<I>(-static_cast<std::int64_t>(mag)) : static_cast<I>(mag);
+  } else {
+    if ((negative && mag != 0) || mag > static_cast<std::uint64_t>(std::numeric_limits<I>::max())) return false;
+    out = static_cast<I>(mag);
+  }
+  r.rewind(q);
+  return true;
+}
+
 template <class I>
 COVENANT_ALWAYS_INLINE void read_integer(json_reader& r, I& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
   const char c = r.peek();
   if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at)) return;
   if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
+  if constexpr (sizeof(I) <= sizeof(std::int64_t)) {
+    const char* start = r.position();
+    if (short_integer(r, out)) {
+      if (!number_within_bounds(node.constraints, static_cast<double>(out)))
+        check_number(node.constraints, static_cast<double>(out), span_from(r, start), &out, ctx, at);
+      return;
+    }
+  }
   number_token tok;
   if (!r.read_number(tok)) return;
   if (!integer_from_token(tok, out)) {
@@ -187,11 +225,57 @@ COVENANT_ALWAYS_INLINE bool fast_decimal(const number_token& tok, double& out) n
   return true;
 }
 
+// fast_decimal in the same pass as the syntax check, for the usual number (no exponent, at
+// most 15 significant digits, no leading zero, at least one digit after a point). Returns false
+// without moving the reader otherwise (the general path decides).
+COVENANT_ALWAYS_INLINE bool short_decimal(json_reader& r, double& out) noexcept {
+  static constexpr double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  const char* q = r.position();
+  const char* const end = r.text_end();
+  const bool negative = *q == '-';
+  if (negative) ++q;
+  const char* const digits = q;
+  std::uint64_t mantissa = 0;
+  int significant = 0;
+  while (q < end && static_cast<unsigned>(*q - '0') <= 9) {
+    mantissa = mantissa * 10 + static_cast<std::uint64_t>(*q - '0');
+    significant += (mantissa != 0) ? 1 : 0;
+    ++q;
+  }
+  if (q == digits || (q - digits > 1 && *digits == '0')) return false;
+  int scale = 0;
+  if (q < end && *q == '.') {
+    ++q;
+    const char* const fraction = q;
+    while (q < end && static_cast<unsigned>(*q - '0') <= 9) {
+      mantissa = mantissa * 10 + static_cast<std::uint64_t>(*q - '0');
+      significant += (mantissa != 0) ? 1 : 0;
+      ++q;
+    }
+    if (q == fraction) return false;
+    scale = static_cast<int>(q - fraction);
+  }
+  if (significant > 15 || scale > 22 || (q < end && (*q == 'e' || *q == 'E'))) return false;
+  const double m = static_cast<double>(mantissa);
+  out = scale == 0 ? m : m / pow10[scale];
+  if (negative) out = -out;
+  r.rewind(q);
+  return true;
+}
+
 template <class F>
 COVENANT_ALWAYS_INLINE void read_floating(json_reader& r, F& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
   const char c = r.peek();
   if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at)) return;
   if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
+  if constexpr (std::is_same_v<F, double>) {
+    const char* start = r.position();
+    if (short_decimal(r, out)) {
+      if (!number_within_bounds(node.constraints, out)) check_number(node.constraints, out, span_from(r, start), &out, ctx, at);
+      return;
+    }
+  }
   number_token tok;
   if (!r.read_number(tok)) return;
   if constexpr (std::is_same_v<F, double>) {
@@ -229,8 +313,9 @@ struct object_codec {
   }(std::make_index_sequence<N>{});
 
   // Reads field j (a switch over the field indexes, so each field's reader can be inlined).
-  static void read_field(std::size_t j, json_reader& r, S& s, const schema::object_def& def, decode_context& ctx,
-                         const path_frame* f) {
+  // Used for members that come out of declaration order (the usual order is read by read_next).
+  COVENANT_NOINLINE static void read_field(std::size_t j, json_reader& r, S& s, const schema::object_def& def,
+                                           decode_context& ctx, const path_frame* f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (void)((j == I ? (read_value(r, boost::pfr::get<I>(s), def.fields[I].type, ctx, f), true) : false) || ...);
     }(std::make_index_sequence<N>{});
@@ -238,9 +323,10 @@ struct object_codec {
 
   // The JSON keys of S (the same in every schema model S appears in), kept here for the hot
   // loop. Keys without '"' or '\\' can be matched against the text byte for byte (the expected
-  // next field is tried first).
+  // next field is tried first); `quoted` is such a key as written before its value: "key":
   struct key_table {
     std::array<std::string, N> keys;
+    std::array<std::string, N> quoted;
     std::array<bool, N> plain{};
   };
   static const key_table& keys_of(const schema::object_def& def) {
@@ -249,10 +335,40 @@ struct object_codec {
       for (std::size_t k = 0; k < N; ++k) {
         t.keys[k] = def.fields[k].key;
         t.plain[k] = t.keys[k].find_first_of("\"\\") == std::string::npos;
+        t.quoted[k] = '"' + t.keys[k] + "\":";
       }
       return t;
     }();
     return table;
+  }
+
+  // Fields seen so far: one word for up to 64 fields.
+  using field_set = std::conditional_t<(N <= 64), std::uint64_t, std::bitset<N == 0 ? 1 : N>>;
+  static void mark(field_set& seen, std::size_t j) noexcept {
+    if constexpr (N <= 64) seen |= std::uint64_t{1} << j;
+    else seen.set(j);
+  }
+  static bool marked(const field_set& seen, std::size_t j) noexcept {
+    if constexpr (N <= 64) return ((seen >> j) & 1U) != 0;
+    else return seen.test(j);
+  }
+  static bool all_marked(const field_set& seen) noexcept {
+    if constexpr (N == 0) return true;
+    else if constexpr (N < 64) return seen == (std::uint64_t{1} << N) - 1;
+    else if constexpr (N == 64) return seen == ~std::uint64_t{0};
+    else return seen.all();
+  }
+
+  // Field I when it is the next member, with its key written as usual ("key": value): reads it
+  // and returns true (false on a syntax error too, which the caller checks). Returns false
+  // without moving the reader otherwise.
+  template <std::size_t I>
+  COVENANT_ALWAYS_INLINE static bool read_next(json_reader& r, S& out, const schema::object_def& def,
+                                               const key_table& table, decode_context& ctx, path_frame& f) {
+    if (!table.plain[I] || !r.expect_key(I == 0, table.quoted[I].data(), table.quoted[I].size())) return false;
+    f.key = table.keys[I];
+    read_value(r, boost::pfr::get<I>(out), def.fields[I].type, ctx, &f);
+    return !r.failed();
   }
 
   static void read(json_reader& r, S& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
@@ -261,12 +377,26 @@ struct object_codec {
     const schema::object_def& def = *std::get_if<schema::object_def>(&ctx.s.defs[node.def].body);
     const std::size_t issues_before = ctx.issues.size();
     if (!r.begin_object()) return;
-    std::bitset<N == 0 ? 1 : N> seen;
+    const key_table& table = keys_of(def);
+    path_frame f{at, {}, 0, false};
+    // The members in declaration order, each key matched as written: `in_order` of them.
+    std::size_t in_order = 0;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (void)((read_next<I>(r, out, def, table, ctx, f) && (in_order = I + 1, true)) && ...);
+    }(std::make_index_sequence<N>{});
+    if (r.failed()) return;
+    field_set seen{};
+    if constexpr (N <= 64) {
+      seen = in_order == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << in_order) - 1;
+    } else {
+      for (std::size_t j = 0; j < in_order; ++j) mark(seen, j);
+    }
+    // Whatever follows (the end of the object, members out of order, unknown or repeated keys,
+    // keys written otherwise), one member at a time.
     std::string scratch;
     std::string_view key;
-    const key_table& table = keys_of(def);
-    std::size_t hint = 0;
-    bool first = true;
+    std::size_t hint = in_order;
+    bool first = in_order == 0;
     bool matched = false;
     while (r.next_key(first, key, scratch,
                       hint < N && table.plain[hint] ? std::string_view(table.keys[hint]) : std::string_view(),
@@ -285,33 +415,33 @@ struct object_codec {
       }
       if (COVENANT_UNLIKELY(j == N) && ctx.opts.coerce) {
         const std::size_t m = match_field_key(def, key);
-        if (m != no_match && !seen.test(m)) {
+        if (m != no_match && !marked(seen, m)) {
           j = m;
-          path_frame f{at, def.fields[j].key, 0, false};
-          ctx.note(&f, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
+          path_frame g{at, def.fields[j].key, 0, false};
+          ctx.note(&g, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
         }
       }
       if (COVENANT_UNLIKELY(j == N)) {
         const std::string k(key);
-        path_frame f{at, k, 0, false};
+        path_frame g{at, k, 0, false};
         std::string_view ignored;
         if (!r.skip_value(ignored)) return;
-        if (ctx.opts.reject_unknown_fields) unknown_field(ctx, &f);
+        if (ctx.opts.reject_unknown_fields) unknown_field(ctx, &g);
         continue;
       }
-      seen.set(j);
+      mark(seen, j);
       hint = j + 1;
-      path_frame f{at, table.keys[j], 0, false};
+      f.key = table.keys[j];
       read_field(j, r, out, def, ctx, &f);
       if (r.failed()) return;
     }
     if (r.failed()) return;
-    if (!seen.all()) {
+    if (!all_marked(seen)) {
       for (std::size_t j = 0; j < N; ++j) {
-        if (seen.test(j)) continue;
+        if (marked(seen, j)) continue;
         if (def.fields[j].required) {
-          path_frame f{at, def.fields[j].key, 0, false};
-          missing_field(ctx, &f, def.fields[j].key);
+          path_frame g{at, def.fields[j].key, 0, false};
+          missing_field(ctx, &g, def.fields[j].key);
         } else {
           resetters[j](out);
         }
@@ -503,19 +633,20 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
     if (!r.begin_array()) return;
     std::size_t n = 0;
     bool first = true;
+    path_frame f{at, {}, 0, true};
     while (r.next_element(first)) {
       first = false;
       if (n == out.size()) {
         if (out.capacity() == 0) out.reserve(4);
         out.emplace_back();
       }
-      path_frame f{at, {}, n, true};
+      f.index = n;
       read_value(r, out[n], node.args[0], ctx, &f);
       if (r.failed()) return;
       ++n;
     }
     if (r.failed()) return;
-    out.resize(n);
+    if (n != out.size()) out.resize(n);
     if (!count_within_bounds(node.constraints, n))
       check_count(node.constraints, n, false, span_from(r, start), &out, ctx, at);
   } else if constexpr (is_string_map<T>::value) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "covenant/config.hpp"
+#include "covenant/detail/json_reader.hpp"  // COVENANT_ALWAYS_INLINE
 #include "covenant/issues.hpp"
 #include "covenant/schema.hpp"
 
@@ -75,7 +76,7 @@ void check_invariants_native(const schema::object_def& def, const void* object, 
 // the value meets, so the check would report nothing and need not be called. False means "call
 // the check" (a bound is not met, or there is a constraint the screen does not know).
 
-inline bool number_within_bounds(const std::vector<schema::constraint>& cs, double v) noexcept {
+COVENANT_ALWAYS_INLINE bool number_within_bounds(const std::vector<schema::constraint>& cs, double v) noexcept {
   for (const auto& c : cs) {
     switch (c.kind) {
       case schema::constraint_kind::minimum:
@@ -98,7 +99,7 @@ inline bool number_within_bounds(const std::vector<schema::constraint>& cs, doub
 }
 
 /// `size` in bytes: a string of n bytes has between n / 4 and n code points.
-inline bool string_within_bounds(const std::vector<schema::constraint>& cs, std::size_t size) noexcept {
+COVENANT_ALWAYS_INLINE bool string_within_bounds(const std::vector<schema::constraint>& cs, std::size_t size) noexcept {
   for (const auto& c : cs) {
     switch (c.kind) {
       case schema::constraint_kind::min_length:
@@ -114,7 +115,7 @@ inline bool string_within_bounds(const std::vector<schema::constraint>& cs, std:
   return true;
 }
 
-inline bool count_within_bounds(const std::vector<schema::constraint>& cs, std::size_t n) noexcept {
+COVENANT_ALWAYS_INLINE bool count_within_bounds(const std::vector<schema::constraint>& cs, std::size_t n) noexcept {
   for (const auto& c : cs) {
     switch (c.kind) {
       case schema::constraint_kind::min_items:
