@@ -342,16 +342,7 @@ void unknown_field(decode_context& ctx, const path_frame* at) {
 }
 
 void parse_failure(decode_context& ctx, std::string_view text, std::size_t offset, const char* message) {
-  std::uint32_t line = 1;
-  std::uint32_t column = 1;
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
-      ++column;
-    }
-  }
+  const auto [line, column] = line_column(text, offset);
   issue i;
   i.code = issue_code::parse_error;
   i.expected = "valid JSON";

@@ -736,21 +736,6 @@ json_schema_import_result try_import_json_schema(const boost::json::value& docum
 
 namespace {
 
-// 1-based line and column (in code points) of byte `offset` of `text`.
-std::pair<std::uint32_t, std::uint32_t> line_column(std::string_view text, std::size_t offset) {
-  std::uint32_t line = 1;
-  std::uint32_t column = 1;
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
-      ++column;
-    }
-  }
-  return {line, column};
-}
-
 // Byte offset in `text` (a valid JSON document) of the value a JSON pointer names: for an object
 // member, where its key starts; for an array item, where the item starts. The deepest part of
 // the pointer that exists when the rest does not.
@@ -841,16 +826,7 @@ json_schema_import_result try_import_json_schema_text(std::string_view text, con
   detail::json_reader r(text, max_depth);
   std::string_view ignored;
   if (!r.skip_value(ignored) || !r.finish()) {
-    std::uint32_t line = 1;
-    std::uint32_t column = 1;
-    for (std::size_t i = 0; i < r.error_offset() && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
-        ++column;
-      }
-    }
+    const auto [line, column] = detail::line_column(text, r.error_offset());
     const bool deep = std::string_view(r.error_message()) == "nesting too deep";
     return fail(deep ? schema_error_code::limit_exceeded : schema_error_code::syntax_error, line, column,
                 std::string("invalid JSON: ") + r.error_message());
@@ -864,7 +840,7 @@ json_schema_import_result try_import_json_schema_text(std::string_view text, con
   // Problems found in the document point into it: give them the line and column of the text too.
   for (schema_diagnostic& d : imported.errors) {
     if (d.pointer.empty() || d.line != 0) continue;
-    const auto [line, column] = line_column(text, locate_pointer(text, d.pointer, max_depth));
+    const auto [line, column] = detail::line_column(text, locate_pointer(text, d.pointer, max_depth));
     d.line = line;
     d.column = column;
   }

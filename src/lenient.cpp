@@ -275,17 +275,12 @@ class out_buf {
   // at a time (the output keeps 16 bytes of room), the copy of the last block being cut back.
   [[gnu::always_inline]] const char* copy_string_run(const char* q, const char* e, char closer) {
 #if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
-    const __m128i close = _mm_set1_epi8(closer != 0 ? closer : '"');
-    const __m128i space = _mm_set1_epi8(0x20);
+    const detail::string_special_mask special(closer);
     while (e - q >= 16) {
       if (e_ - p_ < 16) grow(16);
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(p_), v);
-      const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                                     _mm_or_si128(_mm_cmpeq_epi8(v, close), _mm_cmplt_epi8(v, space)));
-      const int bits = _mm_movemask_epi8(m);
+      const int bits = special(v);
       if (bits != 0) {
         const int k = __builtin_ctz(static_cast<unsigned>(bits));
         p_ += k;
@@ -2423,17 +2418,8 @@ class extractor {
   }
 
   std::pair<std::uint32_t, std::uint32_t> line_col(const char* at) const {
-    std::uint32_t line = 1;
-    std::uint32_t col = 1;
-    for (const char* q = tb_; q < at && q < te_; ++q) {
-      if (*q == '\n') {
-        ++line;
-        col = 1;
-      } else if ((static_cast<uchar>(*q) & 0xC0) != 0x80) {
-        ++col;
-      }
-    }
-    return {line, col};
+    return detail::line_column(std::string_view(tb_, static_cast<std::size_t>(te_ - tb_)),
+                               at > tb_ ? static_cast<std::size_t>(at - tb_) : 0);
   }
 
   std::size_t line_of(const char* at) {

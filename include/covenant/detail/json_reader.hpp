@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -29,6 +30,21 @@
 #endif
 
 namespace covenant::detail {
+
+/// 1-based line and column (counted in code points) of byte `offset` of `text`, for messages.
+inline std::pair<std::uint32_t, std::uint32_t> line_column(std::string_view text, std::size_t offset) noexcept {
+  std::uint32_t line = 1;
+  std::uint32_t column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      ++column;
+    }
+  }
+  return {line, column};
+}
 
 /// A number token as written in the text.
 struct number_token {

@@ -64,20 +64,35 @@ inline const char* find_seq(const char* b, const char* e, const char* s, std::si
   return at == std::string_view::npos ? nullptr : b + at;
 }
 
+#if defined(__SSE2__)
+/// Classifies 16 bytes at a time for find_string_special: bit i of the result is set where
+/// byte i is '"', '\\', `closer` (when not 0), a control character or a non-ASCII byte.
+class string_special_mask {
+ public:
+  explicit string_special_mask(char closer) noexcept
+      : quote_(_mm_set1_epi8('"')),
+        backslash_(_mm_set1_epi8('\\')),
+        close_(_mm_set1_epi8(closer != 0 ? closer : '"')),
+        space_(_mm_set1_epi8(0x20)) {}
+  [[nodiscard]] int operator()(__m128i v) const noexcept {
+    // signed compare: bytes >= 0x80 are negative, so "< 0x20" also flags non-ASCII bytes
+    const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote_), _mm_cmpeq_epi8(v, backslash_)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(v, close_), _mm_cmplt_epi8(v, space_)));
+    return _mm_movemask_epi8(m);
+  }
+
+ private:
+  __m128i quote_, backslash_, close_, space_;
+};
+#endif
+
 /// First byte in [q, e) that a string scanner must look at: '"', '\\', `closer` (when not 0),
 /// a control character or a non-ASCII byte.
 inline const char* find_string_special(const char* q, const char* e, char closer) noexcept {
 #if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i backslash = _mm_set1_epi8('\\');
-  const __m128i close = _mm_set1_epi8(closer != 0 ? closer : '"');
-  const __m128i space = _mm_set1_epi8(0x20);
+  const string_special_mask special(closer);
   while (e - q >= 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-    // signed compare: bytes >= 0x80 are negative, so "< 0x20" also flags non-ASCII bytes
-    const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                                   _mm_or_si128(_mm_cmpeq_epi8(v, close), _mm_cmplt_epi8(v, space)));
-    const int bits = _mm_movemask_epi8(m);
+    const int bits = special(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
     if (bits != 0) return q + __builtin_ctz(static_cast<unsigned>(bits));
     q += 16;
   }
