@@ -906,26 +906,68 @@ class dynamic_decoder {
       }
     }
     json::value v = std::move(out);
-    if (ctx.issues.size() == issues_before && (!def.invariants.empty() || !t.constraints.empty())) {
-      const json::value view = rule_view(def, v);
-      for (const auto& inv : def.invariants) {
-        if (!inv.check || !inv.check->has_json()) continue;
-        auto r = inv.check->check_json(view);
-        if (!r) continue;
-        path_frame anchor{at, inv.anchor, 0, false};
-        const path_frame* where = inv.anchor.empty() ? at : &anchor;
-        if (soft_rule(inv.check.get())) {
-          ctx.note(where, note_kind::check_failed, "check failed: " + inv.description);
-          continue;
-        }
-        std::string message = r->empty() ? "must satisfy: " + inv.description : std::move(*r);
-        ctx.add(where, issue_code::invariant_violation, inv.description, "", std::move(message));
-      }
-      if (!t.constraints.empty()) {
-        rules(t.constraints, view, detail::span_from(r_, start), false, false, ctx, at);
-      }
-    }
+    if (ctx.issues.size() == issues_before) object_rules(t, def, v, start, ctx, at);
     return v;
+  }
+
+  // The rules of an object (its invariants, then the constraints of its type) on its value `v`,
+  // read from the text starting at `start`.
+  void object_rules(const schema::type& t, const schema::object_def& def, const json::value& v, const char* start,
+                    decode_context& ctx, const path_frame* at) {
+    if (def.invariants.empty() && t.constraints.empty()) return;
+    const json::value view = rule_view(def, v);
+    for (const auto& inv : def.invariants) {
+      if (!inv.check || !inv.check->has_json()) continue;
+      auto r = inv.check->check_json(view);
+      if (!r) continue;
+      path_frame anchor{at, inv.anchor, 0, false};
+      const path_frame* where = inv.anchor.empty() ? at : &anchor;
+      if (soft_rule(inv.check.get())) {
+        ctx.note(where, note_kind::check_failed, "check failed: " + inv.description);
+        continue;
+      }
+      std::string message = r->empty() ? "must satisfy: " + inv.description : std::move(*r);
+      ctx.add(where, issue_code::invariant_violation, inv.description, "", std::move(message));
+    }
+    if (!t.constraints.empty()) rules(t.constraints, view, detail::span_from(r_, start), false, false, ctx, at);
+  }
+
+  // The one field of an object definition that is not skipped, or nullptr when there are more or none.
+  static const schema::field* only_field(const schema::object_def& def) {
+    const schema::field* only = nullptr;
+    for (const auto& f : def.fields) {
+      if (f.skip) continue;
+      if (only != nullptr) return nullptr;
+      only = &f;
+    }
+    return only;
+  }
+
+  // Coerce mode: the value at the reader read as the object's only field `only`, wrapped into
+  // that object (with a note saying `how`, and the object's rules checked). nullopt, the reader
+  // back at the value, when it does not read as that field without issues.
+  std::optional<json::value> read_wrapped_in_field(const schema::type& t, const schema::object_def& def,
+                                                   const schema::field& only, std::string_view how,
+                                                   decode_context& ctx, const path_frame* at) {
+    const char* start = r_.position();
+    issue_list local;
+    note_list local_notes;
+    decode_context sub{ctx.s, ctx.opts, local, &local_notes};
+    path_frame f{at, only.key, 0, false};
+    json::value v = read(only.type, sub, &f);
+    if (r_.failed()) return std::nullopt;
+    if (!local.empty()) {
+      r_.rewind(start);
+      return std::nullopt;
+    }
+    ctx.note(at, note_kind::coerced, std::string(how) + only.key);
+    if (ctx.notes != nullptr)
+      for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
+    json::object out;
+    out.emplace(keys_ == output_keys::declared ? only.name : only.key, std::move(v));
+    json::value obj = std::move(out);
+    object_rules(t, def, obj, start, ctx, at);
+    return obj;
   }
 
   // Coerce mode, a number or a boolean where an object with exactly one field, of a number,
@@ -935,50 +977,13 @@ class dynamic_decoder {
                                                 decode_context& ctx, const path_frame* at) {
     const char c = r_.peek();
     if (c != '-' && c != 't' && c != 'f' && (c < '0' || c > '9')) return std::nullopt;  // numbers, booleans
-    const schema::field* only = nullptr;
-    for (const auto& f : def.fields) {
-      if (f.skip) continue;
-      if (only != nullptr) return std::nullopt;
-      only = &f;
-    }
+    const schema::field* only = only_field(def);
     if (only == nullptr) return std::nullopt;
     const schema::type* ft = detail::unalias(ctx.s, only->type);
     if (ft == nullptr || (ft->kind != kind::integer && ft->kind != kind::number && ft->kind != kind::boolean &&
                           ft->kind != kind::literal && ft->kind != kind::union_))
       return std::nullopt;
-    const char* start = r_.position();
-    issue_list local;
-    note_list local_notes;
-    decode_context sub{ctx.s, ctx.opts, local, &local_notes};
-    path_frame f{at, only->key, 0, false};
-    json::value v = read(only->type, sub, &f);
-    if (r_.failed()) return std::nullopt;
-    if (!local.empty()) {
-      r_.rewind(start);
-      return std::nullopt;
-    }
-    ctx.note(at, note_kind::coerced, "a single value read as the object's only field " + only->key);
-    if (ctx.notes != nullptr)
-      for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
-    json::object out;
-    out.emplace(keys_ == output_keys::declared ? only->name : only->key, std::move(v));
-    json::value obj = std::move(out);
-    if (!def.invariants.empty() || !t.constraints.empty()) {
-      // Rules of the object on the value it became.
-      for (const auto& inv : def.invariants) {
-        if (!inv.check || !inv.check->has_json()) continue;
-        auto r = inv.check->check_json(rule_view(def, obj));
-        if (!r) continue;
-        if (soft_rule(inv.check.get())) {
-          ctx.note(at, note_kind::check_failed, "check failed: " + inv.description);
-          continue;
-        }
-        ctx.add(at, issue_code::invariant_violation, inv.description, "",
-                r->empty() ? "must satisfy: " + inv.description : std::move(*r));
-      }
-      if (!t.constraints.empty()) rules(t.constraints, rule_view(def, obj), detail::span_from(r_, start), false, false, ctx, at);
-    }
-    return obj;
+    return read_wrapped_in_field(t, def, *only, "a single value read as the object's only field ", ctx, at);
   }
 
   // Whether `t` names an object definition, or is a union whose alternatives all do.
@@ -1001,61 +1006,25 @@ class dynamic_decoder {
   // back at the object) when a key names the field or the object does not read as it without issues.
   std::optional<json::value> read_object_as_only_field(const schema::type& t, const schema::object_def& def,
                                                        decode_context& ctx, const path_frame* at) {
-    const schema::field* only = nullptr;
-    for (const auto& f : def.fields) {
-      if (f.skip) continue;
-      if (only != nullptr) return std::nullopt;
-      only = &f;
-    }
+    const schema::field* only = only_field(def);
     if (only == nullptr || !object_like(ctx.s, only->type)) return std::nullopt;
-    const char* start = r_.position();
     // Does a key of the object name the field? Then it is read as the class itself.
-    {
-      if (!r_.begin_object()) return std::nullopt;
-      std::string scratch;
-      std::string_view key;
-      bool first = true;
-      bool names_field = false;
-      while (r_.next_key(first, key, scratch)) {  // to the end: the reader's depth is restored
-        first = false;
-        names_field = names_field || key == only->key || detail::match_field_key(def, key) != detail::no_match;
-        std::string_view ignored;
-        if (!r_.skip_value(ignored)) return std::nullopt;
-      }
-      if (r_.failed()) return std::nullopt;
-      r_.rewind(start);
-      if (names_field) return std::nullopt;
+    const char* start = r_.position();
+    if (!r_.begin_object()) return std::nullopt;
+    std::string scratch;
+    std::string_view key;
+    bool first = true;
+    bool names_field = false;
+    while (r_.next_key(first, key, scratch)) {  // to the end: the reader's depth is restored
+      first = false;
+      names_field = names_field || key == only->key || detail::match_field_key(def, key) != detail::no_match;
+      std::string_view ignored;
+      if (!r_.skip_value(ignored)) return std::nullopt;
     }
-    issue_list local;
-    note_list local_notes;
-    decode_context sub{ctx.s, ctx.opts, local, &local_notes};
-    path_frame f{at, only->key, 0, false};
-    json::value v = read(only->type, sub, &f);
     if (r_.failed()) return std::nullopt;
-    if (!local.empty()) {
-      r_.rewind(start);
-      return std::nullopt;
-    }
-    ctx.note(at, note_kind::coerced, "an object read as the value of the only field " + only->key);
-    if (ctx.notes != nullptr)
-      for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
-    json::object out;
-    out.emplace(keys_ == output_keys::declared ? only->name : only->key, std::move(v));
-    json::value obj = std::move(out);
-    for (const auto& inv : def.invariants) {
-      if (!inv.check || !inv.check->has_json()) continue;
-      auto r = inv.check->check_json(rule_view(def, obj));
-      if (!r) continue;
-      if (soft_rule(inv.check.get())) {
-        ctx.note(at, note_kind::check_failed, "check failed: " + inv.description);
-        continue;
-      }
-      ctx.add(at, issue_code::invariant_violation, inv.description, "",
-              r->empty() ? "must satisfy: " + inv.description : std::move(*r));
-    }
-    if (!t.constraints.empty())
-      rules(t.constraints, rule_view(def, obj), detail::span_from(r_, start), false, false, ctx, at);
-    return obj;
+    r_.rewind(start);
+    if (names_field) return std::nullopt;
+    return read_wrapped_in_field(t, def, *only, "an object read as the value of the only field ", ctx, at);
   }
 
   // The object as its own rules read it: fields under their declared names.
