@@ -1,5 +1,10 @@
 #include "covenant/testing.hpp"
 
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <algorithm>
+#include <sstream>
+
 #include <memory>
 #include <stdexcept>
 
@@ -106,6 +111,32 @@ contract_options instant(retry_policy retry, fake_sleeper* sleeper, std::uint64_
   auto rng = std::make_shared<seeded_random>(seed);
   o.random = [rng] { return (*rng)(); };
   return o;
+}
+
+struct log_capture::state {
+  std::ostringstream out;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  spdlog::level::level_enum old_level = spdlog::level::info;
+};
+
+log_capture::log_capture() : state_(std::make_unique<state>()) {
+  state_->sink->set_pattern("[%l] %v");
+  spdlog::logger& logger = detail::log();
+  state_->old_level = logger.level();
+  logger.sinks().push_back(state_->sink);
+  logger.set_level(spdlog::level::debug);
+}
+
+log_capture::~log_capture() {
+  spdlog::logger& logger = detail::log();
+  auto& sinks = logger.sinks();
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), state_->sink), sinks.end());
+  logger.set_level(state_->old_level);
+}
+
+std::string log_capture::text() const {
+  state_->sink->flush();
+  return state_->out.str();
 }
 
 }  // namespace covenant::testing

@@ -4,7 +4,6 @@
 #include <covenant/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 
 #include <algorithm>
 #include <memory>
@@ -458,6 +457,10 @@ TEST(PreRemedy, ShowsTheBadInputAndViolationsThenUsesTheCorrectedInput) {
   EXPECT_EQ(r.outcome.attempts[0].kind, covenant::attempt_kind::input_repair);
   EXPECT_EQ(model.request(1).messages[1].content,
             "<input>\n{\"text\":\"What is the capital of France?\",\"max_words\":10}\n</input>");
+  // The call succeeded; the input's own issues stay on the outcome.
+  EXPECT_TRUE(r.outcome.issues.empty());
+  EXPECT_THAT(r.outcome.input_issues, ::testing::ElementsAre(covenant::testing::IssueRendered(
+                                          "text: must be a question ending in '?'")));
 }
 
 TEST(PreRemedy, InputSchemaViolationsAreRemediedToo) {
@@ -472,30 +475,25 @@ TEST(PreRemedy, InputSchemaViolationsAreRemediedToo) {
   EXPECT_THAT(model.last_message(1), HasSubstr("- max_words: must be <= 100 (got 500)"));
 }
 
-TEST(PreRemedy, TheInputsOwnIssuesStayOnTheOutcome) {
-  scripted_engine model{R"({"text": "What is the capital of France?", "max_words": 10})", good};
-  auto options = instant();
+TEST(PreRemedy, AFailedRepairKeepsTheInputsIssuesAndTheLastAttempts) {
+  // The input breaks the schema; the repair keeps the text but is still not a question.
+  scripted_engine model{R"({"text": "Still no question", "max_words": 10})"};
+  auto options = instant({.tries = 0, .graceful = true});
   options.pre_remedy = true;
   covenant::contract<Picky> picky{model, options};
-  auto r = picky.run(Question{"Capital of France", 10});
-  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
-  EXPECT_TRUE(r.outcome.issues.empty());
-  EXPECT_THAT(r.outcome.input_issues, ::testing::ElementsAre(covenant::testing::IssueRendered(
-                                          "text: must be a question ending in '?'")));
-  // The repair fails: the input's issues and the last repair attempt's issues are both kept.
-  scripted_engine failing{R"({"text": "Still no question", "max_words": 10})"};
-  auto options2 = instant({.tries = 0, .graceful = true});
-  options2.pre_remedy = true;
-  covenant::contract<Picky> repairing{failing, options2};
-  auto f = repairing.run(Question{"Capital of France", 10});
-  EXPECT_THAT(f.outcome, covenant::testing::FailedAt(covenant::stage::pre_remedy));
-  EXPECT_EQ(f.outcome.input_issues.size(), 1u);
-  EXPECT_EQ(f.outcome.issues.size(), 1u);
-  EXPECT_EQ(f.value, "fallback for Capital of France");
+  auto r = picky.run(Question{"Capital of France", 500});
+  EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::pre_remedy));
+  EXPECT_THAT(r.outcome.input_issues,
+              ::testing::ElementsAre(covenant::testing::IssueRendered("max_words: must be <= 100 (got 500)")));
+  EXPECT_THAT(r.outcome.issues, ::testing::ElementsAre(covenant::testing::IssueRendered(
+                                    "text: must be a question ending in '?'")));
+  EXPECT_EQ(r.value, "fallback for Capital of France");
   // Without pre_remedy the input's issues are the call's issues.
   scripted_engine unused;
   covenant::contract<Picky> off{unused, instant({.graceful = true})};
   auto o = off.run(Question{"Capital of France", 10});
+  EXPECT_THAT(o.outcome.input_issues, ::testing::ElementsAre(covenant::testing::IssueRendered(
+                                          "text: must be a question ending in '?'")));
   EXPECT_EQ(o.outcome.input_issues, o.outcome.issues);
 }
 
@@ -638,43 +636,17 @@ TEST(PerfStats, RecordsEveryStageWithCountsAndShares) {
 
 namespace {
 
-// Captures what the "covenant" logger writes during its lifetime.
-class log_capture {
- public:
-  log_capture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
-    sink_->set_pattern("%l %v");
-    auto& l = covenant::detail::log();
-    level_ = l.level();
-    l.sinks().push_back(sink_);
-    l.set_level(spdlog::level::debug);
-  }
-  ~log_capture() {
-    auto& l = covenant::detail::log();
-    auto& sinks = l.sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-    l.set_level(level_);
-  }
-  log_capture(const log_capture&) = delete;
-  log_capture& operator=(const log_capture&) = delete;
-  std::string text() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-  spdlog::level::level_enum level_;
-};
-
 TEST(Logging, InfoPerResultAndRetryErrorOnExhaustion) {
-  log_capture log;
+  covenant::testing::log_capture log;
   scripted_engine model{unsure, good, unsure, unsure};
   covenant::contract<QA> qa{model, instant({.tries = 1, .graceful = true})};
   (void)qa.run(question);
   (void)qa.run(question);
   const std::string text = log.text();
-  EXPECT_THAT(text, HasSubstr("info QA: output attempt 1 rejected (1 issue: confidence: must be at least 0.5 for a "
+  EXPECT_THAT(text, HasSubstr("[info] QA: output attempt 1 rejected (1 issue: confidence: must be at least 0.5 for a "
                               "final answer); asking again in "));
-  EXPECT_THAT(text, HasSubstr("info QA: succeeded after 2 model calls in "));
-  EXPECT_THAT(text, HasSubstr("error QA: failed at post after 2 model calls: confidence: must be at least 0.5 for a "
+  EXPECT_THAT(text, HasSubstr("[info] QA: succeeded after 2 model calls in "));
+  EXPECT_THAT(text, HasSubstr("[error] QA: failed at post after 2 model calls: confidence: must be at least 0.5 for a "
                               "final answer in "));
   EXPECT_THAT(text, HasSubstr("forward runs with the failure\n"));
   // Prompts are logged only with verbose.
@@ -682,16 +654,16 @@ TEST(Logging, InfoPerResultAndRetryErrorOnExhaustion) {
 }
 
 TEST(Logging, VerboseLogsPromptsAndCorrectiveMessagesAtDebugLevel) {
-  log_capture log;
+  covenant::testing::log_capture log;
   scripted_engine model{unsure, good};
   auto options = instant();
   options.verbose = true;
   covenant::contract<QA> qa{model, options};
   (void)qa.run(question);
   const std::string text = log.text();
-  EXPECT_THAT(text, HasSubstr("debug QA: system prompt:\nAnswer the question."));
-  EXPECT_THAT(text, HasSubstr("debug QA: user prompt:\n<input>\n"));
-  EXPECT_THAT(text, HasSubstr("debug QA: corrective message:\nYour previous reply was rejected:\n"));
+  EXPECT_THAT(text, HasSubstr("[debug] QA: system prompt:\nAnswer the question."));
+  EXPECT_THAT(text, HasSubstr("[debug] QA: user prompt:\n<input>\n"));
+  EXPECT_THAT(text, HasSubstr("[debug] QA: corrective message:\nYour previous reply was rejected:\n"));
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <spdlog/sinks/ostream_sink.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -64,6 +63,7 @@ using covenant::engine_error;
 using covenant::http_engine;
 using covenant::http_engine_options;
 using covenant::testing::fake_sleeper;
+using covenant::testing::log_capture;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -180,36 +180,6 @@ covenant::chat_request simple_request(const std::string& text = "Hello?") {
   r.messages = {{covenant::role::system, "Be brief."}, {covenant::role::user, text}};
   return r;
 }
-
-/// Captures everything the "covenant" logger writes (debug and up) while alive.
-class log_capture {
- public:
-  log_capture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
-    sink_->set_pattern("[%l] %v");
-    auto& logger = covenant::detail::log();
-    old_level_ = logger.level();
-    logger.sinks().push_back(sink_);
-    logger.set_level(spdlog::level::debug);
-  }
-  ~log_capture() {
-    auto& logger = covenant::detail::log();
-    auto& sinks = logger.sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-    logger.set_level(old_level_);
-  }
-  log_capture(const log_capture&) = delete;
-  log_capture& operator=(const log_capture&) = delete;
-
-  std::string text() {
-    sink_->flush();
-    return out_.str();
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-  spdlog::level::level_enum old_level_ = spdlog::level::info;
-};
 
 /// A loopback port nothing listens on.
 int closed_port() {

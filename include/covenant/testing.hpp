@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
@@ -116,6 +117,23 @@ class seeded_random {
  private:
   std::mutex mutex_;
   std::mt19937_64 gen_;
+};
+
+/// Captures what the library's "covenant" logger writes (debug level and up, one line each as
+/// `[level] message`) while it is alive, then restores the logger's level. Captures from any
+/// thread; create one at a time.
+class log_capture {
+ public:
+  log_capture();
+  ~log_capture();
+  log_capture(const log_capture&) = delete;
+  log_capture& operator=(const log_capture&) = delete;
+  /// Everything written so far.
+  [[nodiscard]] std::string text() const;
+
+ private:
+  struct state;
+  std::unique_ptr<state> state_;
 };
 
 /// Contract options for tests: the given retry policy, no real sleeping (waits are recorded in
