@@ -7,18 +7,13 @@
 
 #include <array>
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "sample.hpp"
 
 namespace baseline_bench {
 
-std::string sample(const char* name) {
-  std::ifstream f(std::string(COVENANT_SHARED_DIR) + "/bench/python/samples/" + name, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using bench::sample;
 
 // boost::json::parse with the default allocator: what "parse to a DOM, then map it" starts with.
 void dom_parse(benchmark::State& state, const char* file) {

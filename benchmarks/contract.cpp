@@ -3,20 +3,14 @@
 #include <covenant/contract.hpp>
 #include <covenant/decode.hpp>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "../examples/models/final_answer.hpp"
+#include "sample.hpp"
 
 namespace contract_bench {
 
-std::string sample(const char* name) {
-  std::ifstream f(std::string(COVENANT_SHARED_DIR) + "/bench/python/samples/" + name, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using bench::sample;
 
 struct Question {
   std::string text;

@@ -2,20 +2,14 @@
 #include <benchmark/benchmark.h>
 #include <covenant/decode.hpp>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "../examples/models/final_answer.hpp"
+#include "sample.hpp"
 
 namespace {
 
-std::string sample(const char* name) {
-  std::ifstream f(std::string(COVENANT_SHARED_DIR) + "/bench/python/samples/" + name, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using bench::sample;
 
 void decode_fresh(benchmark::State& state, const char* file) {
   const std::string text = sample(file);

@@ -12,20 +12,14 @@
 #include <covenant/decode.hpp>
 #include <covenant/lenient.hpp>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "../examples/models/final_answer.hpp"
+#include "sample.hpp"
 
 namespace {
 
-std::string sample(const std::string& name) {
-  std::ifstream f(std::string(COVENANT_SHARED_DIR) + "/bench/python/samples/" + name, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using bench::sample;
 
 void best_candidate(benchmark::State& state, const char* file) {
   const std::string text = sample(std::string("malformed/") + file);
