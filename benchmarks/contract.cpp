@@ -2,6 +2,7 @@
 #include <benchmark/benchmark.h>
 #include <covenant/contract.hpp>
 #include <covenant/decode.hpp>
+#include <covenant/logging.hpp>
 
 #include <string>
 
@@ -46,7 +47,7 @@ void BM_contract_zero_latency(benchmark::State& state) {
     state.SkipWithError("sample missing (../shared/bench/python/samples)");
     return;
   }
-  covenant::detail::log().set_level(spdlog::level::warn);
+  covenant::set_log_level(covenant::log_level::warn);
   instant_engine model(reply);
   const covenant::contract<AnswerQuestion> c{model};
   const Question q{"How tall is the Eiffel Tower?"};

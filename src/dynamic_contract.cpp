@@ -27,128 +27,281 @@ std::string input_message(const boost::json::value& input) {
 
 }  // namespace
 
-dynamic_contract::dynamic_contract(engine& model, dynamic_task task, contract_options options)
-    : task_(std::move(task)),
-      options_(std::move(options)),
-      runner_(model, task_.name.empty() ? std::string_view("task") : std::string_view(task_.name),
-              options_.send_json_schema ? strict_schema(task_.output) : nullptr, task_.output.title()),
-      repair_runner_(model, task_.name.empty() ? std::string_view("task") : std::string_view(task_.name), nullptr,
-                     {}) {
-  options_.retry.check();
-  system_prompt_ = detail::output_system_prompt(task_.prompt, prompt_text(task_.output));
-  if (task_.input) repair_prompt_ = detail::input_repair_system_prompt(task_.prompt, prompt_text(*task_.input));
-}
+struct dynamic_contract::core final : detail::contract_core {
+  core(engine& model, dynamic_task t, contract_options o)
+      : detail::contract_core(model, std::move(o), t.name.empty() ? std::string("task") : t.name), task(std::move(t)) {
+    options.retry.check();
+    if (options.send_json_schema) response_schema = strict_schema(task.output);
+    schema_name = task.output.title();
+    system_prompt = detail::output_system_prompt(task.prompt, prompt_text(task.output));
+    if (task.input) repair_prompt = detail::input_repair_system_prompt(task.prompt, prompt_text(*task.input));
+  }
+  dynamic_task task;
+  std::string system_prompt;
+  std::string repair_prompt;
+};
 
-decoded<boost::json::value> dynamic_contract::read(const schema::model& m, std::string_view text, note_list& notes,
-                                                   std::chrono::nanoseconds& parse,
-                                                   std::chrono::nanoseconds& valid) const {
-  lenient_options reading;
-  reading.level = options_.strictness;
-  reading.max_depth = options_.decode.max_depth;
-  return detail::read_dynamic_reply(
-      text, options_.decode, reading, notes, parse, valid, options_.clock,
-      [&](std::string_view t, const decode_options& o) {
-        dynamic_result d = decode_dynamic(t, m, o);
-        decoded<boost::json::value> r;
-        r.issues = std::move(d.issues);
-        r.notes = std::move(d.notes);
-        if (r.issues.empty()) r.value.emplace(std::move(d.value));
-        return r;
-      });
-}
+namespace {
 
-outcome<boost::json::value> dynamic_contract::run(const boost::json::value& input) const {
-  call_timings times;
-  outcome<boost::json::value> oc;
-  auto now = [&] { return detail::remedy_runner::now(options_); };
-  const detail::time_point start = now();
-  detail::time_point mark = start;
-  auto lap = [&](perf_stage s) {
-    const detail::time_point t = now();
+using json_check = std::function<void(const boost::json::value&, issue_list&)>;
+
+/// Reads replies of one remedy phase against a runtime schema and checks them with `check`.
+class dynamic_reader final : public detail::reply_reader {
+ public:
+  dynamic_reader(const contract_options& options, const schema::model& m, attempt_kind kind,
+                 std::optional<boost::json::value>& destination, json_check check)
+      : options_(&options), model_(&m), repairing_(kind == attempt_kind::input_repair),
+        destination_(&destination), check_(std::move(check)) {}
+
+  stage read(attempt& a, call_timings& times, detail::time_point& mark) override {
+    std::chrono::nanoseconds parse_time{0};
+    std::chrono::nanoseconds validate_time{0};
+    lenient_options reading;
+    reading.level = options_->strictness;
+    reading.max_depth = options_->decode.max_depth;
+    decoded<boost::json::value> r = detail::read_dynamic_reply(
+        a.text, options_->decode, reading, a.notes, parse_time, validate_time, options_->clock,
+        [&](std::string_view t, const decode_options& o) {
+          dynamic_result d = decode_dynamic(t, *model_, o);
+          decoded<boost::json::value> out;
+          out.issues = std::move(d.issues);
+          out.notes = std::move(d.notes);
+          if (out.issues.empty()) out.value.emplace(std::move(d.value));
+          return out;
+        });
+    const detail::time_point t0 = now();
+    if (parse_time.count() > 0) times.add(repairing_ ? perf_stage::pre_remedy : perf_stage::parse, parse_time);
+    if (validate_time.count() > 0) times.add(repairing_ ? perf_stage::pre_remedy : perf_stage::validate, validate_time);
+    mark = t0;
+    last_.reset();
+    if (!r.ok()) {
+      a.issues = std::move(r.issues);
+      return a.issues.front().code == issue_code::parse_error ? stage::parse : stage::validate;
+    }
+    stage failed_at = stage::validate;
+    if (check_) {
+      check_(*r.value, a.issues);
+      const detail::time_point t = now();
+      times.add(repairing_ ? perf_stage::pre_remedy : perf_stage::post, t - mark);
+      mark = t;
+      if (!a.issues.empty() && !repairing_) failed_at = stage::post;
+    }
+    last_ = std::move(r.value);
+    return failed_at;
+  }
+
+  void accept() override { *destination_ = std::move(last_); }
+
+  void stream_start(int number, const attempt* rejected) override {
+    if (!on_update_) return;
+    stream_update<boost::json::value> u;
+    u.what = stream_update<boost::json::value>::kind::attempt_started;
+    u.attempt = number;
+    u.rejected = rejected;
+    text_.clear();
+    number_ = number;
+    on_update_(u);
+  }
+
+  bool stream_text(std::string_view delta, issue_list& violations) override {
+    (void)violations;
+    if (!on_update_) return false;
+    text_ += delta;
+    stream_update<boost::json::value> u;
+    u.what = stream_update<boost::json::value>::kind::text;
+    u.attempt = number_;
+    u.text = text_;
+    on_update_(u);
+    return false;
+  }
+
+  std::function<void(const stream_update<boost::json::value>&)> on_update_;
+
+ private:
+  [[nodiscard]] detail::time_point now() const {
+    return options_->clock ? options_->clock() : std::chrono::steady_clock::now();
+  }
+
+  const contract_options* options_;
+  const schema::model* model_;
+  bool repairing_;
+  std::optional<boost::json::value>* destination_;
+  json_check check_;
+  std::optional<boost::json::value> last_;
+  std::string text_;
+  int number_ = 1;
+};
+
+/// One dynamic contract call.
+class dynamic_call final : public detail::call_steps {
+ public:
+  /// Blocking: the caller's input. Asynchronous: `owned` holds it, and the call completes `promise`.
+  dynamic_call(const dynamic_contract::core& c, const boost::json::value* input, boost::json::value owned = nullptr,
+               std::shared_ptr<detail::future_state<outcome<boost::json::value>>> promise = nullptr)
+      : c_(&c),
+        owned_(std::move(owned)),
+        input_(input != nullptr ? input : &owned_),
+        input_reader_(c.options, c.task.input ? *c.task.input : c.task.output, attempt_kind::input_repair, repaired_,
+                      [this](const boost::json::value& in, issue_list& found) { run_pre(in, found); }),
+        output_reader_(c.options, c.task.output, attempt_kind::output, oc_.result, post_check()),
+        promise_(std::move(promise)) {
+    oc = &oc_;
+    start = c.now();
+    mark = start;
+  }
+
+  stage check_input(std::vector<message>& repair) override {
+    at = stage::input_validation;
+    const dynamic_task& task = c_->task;
+    issue_list input_issues;
+    current_ = input_;
+    if (task.input) {
+      dynamic_result v = validate_value(*input_, *task.input);
+      input_issues = std::move(v.issues);
+      if (input_issues.empty()) {
+        normalized_ = std::move(v.value);
+        current_ = &normalized_;
+      }
+    }
+    lap(perf_stage::input_validation);
+    stage input_stage = input_issues.empty() ? stage::none : stage::input_validation;
+    if (input_issues.empty() && task.pre) {
+      at = stage::pre;
+      run_pre(*current_, input_issues);
+      lap(perf_stage::pre);
+      if (!input_issues.empty()) input_stage = stage::pre;
+    }
+    if (input_issues.empty()) return stage::none;
+    oc_.input_issues = input_issues;
+    if (!c_->options.pre_remedy || !task.input) {
+      oc_.issues = std::move(input_issues);
+      return input_stage;
+    }
+    at = stage::pre_remedy;
+    repair.push_back({role::system, c_->repair_prompt});
+    repair.push_back({role::user, detail::input_repair_message(input_message(*input_), input_issues)});
+    return stage::pre_remedy;
+  }
+
+  detail::reply_reader& input_reader() override { return input_reader_; }
+
+  stage prepare(std::vector<message>& base) override {
+    if (repaired_) current_ = &*repaired_;
+    at = stage::render;
+    base.push_back({role::system, c_->system_prompt});
+    base.push_back({role::user, input_message(*current_)});
+    if (c_->options.verbose) {
+      detail::log_prompt(c_->name, "system prompt", base[0].content);
+      detail::log_prompt(c_->name, "user prompt", base[1].content);
+    }
+    lap(perf_stage::render);
+    return stage::none;
+  }
+
+  detail::reply_reader& output_reader() override { return output_reader_; }
+
+  void discard() override { oc_.result.reset(); }
+
+  void finish(stage failed) override {
+    if (failed == stage::none) oc_.success = true;
+    else oc_.failed_stage = failed;
+    if (!oc_.success) oc_.result.reset();
+    oc_.elapsed = c_->now() - start;
+    times.add(perf_stage::total, oc_.elapsed);
+    c_->stats.record(times);
+    detail::log_call_result(c_->name, oc_, c_->options.retry.graceful);
+    if (promise_) promise_->set_value(std::move(oc_));
+    else result.emplace(std::move(oc_));
+  }
+
+  void on_update(std::function<void(const stream_update<boost::json::value>&)> f) {
+    output_reader_.on_update_ = std::move(f);
+  }
+
+  std::optional<outcome<boost::json::value>> result;
+
+ private:
+  void run_pre(const boost::json::value& in, issue_list& out) const {
+    if (c_->task.pre) detail::run_hook("pre", issue_code::precondition_violation, out, [&] { c_->task.pre(in); });
+  }
+
+  json_check post_check() {
+    if (!c_->task.post) return {};
+    return [this](const boost::json::value& out, issue_list& issues) {
+      detail::run_hook("post", issue_code::postcondition_violation, issues, [&] { c_->task.post(out, *current_); });
+    };
+  }
+
+  void lap(perf_stage s) {
+    const detail::time_point t = c_->now();
     times.add(s, t - mark);
     mark = t;
-  };
-  auto finish = [&](stage failed) {
-    if (!oc.success) oc.failed_stage = failed;
-    oc.elapsed = now() - start;
-    times.add(perf_stage::total, oc.elapsed);
-    stats_.record(times);
-    detail::log_call_result(task_.name.empty() ? "task" : task_.name, oc, options_.retry.graceful);
-    return std::move(oc);
-  };
-
-  // input validation and pre
-  issue_list input_issues;
-  boost::json::value current = input;
-  if (task_.input) {
-    dynamic_result v = validate_value(input, *task_.input);
-    input_issues = std::move(v.issues);
-    if (input_issues.empty()) current = std::move(v.value);
-  }
-  lap(perf_stage::input_validation);
-  stage input_stage = input_issues.empty() ? stage::none : stage::input_validation;
-  auto run_pre = [&](const boost::json::value& in, issue_list& out) {
-    if (task_.pre) detail::run_hook("pre", issue_code::precondition_violation, out, [&] { task_.pre(in); });
-  };
-  if (input_issues.empty() && task_.pre) {
-    run_pre(current, input_issues);
-    lap(perf_stage::pre);
-    if (!input_issues.empty()) input_stage = stage::pre;
-  }
-  if (!input_issues.empty()) {
-    oc.input_issues = input_issues;
-    if (!options_.pre_remedy || !task_.input) {
-      oc.issues = std::move(input_issues);
-      return finish(input_stage);
-    }
-    std::vector<message> base;
-    base.push_back({role::system, repair_prompt_});
-    base.push_back({role::user, detail::input_repair_message(input_message(input), input_issues)});
-    const schema::model& in_model = *task_.input;
-    std::optional<boost::json::value> repaired = repair_runner_.template generate<boost::json::value>(
-        options_, std::move(base), attempt_kind::input_repair, true, oc, times, mark,
-        [&](std::string_view text, note_list& notes, std::chrono::nanoseconds& p, std::chrono::nanoseconds& v) {
-          return read(in_model, text, notes, p, v);
-        },
-        [&](const boost::json::value& in, issue_list& found, perf_stage&) { run_pre(in, found); });
-    mark = now();
-    if (!repaired) return finish(stage::pre_remedy);
-    current = std::move(*repaired);
   }
 
-  // render
-  std::vector<message> base;
-  base.push_back({role::system, system_prompt_});
-  base.push_back({role::user, input_message(current)});
-  if (options_.verbose) {
-    detail::log_prompt(task_.name, "system prompt", base[0].content);
-    detail::log_prompt(task_.name, "user prompt", base[1].content);
-  }
-  lap(perf_stage::render);
+  const dynamic_contract::core* c_;
+  boost::json::value owned_;
+  const boost::json::value* input_;
+  boost::json::value normalized_;
+  const boost::json::value* current_ = input_;
+  outcome<boost::json::value> oc_;
+  std::optional<boost::json::value> repaired_;
+  dynamic_reader input_reader_;
+  dynamic_reader output_reader_;
+  std::shared_ptr<detail::future_state<outcome<boost::json::value>>> promise_;
+};
 
-  std::optional<boost::json::value> result = runner_.template generate<boost::json::value>(
-      options_, std::move(base), attempt_kind::output, options_.post_remedy, oc, times, mark,
-      [&](std::string_view text, note_list& notes, std::chrono::nanoseconds& p, std::chrono::nanoseconds& v) {
-        return read(task_.output, text, notes, p, v);
-      },
-      [&](const boost::json::value& out, issue_list& issues, perf_stage& where) {
-        if (task_.post) {
-          where = perf_stage::post;
-          detail::run_hook("post", issue_code::postcondition_violation, issues, [&] { task_.post(out, current); });
-        }
-      });
-  if (!result) return finish(oc.failed_stage);
-  oc.result = std::move(result);
-  oc.success = true;
-  return finish(stage::none);
+}  // namespace
+
+dynamic_contract::dynamic_contract(engine& model, dynamic_task task, contract_options options)
+    : core_(std::make_shared<core>(model, std::move(task), std::move(options))) {}
+
+outcome<boost::json::value> dynamic_contract::run(const boost::json::value& input) const {
+  dynamic_call c(*core_, &input);
+  detail::run_blocking(c, *core_);
+  return std::move(*c.result);
+}
+
+outcome<boost::json::value> dynamic_contract::run(const boost::json::value& input, const call_options& options) const {
+  dynamic_call c(*core_, &input);
+  detail::run_blocking(c, *core_, &options);
+  return std::move(*c.result);
+}
+
+future<outcome<boost::json::value>> dynamic_contract::run_async(boost::json::value input, call_options options) const {
+  return start(std::move(input), std::move(options), nullptr);
+}
+
+future<outcome<boost::json::value>> dynamic_contract::stream(
+    boost::json::value input, std::function<void(const stream_update<boost::json::value>&)> on_update,
+    call_options options) const {
+  return start(std::move(input), std::move(options), std::move(on_update));
+}
+
+future<outcome<boost::json::value>> dynamic_contract::start(
+    boost::json::value input, call_options options,
+    std::function<void(const stream_update<boost::json::value>&)> on_update) const {
+  auto [f, promise] = detail::make_future<outcome<boost::json::value>>();
+  const std::stop_token cancel = promise->stop.get_token();
+  auto c = std::make_shared<dynamic_call>(*core_, nullptr, std::move(input), promise);
+  const bool streaming = static_cast<bool>(on_update);
+  if (streaming) c->on_update(std::move(on_update));
+  detail::start_async(std::shared_ptr<detail::call_steps>(c, c.get()),
+                      std::shared_ptr<const detail::contract_core>(core_, core_.get()), std::move(options), cancel,
+                      streaming);
+  return std::move(f);
 }
 
 boost::json::value dynamic_contract::operator()(const boost::json::value& input) const {
   outcome<boost::json::value> o = run(input);
   if (o.success) return std::move(*o.result);
-  if (!options_.retry.graceful)
+  if (!core_->options.retry.graceful)
     throw contract_failure<boost::json::value>(static_cast<outcome_base&>(o), boost::json::value());
   return nullptr;
 }
+
+const covenant::perf_stats& dynamic_contract::perf_stats() const noexcept { return core_->stats; }
+covenant::perf_stats& dynamic_contract::perf_stats() noexcept { return core_->stats; }
+const dynamic_task& dynamic_contract::task() const noexcept { return core_->task; }
+const std::string& dynamic_contract::system_prompt() const noexcept { return core_->system_prompt; }
 
 }  // namespace covenant

@@ -14,10 +14,11 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "covenant/contract.hpp"
+#include "covenant/detail/call.hpp"
 #include "covenant/json_schema.hpp"
 #include "covenant/retry.hpp"
 #include "covenant/version.hpp"
+#include "log.hpp"
 
 namespace covenant {
 

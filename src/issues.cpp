@@ -19,6 +19,8 @@ std::string_view to_string(issue_code code) noexcept {
     case issue_code::postcondition_violation: return "postcondition_violation";
     case issue_code::hook_exception: return "hook_exception";
     case issue_code::engine_error: return "engine_error";
+    case issue_code::cancelled: return "cancelled";
+    case issue_code::deadline: return "deadline";
   }
   return "unknown";
 }
@@ -31,6 +33,7 @@ std::string_view to_string(note_kind kind) noexcept {
     case note_kind::truncated: return "truncated";
     case note_kind::incomplete: return "incomplete";
     case note_kind::check_failed: return "check_failed";
+    case note_kind::stopped_early: return "stopped_early";
   }
   return "unknown";
 }

@@ -27,6 +27,8 @@ std::string_view to_string(stage s) noexcept {
     case stage::post: return "post";
     case stage::post_remedy: return "post_remedy";
     case stage::forward: return "forward";
+    case stage::cancelled: return "cancelled";
+    case stage::deadline: return "deadline";
   }
   return "none";
 }

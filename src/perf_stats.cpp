@@ -96,6 +96,7 @@ void perf_stats::record(const call_timings& t) {
 void perf_stats::reset() {
   std::lock_guard lock(mutex_);
   for (auto& s : stages_) s = accumulator{};
+  early_stops_.store(0, std::memory_order_relaxed);
 }
 
 std::vector<stage_stats> perf_stats::snapshot() const {
@@ -144,6 +145,7 @@ std::string perf_stats::table() const {
                        human(r.total), human(r.mean), human(r.stddev), human(r.min), human(r.max), human(r.p50),
                        human(r.p95), human(r.p99), r.share * 100);
   }
+  if (const std::uint64_t n = early_stops(); n > 0) out += fmt::format("streams stopped early: {}\n", n);
   return out;
 }
 
@@ -168,6 +170,7 @@ boost::json::value perf_stats::to_json() const {
   }
   boost::json::object root;
   root["stages"] = std::move(stages);
+  root["early_stops"] = early_stops();
   return root;
 }
 

@@ -2,6 +2,8 @@
 
 #include <spdlog/sinks/ostream_sink.h>
 
+#include "log.hpp"
+
 #include <algorithm>
 #include <sstream>
 
@@ -10,14 +12,55 @@
 
 namespace covenant::testing {
 
+/// Shared with the streams an engine is delivering: bytes delivered per call, and whether the
+/// engine is still there.
+struct scripted_engine::stream_state {
+  std::mutex mutex;
+  std::vector<std::size_t> delivered;  // per call index
+  bool open = true;
+};
+
+scripted_engine::scripted_engine() : streams_(std::make_shared<stream_state>()) {}
+scripted_engine::scripted_engine(std::initializer_list<step> steps)
+    : steps_(steps), streams_(std::make_shared<stream_state>()) {}
+scripted_engine::scripted_engine(std::vector<step> steps)
+    : steps_(std::move(steps)), streams_(std::make_shared<stream_state>()) {}
+scripted_engine::scripted_engine(responder fn)
+    : responder_(std::move(fn)), streams_(std::make_shared<stream_state>()) {}
+
+scripted_engine::~scripted_engine() {
+  {
+    std::lock_guard lock(streams_->mutex);
+    streams_->open = false;
+  }
+  close();
+}
+
 scripted_engine& scripted_engine::then(step s) {
   std::lock_guard lock(mutex_);
   steps_.push_back(std::move(s));
   return *this;
 }
 
+scripted_engine& scripted_engine::stream_in_chunks(std::size_t bytes, std::chrono::nanoseconds delay) {
+  std::lock_guard lock(mutex_);
+  chunk_bytes_ = bytes;
+  chunk_delay_ = delay;
+  return *this;
+}
+
+scripted_engine& scripted_engine::use_runtime(covenant::runtime& rt) {
+  std::lock_guard lock(mutex_);
+  runtime_ = &rt;
+  return *this;
+}
+
 chat_response scripted_engine::complete(const chat_request& request) {
   std::size_t index = 0;
+  return next_reply(request, index);
+}
+
+chat_response scripted_engine::next_reply(const chat_request& request, std::size_t& index) {
   step s("");
   responder fn;
   {
@@ -32,14 +75,100 @@ chat_response scripted_engine::complete(const chat_request& request) {
       s = steps_[next_++];
     }
   }
-  if (fn) return fn(request, index);
-  if (s.fail) throw engine_error(s.text, s.status, s.status == 429 || s.status >= 500);
+  {
+    std::lock_guard lock(streams_->mutex);
+    if (streams_->delivered.size() <= index) streams_->delivered.resize(index + 1, 0);
+  }
   chat_response r;
-  r.text = std::move(s.text);
-  r.usage = s.usage;
-  r.finish_reason = s.finish_reason;
-  r.model = "scripted";
+  if (fn) {
+    r = fn(request, index);
+  } else {
+    if (s.fail) throw engine_error(s.text, s.status, s.status == 429 || s.status >= 500);
+    r.text = std::move(s.text);
+    r.usage = s.usage;
+    r.finish_reason = s.finish_reason;
+    r.model = "scripted";
+  }
+  std::lock_guard lock(streams_->mutex);
+  streams_->delivered[index] = r.text.size();
   return r;
+}
+
+namespace {
+
+/// One streamed reply being delivered piece by piece.
+struct stream_job : std::enable_shared_from_this<stream_job> {
+  std::shared_ptr<scripted_engine::stream_state> streams;
+  std::shared_ptr<reply_receiver> receiver;
+  std::stop_token stop;
+  chat_response reply;
+  std::size_t index = 0;
+  std::size_t chunk = 0;
+  std::chrono::nanoseconds delay{0};
+  std::size_t at = 0;
+  covenant::runtime* rt = nullptr;
+
+  void next() {
+    bool open = true;
+    {
+      std::lock_guard lock(streams->mutex);
+      open = streams->open;
+    }
+    if (!open) return receiver->on_error(engine_error::cancellation("the engine was destroyed"));
+    if (stop.stop_requested()) return receiver->on_error(engine_error::cancellation());
+    if (at >= reply.text.size()) return receiver->on_reply(std::move(reply));
+    const std::size_t n = chunk == 0 ? reply.text.size() - at : std::min(chunk, reply.text.size() - at);
+    receiver->on_text(std::string_view(reply.text).substr(at, n));
+    at += n;
+    {
+      std::lock_guard lock(streams->mutex);
+      streams->delivered[index] = at;
+    }
+    auto self = shared_from_this();
+    if (at >= reply.text.size()) {
+      rt->post([self] { self->next(); });
+      return;
+    }
+    rt->schedule(delay, [self] { self->next(); });
+  }
+};
+
+}  // namespace
+
+void scripted_engine::start(const chat_request& request, std::shared_ptr<reply_receiver> receiver,
+                            std::stop_token stop) {
+  std::size_t index = 0;
+  chat_response reply;
+  try {
+    reply = next_reply(request, index);
+  } catch (const engine_error& e) {
+    return receiver->on_error(e);
+  } catch (const std::exception& e) {
+    return receiver->on_error(engine_error(std::string("scripted_engine: the responder threw: ") + e.what()));
+  }
+  if (!request.stream) return receiver->on_reply(std::move(reply));
+  auto job = std::make_shared<stream_job>();
+  job->streams = streams_;
+  job->receiver = std::move(receiver);
+  job->stop = std::move(stop);
+  job->reply = std::move(reply);
+  job->index = index;
+  {
+    std::lock_guard lock(mutex_);
+    job->chunk = chunk_bytes_;
+    job->delay = chunk_delay_;
+    job->rt = runtime_ != nullptr ? runtime_ : &covenant::runtime::shared();
+  }
+  {
+    std::lock_guard lock(streams_->mutex);
+    streams_->delivered[index] = 0;
+  }
+  job->rt->post([job] { job->next(); });
+}
+
+std::size_t scripted_engine::streamed_bytes(std::size_t i) const {
+  std::lock_guard lock(streams_->mutex);
+  return streams_->delivered.at(i);
 }
 
 std::size_t scripted_engine::calls() const {
@@ -67,6 +196,8 @@ void scripted_engine::reset() {
   std::lock_guard lock(mutex_);
   requests_.clear();
   next_ = 0;
+  std::lock_guard streams_lock(streams_->mutex);
+  streams_->delivered.clear();
 }
 
 void fake_sleeper::operator()(std::chrono::nanoseconds d) {

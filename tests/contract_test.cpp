@@ -643,8 +643,9 @@ TEST(Logging, InfoPerResultAndRetryErrorOnExhaustion) {
   (void)qa.run(question);
   (void)qa.run(question);
   const std::string text = log.text();
+  // The sleeper is injected (instant()): the line says so instead of claiming a real wait.
   EXPECT_THAT(text, HasSubstr("[info] QA: output attempt 1 rejected (1 issue: confidence: must be at least 0.5 for a "
-                              "final answer); asking again in "));
+                              "final answer); asking again after an injected wait of "));
   EXPECT_THAT(text, HasSubstr("[info] QA: succeeded after 2 model calls in "));
   EXPECT_THAT(text, HasSubstr("[error] QA: failed at post after 2 model calls: confidence: must be at least 0.5 for a "
                               "final answer in "));

@@ -35,14 +35,22 @@
 //      and an outcome holding every issue and the attempt history. Its return value is the call's.
 // Engine failures (transport, quota) are not violations: they fail the call at stage `engine`
 // without a corrective message. An exception from any stage before forward is recorded on the
-// outcome as an issue of that stage; forward still runs. Nothing about a call is kept on the contract or the Expression
-// (only the aggregate perf stats): one contract can be called from many threads at once.
+// outcome as an issue of that stage; forward still runs. Nothing about a call is kept on the
+// contract or the Expression (only the aggregate perf stats): one contract can be called from many
+// threads at once.
+//
+// Asynchronous calls (docs/contracts.md, "Asynchronous calls"):
+//     covenant::future<R> f = summarize.run_async(text, {.timeout = 30s});   // returns at once
+//     auto f2 = summarize.stream(text, [](const covenant::stream_update<Summary>& u) { ... });
+// The engine's transfers run on the runtime's I/O loop, remedy waits are timers, and the hooks,
+// reading and forward run on the runtime's workers (or call_options::executor), one piece of a
+// call at a time. A stop request or a passed deadline aborts the transfer at once and forward runs
+// with a failed outcome at stage `cancelled` or `deadline`. A contract may be destroyed while its
+// asynchronous calls are in flight: they hold what they need and finish normally.
 #pragma once
 
 #include <boost/core/demangle.hpp>
-#include <spdlog/logger.h>
 
-#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -55,10 +63,14 @@
 #include <utility>
 #include <vector>
 
+#include "covenant/contract_options.hpp"
 #include "covenant/decode.hpp"
+#include "covenant/detail/call.hpp"
 #include "covenant/detail/expression.hpp"
+#include "covenant/detail/read_reply.hpp"
 #include "covenant/encode.hpp"
 #include "covenant/engine.hpp"
+#include "covenant/future.hpp"
 #include "covenant/issues.hpp"
 #include "covenant/json_schema.hpp"
 #include "covenant/lenient.hpp"
@@ -71,45 +83,23 @@
 
 namespace covenant {
 
-struct contract_options {
-  /// Ask the model to repair an input that fails validation or pre().
-  bool pre_remedy = false;
-  /// Ask the model again when its output fails parsing, validation or post().
-  bool post_remedy = true;
-  /// Show every earlier attempt's issues in each corrective message (else only the latest).
-  bool accumulate_errors = false;
-  /// Log prompts and corrective messages (at debug level of the "covenant" logger).
-  bool verbose = false;
-  /// How many times to ask again, and when (see covenant/retry.hpp for the exact semantics).
-  retry_policy retry{};
-  /// How replies are read: strict (JSON only), repair (also extraction from prose and fences and
-  /// syntax repairs), coerce (also schema-guided conversions such as "0.9" -> 0.9; the default).
-  /// Whatever was repaired or coerced is recorded as notes on the attempt and the outcome.
-  covenant::strictness strictness = covenant::strictness::coerce;
-  /// A reply that was cut off (the text ended mid-value, or the engine reported its token limit)
-  /// is accepted when what was written completely validates (the unfinished value is dropped, never
-  /// completed; outcome::truncated and a `truncated` note say so). false: such a reply is rejected
-  /// like any other invalid one and the model is asked again.
-  bool accept_truncated = true;
-  /// Options of the output decoder (unknown fields, limits).
-  decode_options decode{};
-  /// Send the output's JSON Schema with each request (for engines with structured outputs).
-  bool send_json_schema = true;
-  /// Injectable for tests: sleeps between attempts (default std::this_thread::sleep_for).
-  std::function<void(std::chrono::nanoseconds)> sleep{};
-  /// Injectable for tests: uniform draws in [0, 1) for jitter (default: a per-thread generator).
-  std::function<double()> random{};
-  /// Injectable for tests: the clock stages are timed with (default std::chrono::steady_clock).
-  std::function<std::chrono::steady_clock::time_point()> clock{};
+/// What a streaming call reports while the reply is being written (contract::stream).
+template <class Output>
+struct stream_update {
+  enum class kind : std::uint8_t {
+    attempt_started,  ///< attempt `attempt` starts streaming (after a rejection: clear what was shown)
+    text,             ///< more text arrived; `text` is the reply so far
+  };
+  kind what = kind::attempt_started;
+  /// 1-based number of the output attempt.
+  int attempt = 1;
+  /// The reply text so far (empty for attempt_started).
+  std::string_view text{};
+  /// attempt_started after a rejection: the rejected attempt (its issues say why); else null.
+  const covenant::attempt* rejected = nullptr;
 };
 
 namespace detail {
-
-/// The library's logger, named "covenant" (created on first use unless the application
-/// registered its own logger of that name with spdlog first).
-spdlog::logger& log();
-
-using time_point = std::chrono::steady_clock::time_point;
 
 /// Puts the JSON of an input between <input> and </input>: `message` holds "<input>\n" followed
 /// by the JSON from `json_start` on; '<' in the JSON is escaped so the data cannot close the block.
@@ -126,9 +116,6 @@ std::string render_input_message(const T& value) {
   seal_input_message(message, start);
   return message;
 }
-/// The corrective message after a rejected attempt.
-std::string corrective_message(const attempt& rejected, const std::vector<const attempt*>& earlier,
-                               std::string_view what);
 /// System prompt of the output phase.
 std::string output_system_prompt(std::string_view task_prompt, std::string_view output_format);
 /// System prompt of the input-repair phase.
@@ -136,17 +123,7 @@ std::string input_repair_system_prompt(std::string_view task_prompt, std::string
 /// First user message of the input-repair phase: the bad input (its <input> block) and its problems.
 std::string input_repair_message(std::string input_block, const issue_list& issues);
 
-void default_sleep(std::chrono::nanoseconds d);
-double default_random();
-
-/// The issue recorded when a hook throws something other than covenant::violation.
-issue hook_exception_issue(std::string_view hook, std::string_view type, std::string_view what);
-
 std::shared_ptr<const boost::json::value> strict_schema_or_null(const boost::json::value& (*get)());
-
-void log_call_result(std::string_view expression, const outcome_base& o, bool graceful);
-void log_retry(std::string_view expression, const attempt& a, std::chrono::nanoseconds wait, int left);
-void log_prompt(std::string_view expression, std::string_view what, std::string_view text);
 
 /// Runs a hook; collects covenant::violation issues (with `code`) or records another exception.
 template <class F>
@@ -171,267 +148,78 @@ void run_hook(std::string_view hook, issue_code code, issue_list& out, F&& f) {
   }
 }
 
-/// Reads a model reply into T. Strict JSON first (one pass, the fast path); then, unless the
-/// strictness is `strict`: for well-formed JSON with issues, the same text with schema-guided
-/// coercions (coerce level); for text that is not JSON, the candidates of the lenient reader
-/// (fences, prose, repairs, truncation), each decoded, the best one kept: the first without
-/// issues, else the one with the fewest. Notes say what was extracted, repaired and coerced.
-/// `decode(text, options)` reads one JSON text into a decoded<T> (typed or dynamic decoding).
-/// `reading` gives the strictness (`level`), partial mode and the lenient reader's limits.
-/// With `mark`, reading starts at *mark (no clock read) and *mark is set to when it ended.
-template <class T, class Decode>
-decoded<T> read_reply_with(std::string_view text, const decode_options& options, const lenient_options& reading,
-                           note_list& notes, std::chrono::nanoseconds& parse_time,
-                           std::chrono::nanoseconds& validate_time, const std::function<time_point()>& clock,
-                           Decode&& decode, time_point* mark = nullptr) {
-  const strictness level = reading.level;
-  auto now = [&] { return clock ? clock() : std::chrono::steady_clock::now(); };
-  auto done = [&](time_point since) {
-    const time_point t = now();
-    validate_time += t - since;
-    if (mark != nullptr) *mark = t;
-  };
-  const time_point t0 = mark != nullptr ? *mark : now();
-  decode_options exact = options;
-  exact.coerce = false;
-  decoded<T> r = decode(text, exact);
-  if (r.ok() || level == strictness::strict) {
-    done(t0);
-    for (const note& n : r.notes) notes.push_back(n);  // failed soft checks
-    return r;
-  }
-  decode_options lenient = options;
-  lenient.coerce = level == strictness::coerce;
-  if (r.issues.front().code != issue_code::parse_error) {
-    if (lenient.coerce) {
-      decoded<T> c = decode(text, lenient);
-      if (c.issues.size() < r.issues.size()) r = std::move(c);
-    }
-    done(t0);
-    for (auto& n : r.notes) notes.push_back(std::move(n));
-    return r;
-  }
-  // Not JSON as a whole: read the candidates of the lenient reader and keep the best.
-  const std::vector<candidate> candidates = extract_candidates(text, reading);
-  const time_point t1 = now();
-  parse_time += t1 - t0;
-  std::optional<decoded<T>> best;
-  const candidate* chosen = nullptr;
-  for (const candidate& c : candidates) {
-    decoded<T> d = decode(c.json, lenient);
-    if (d.ok()) {
-      best = std::move(d);
-      chosen = &c;
-      break;
-    }
-    if (d.issues.front().code == issue_code::parse_error) continue;
-    // A value of the wrong kind altogether (prose read as a string for an object) says less than
-    // the parse error.
-    if (d.issues.size() == 1 && d.issues.front().code == issue_code::type_mismatch && d.issues.front().path.empty())
-      continue;
-    if (!best || d.issues.size() < best->issues.size()) {
-      best = std::move(d);
-      chosen = &c;
-    }
-  }
-  done(t1);
-  if (!best) return r;
-  for (const note& n : chosen->notes) notes.push_back(n);
-  for (auto& n : best->notes) notes.push_back(std::move(n));
-  r = std::move(*best);
-  return r;  // every path returns r: no copy or move of the value on the way out
-}
-
-/// read_reply_with at strictness `level` (final mode; the lenient reader's depth limit is the
-/// decoder's).
-template <class T, class Decode>
-decoded<T> read_reply_with(std::string_view text, const decode_options& options, strictness level, note_list& notes,
-                           std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
-                           const std::function<time_point()>& clock, Decode&& decode, time_point* mark = nullptr) {
-  lenient_options reading;
-  reading.level = level;
-  reading.max_depth = options.max_depth;
-  return read_reply_with<T>(text, options, reading, notes, parse_time, validate_time, clock,
-                            std::forward<Decode>(decode), mark);
-}
-
-template <class T>
-decoded<T> read_reply(std::string_view text, const decode_options& options, strictness level, note_list& notes,
-                      std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
-                      const std::function<time_point()>& clock, time_point* mark = nullptr) {
-  return read_reply_with<T>(
-      text, options, level, notes, parse_time, validate_time, clock,
-      [](std::string_view t, const decode_options& o) { return decode<T>(t, o); }, mark);
-}
-
-/// The model-facing loop shared by typed and dynamic contracts: ask, read, check, remedy.
-class remedy_runner {
+/// Reads replies of one remedy phase into a T and checks them with `check(value, issues, stage)`
+/// (a check that ran nothing sets the stage to perf_stage::total: no lap).
+template <class T, class Check>
+class typed_reader final : public reply_reader {
  public:
-  remedy_runner(engine& model, std::string_view name, std::shared_ptr<const boost::json::value> response_schema,
-                std::string schema_name)
-      : engine_(&model),
-        name_(name),
-        response_schema_(std::move(response_schema)),
-        schema_name_(std::move(schema_name)) {}
+  typed_reader(const contract_options& options, attempt_kind kind, std::optional<T>& destination, Check check)
+      : options_(&options), repairing_(kind == attempt_kind::input_repair), destination_(&destination),
+        check_(std::move(check)) {}
 
-  static time_point now(const contract_options& options) {
-    return options.clock ? options.clock() : std::chrono::steady_clock::now();
-  }
-
-  /// Asks the model until its reply is read (`read(text, notes, parse_time, validate_time)` gives
-  /// a decoded<T>), valid and passes `check(value, issues, stage)`, or tries run out.
-  /// Stage times take one clock read per stage boundary: the engine call starts at `mark` (the
-  /// end of the previous stage); a `read` that also takes `time_point& mark` starts reading at
-  /// it and sets it to when reading ended; a `check` that ran nothing sets its stage to
-  /// perf_stage::total (no lap).
-  template <class T, class Read, class Check>
-  std::optional<T> generate(const contract_options& options, std::vector<message> base, attempt_kind kind,
-                            bool remedy, outcome_base& oc, call_timings& times, time_point& mark, Read&& read,
-                            Check&& check) const {
-    std::optional<T> out;
-    generate_into(out, options, std::move(base), kind, remedy, oc, times, mark, std::forward<Read>(read),
-                  std::forward<Check>(check));
-    return out;
-  }
-
-  /// generate(), with the accepted value moved straight into `out`; returns whether there is one.
-  template <class T, class Read, class Check>
-  bool generate_into(std::optional<T>& out, const contract_options& options, std::vector<message> base,
-                     attempt_kind kind, bool remedy, outcome_base& oc, call_timings& times, time_point& mark,
-                     Read&& read, Check&& check) const {
-    auto now = [&] { return remedy_runner::now(options); };
-    const bool repairing = kind == attempt_kind::input_repair;
-    auto lap = [&](perf_stage s) {
-      const time_point t = now();
-      times.add(repairing ? perf_stage::pre_remedy : s, t - mark);
+  stage read(attempt& a, call_timings& times, time_point& mark) override {
+    std::chrono::nanoseconds parse_time{0};
+    std::chrono::nanoseconds validate_time{0};
+    decoded<T> r = read_reply<T>(std::string_view(a.text), options_->decode, options_->strictness, a.notes,
+                                 parse_time, validate_time, options_->clock, &mark);
+    if (parse_time.count() > 0) times.add(repairing_ ? perf_stage::pre_remedy : perf_stage::parse, parse_time);
+    if (validate_time.count() > 0)
+      times.add(repairing_ ? perf_stage::pre_remedy : perf_stage::validate, validate_time);
+    stage failed_at = stage::validate;
+    if (!r.ok()) {
+      a.issues = std::move(r.issues);
+      if (a.issues.front().code == issue_code::parse_error) failed_at = stage::parse;
+      last_.reset();
+      return failed_at;
+    }
+    perf_stage where = perf_stage::validate;
+    check_(*r.value, a.issues, where);
+    if (where != perf_stage::total) {
+      const time_point t = options_->clock ? options_->clock() : std::chrono::steady_clock::now();
+      times.add(repairing_ ? perf_stage::pre_remedy : where, t - mark);
       mark = t;
-    };
-    const int tries = options.retry.tries;
-    const std::size_t first_attempt = oc.attempts.size();
-    std::chrono::nanoseconds waited{0};
-    chat_request request;
-    request.messages = std::move(base);
-    const std::size_t base_size = request.messages.size();
-    if (!repairing) {
-      request.response_schema = response_schema_;
-      request.schema_name = schema_name_;
     }
-    for (int k = 0;; ++k) {
-      attempt a;
-      a.kind = kind;
-      a.number = k + 1;
-      a.waited = waited;
-      const time_point e0 = mark;
-      try {
-        chat_response reply = engine_->complete(request);
-        a.text = std::move(reply.text);
-        a.usage = reply.usage;
-        a.finish_reason = std::move(reply.finish_reason);
-      } catch (const std::exception& e) {
-        a.engine_failed = true;
-        issue i;
-        i.code = issue_code::engine_error;
-        i.message = std::string("engine failed: ") + e.what();
-        a.issues.push_back(std::move(i));
-      } catch (...) {
-        a.engine_failed = true;
-        issue i;
-        i.code = issue_code::engine_error;
-        i.message = "engine failed: unknown exception";
-        a.issues.push_back(std::move(i));
-      }
-      {
-        const time_point t = now();
-        a.latency = t - e0;
-        times.add(repairing ? perf_stage::pre_remedy : perf_stage::engine, t - e0);
-        mark = t;
-      }
-      oc.usage += a.usage;
-      if (a.engine_failed) {
-        oc.issues = a.issues;
-        oc.attempts.push_back(std::move(a));
-        oc.failed_stage = repairing ? stage::pre_remedy : stage::engine;
-        return false;
-      }
-
-      std::chrono::nanoseconds parse_time{0};
-      std::chrono::nanoseconds validate_time{0};
-      decoded<T> r = [&] {
-        if constexpr (std::is_invocable_v<Read&, std::string_view, note_list&, std::chrono::nanoseconds&,
-                                          std::chrono::nanoseconds&, time_point&>) {
-          return read(std::string_view(a.text), a.notes, parse_time, validate_time, mark);
-        } else {
-          decoded<T> d = read(std::string_view(a.text), a.notes, parse_time, validate_time);
-          mark = now();
-          return d;
-        }
-      }();
-      if (parse_time.count() > 0) times.add(repairing ? perf_stage::pre_remedy : perf_stage::parse, parse_time);
-      if (validate_time.count() > 0) times.add(repairing ? perf_stage::pre_remedy : perf_stage::validate, validate_time);
-      stage failed_at = stage::validate;
-      if (!r.ok()) {
-        a.issues = std::move(r.issues);
-        if (a.issues.front().code == issue_code::parse_error) failed_at = stage::parse;
-      } else {
-        perf_stage where = perf_stage::validate;
-        check(*r.value, a.issues, where);
-        if (where != perf_stage::total) lap(where);
-        if (!a.issues.empty()) failed_at = where == perf_stage::post ? stage::post : stage::validate;
-      }
-      if (a.finish_reason == "length") {
-        note n;
-        n.kind = note_kind::truncated;
-        n.detail = "the reply was cut off by the engine's token limit";
-        a.notes.push_back(std::move(n));
-      }
-      const bool cut = std::any_of(a.notes.begin(), a.notes.end(),
-                                   [](const note& n) { return n.kind == note_kind::truncated; });
-      if (cut && a.issues.empty() && !options.accept_truncated) {
-        issue i;
-        i.code = issue_code::parse_error;
-        i.message = "the reply was cut off before its end";
-        a.issues.push_back(std::move(i));
-        failed_at = stage::parse;
-      }
-      if (a.issues.empty()) {
-        oc.notes = a.notes;
-        if (!repairing) oc.truncated = cut;
-        oc.attempts.push_back(std::move(a));
-        out = std::move(r.value);
-        return true;
-      }
-      if (!remedy || k >= tries) {
-        oc.issues = a.issues;
-        oc.attempts.push_back(std::move(a));
-        oc.failed_stage = repairing ? stage::pre_remedy : failed_at;
-        return false;
-      }
-      // Remedy: corrective message, then wait.
-      std::vector<const attempt*> earlier;
-      if (options.accumulate_errors)
-        for (std::size_t i = first_attempt; i < oc.attempts.size(); ++i) earlier.push_back(&oc.attempts[i]);
-      std::string correction = corrective_message(a, earlier, repairing ? "corrected input" : "corrected JSON object");
-      if (options.verbose) log_prompt(name_, "corrective message", correction);
-      request.messages.resize(base_size);
-      request.messages.push_back({role::assistant, a.text});
-      request.messages.push_back({role::user, std::move(correction)});
-      waited = options.retry.delay_before(k + 1, options.random ? options.random() : default_random());
-      log_retry(name_, a, waited, tries - k);
-      oc.attempts.push_back(std::move(a));
-      lap(perf_stage::post_remedy);
-      if (waited.count() > 0) {
-        if (options.sleep) options.sleep(waited);
-        else default_sleep(waited);
-      }
-      lap(perf_stage::post_remedy);
-    }
+    if (!a.issues.empty()) failed_at = where == perf_stage::post ? stage::post : stage::validate;
+    last_ = std::move(r.value);
+    return failed_at;
   }
+
+  void accept() override { *destination_ = std::move(last_); }
+
+  void stream_start(int number, const attempt* rejected) override {
+    if (!on_update_) return;
+    stream_update<T> u;
+    u.what = stream_update<T>::kind::attempt_started;
+    u.attempt = number;
+    u.rejected = rejected;
+    text_.clear();
+    number_ = number;
+    on_update_(u);
+  }
+
+  bool stream_text(std::string_view delta, issue_list& violations) override {
+    (void)violations;
+    if (!on_update_) return false;
+    text_ += delta;
+    stream_update<T> u;
+    u.what = stream_update<T>::kind::text;
+    u.attempt = number_;
+    u.text = text_;
+    on_update_(u);
+    return false;
+  }
+
+  void on_update(std::function<void(const stream_update<T>&)> f) { on_update_ = std::move(f); }
 
  private:
-  engine* engine_;
-  std::string name_;
-  std::shared_ptr<const boost::json::value> response_schema_;
-  std::string schema_name_;
+  const contract_options* options_;
+  bool repairing_;
+  std::optional<T>* destination_;
+  Check check_;
+  std::optional<T> last_;
+  std::function<void(const stream_update<T>&)> on_update_;
+  std::string text_;
+  int number_ = 1;
 };
 
 }  // namespace detail
@@ -448,229 +236,298 @@ class contract {
   using output_type = typename traits::output;
   using intermediate_type = typename traits::intermediate;
   using result_type = typename traits::result;
+  using call_result = contract_result<result_type, output_type>;
 
-  /// `model` must outlive the contract. Throws std::invalid_argument for an invalid retry policy.
+  /// `model` must outlive the contract's blocking calls; asynchronous calls in flight when it is
+  /// destroyed end cancelled (covenant/engine.hpp). Throws std::invalid_argument for an invalid
+  /// retry policy.
   explicit contract(engine& model, contract_options options = {}, Expr expression = Expr{})
-      : options_(std::move(options)), expr_(std::move(expression)), runner_(model, traits::name, nullptr,
-                                                                        std::string(schema_name<output_type>())) {
-    options_.retry.check();
-    const std::string task = traits::prompt_of(expr_);
-    system_prompt_ = detail::output_system_prompt(task, prompt_of<output_type>());
-    repair_prompt_ = detail::input_repair_system_prompt(task, prompt_of<input_type>());
-    if (options_.send_json_schema)
-      runner_ = detail::remedy_runner(model, traits::name,
-                                      detail::strict_schema_or_null(&openai_strict_schema_of<output_type>),
-                                      std::string(schema_name<output_type>()));
-    // Build every schema model now, not on the first call.
-    (void)schema_of<input_type>();
-    (void)schema_of<intermediate_type>();
-    (void)schema_of<output_type>();
-  }
+      : core_(std::make_shared<core>(model, std::move(options), std::move(expression))) {}
 
   /// Runs the contract and returns forward's value. When the contract failed and the retry
   /// policy is not graceful, throws covenant::contract_failure<result_type> (carrying forward's
   /// value and the outcome) after forward has run.
-  result_type operator()(const input_type& input) const {
-    contract_result<result_type, output_type> r = run(input);
-    if (!r.outcome.success && !options_.retry.graceful)
-      throw contract_failure<result_type>(static_cast<outcome_base&>(r.outcome), std::move(r.value));
-    return std::move(r.value);
+  result_type operator()(const input_type& input) const { return value_of(run(input)); }
+  /// The same, with a stop token or a deadline for this call.
+  result_type operator()(const input_type& input, const call_options& options) const {
+    return value_of(run(input, options));
   }
 
   /// Runs the contract and returns forward's value together with the outcome. Never throws for a
   /// failed contract: an exception from any stage before forward (a hook, the engine, rendering)
   /// is recorded as an issue of that stage and forward runs with the failure. Exceptions of
   /// forward itself propagate.
-  contract_result<result_type, output_type> run(const input_type& input) const {
-    call_timings times;
-    outcome<output_type> oc;
-    const detail::time_point start = now();
-    std::optional<input_type> repaired;
-    std::optional<intermediate_type> acted;
-    stage at = stage::input_validation;
-    stage failed = stage::none;
-    try {
-      failed = run_stages(input, oc, times, start, repaired, acted, at);
-    } catch (const std::exception& e) {
-      oc.result.reset();
-      oc.issues.push_back(
-          detail::hook_exception_issue(to_string(at), boost::core::demangle(typeid(e).name()), e.what()));
-      failed = at;
-    } catch (...) {
-      oc.result.reset();
-      oc.issues.push_back(detail::hook_exception_issue(to_string(at), "unknown exception", ""));
-      failed = at;
-    }
-    if (failed != stage::none) return finish(input, oc, times, start, failed);
-    oc.success = true;
-    if constexpr (std::is_same_v<intermediate_type, input_type> && traits::with_act) {
-      return finish(*acted, oc, times, start, stage::none);
-    } else {
-      return finish(repaired ? *repaired : input, oc, times, start, stage::none);
-    }
+  call_result run(const input_type& input) const {
+    call c(*core_, input);
+    detail::run_blocking(c, *core_);
+    return std::move(*c.result);
+  }
+  /// run() with a stop token or a deadline: a stop request or the deadline aborts the engine call
+  /// in progress (or the wait between attempts) and forward runs with a failed outcome at stage
+  /// `cancelled` or `deadline`. Everything still runs on the calling thread.
+  call_result run(const input_type& input, const call_options& options) const {
+    call c(*core_, input);
+    detail::run_blocking(c, *core_, &options);
+    return std::move(*c.result);
+  }
+
+  /// Starts the contract and returns at once. The future gives run()'s result (or forward's
+  /// exception); future::cancel() and options.stop cancel the call, options.timeout/deadline bound
+  /// it. The input is copied. See the top of this header for which thread runs what.
+  future<call_result> run_async(input_type input, call_options options = {}) const {
+    return start(std::move(input), std::move(options), nullptr);
+  }
+
+  /// run_async() with the reply streamed: `on_update` is told when each output attempt starts
+  /// and as its text arrives (on a worker, one call at a time per contract call). With
+  /// contract_options::early_stop, a streamed reply that already broke a rule no later text can
+  /// fix is stopped and the model asked again at once.
+  future<call_result> stream(input_type input, std::function<void(const stream_update<output_type>&)> on_update,
+                             call_options options = {}) const {
+    return start(std::move(input), std::move(options), std::move(on_update));
   }
 
   /// Per-stage timing statistics of every call so far.
-  [[nodiscard]] const covenant::perf_stats& perf_stats() const noexcept { return stats_; }
-  [[nodiscard]] covenant::perf_stats& perf_stats() noexcept { return stats_; }
-  [[nodiscard]] const Expr& expression() const noexcept { return expr_; }
-  [[nodiscard]] const contract_options& options() const noexcept { return options_; }
+  [[nodiscard]] const covenant::perf_stats& perf_stats() const noexcept { return core_->stats; }
+  [[nodiscard]] covenant::perf_stats& perf_stats() noexcept { return core_->stats; }
+  [[nodiscard]] const Expr& expression() const noexcept { return core_->expr; }
+  [[nodiscard]] const contract_options& options() const noexcept { return core_->options; }
   /// The system message every output request starts with.
-  [[nodiscard]] const std::string& system_prompt() const noexcept { return system_prompt_; }
+  [[nodiscard]] const std::string& system_prompt() const noexcept { return core_->system_prompt; }
 
  private:
-  detail::time_point now() const { return options_.clock ? options_.clock() : std::chrono::steady_clock::now(); }
+  struct core final : detail::contract_core {
+    core(engine& model, contract_options opts, Expr e)
+        : detail::contract_core(model, std::move(opts), std::string(traits::name)), expr(std::move(e)) {
+      options.retry.check();
+      schema_name = std::string(schema_name_of<output_type>());
+      const std::string task = traits::prompt_of(expr);
+      system_prompt = detail::output_system_prompt(task, prompt_of<output_type>());
+      repair_prompt = detail::input_repair_system_prompt(task, prompt_of<input_type>());
+      if (options.send_json_schema)
+        response_schema = detail::strict_schema_or_null(&openai_strict_schema_of<output_type>);
+      // Build every schema model now, not on the first call.
+      (void)schema_of<input_type>();
+      (void)schema_of<intermediate_type>();
+      (void)schema_of<output_type>();
+    }
+    Expr expr;
+    std::string system_prompt;
+    std::string repair_prompt;
+  };
 
-  // Stages 1-5 of a call; returns the stage that failed (stage::none: oc.result holds the output).
-  // `at` follows the stage being run, for an exception that escapes one.
-  stage run_stages(const input_type& input, outcome<output_type>& oc, call_timings& times, detail::time_point start,
-                   std::optional<input_type>& repaired, std::optional<intermediate_type>& acted, stage& at) const {
-    detail::time_point mark = start;
-    auto lap = [&](perf_stage s) {
-      const detail::time_point t = now();
-      times.add(s, t - mark);
-      mark = t;
-    };
+  template <class U>
+  static std::string_view schema_name_of() {
+    return schema_name<U>();
+  }
 
-    // 1. input validation and pre
-    at = stage::input_validation;
-    issue_list input_issues = covenant::validate(input);
-    lap(perf_stage::input_validation);
-    stage input_stage = input_issues.empty() ? stage::none : stage::input_validation;
-    if constexpr (traits::with_pre) {
-      if (input_issues.empty()) {
-        at = stage::pre;
-        detail::run_hook("pre", issue_code::precondition_violation, input_issues, [&] { expr_.pre(input); });
-        lap(perf_stage::pre);
-        if (!input_issues.empty()) input_stage = stage::pre;
+  // Checks of a repaired input: its schema, then pre().
+  struct input_check {
+    const core* c;
+    void operator()(const input_type& in, issue_list& found, perf_stage&) const {
+      found = covenant::validate(in);
+      if constexpr (traits::with_pre) {
+        if (found.empty())
+          detail::run_hook("pre", issue_code::precondition_violation, found, [&] { c->expr.pre(in); });
       }
     }
-    if (!input_issues.empty()) {
-      oc.input_issues = input_issues;
-      if (!options_.pre_remedy) {
-        oc.issues = std::move(input_issues);
+  };
+
+  // Checks of an output: post() (the decoder checked the schema). `context` points to the call's
+  // act result (or input), set once the output request is prepared.
+  struct output_check {
+    const core* c;
+    const intermediate_type* const* context;
+    void operator()(const output_type& out, issue_list& issues, perf_stage& where) const {
+      if constexpr (traits::with_post) {
+        where = perf_stage::post;
+        detail::run_hook("post", issue_code::postcondition_violation, issues, [&] {
+          if constexpr (traits::post_arity() == 2) c->expr.post(out, **context);
+          else c->expr.post(out);
+        });
+      } else {
+        (void)out;
+        (void)issues;
+        where = perf_stage::total;  // nothing ran: no stage to time
+      }
+    }
+  };
+
+  // One call: its input, outcome and intermediate values, run by detail::run_blocking or
+  // detail::start_async.
+  class call final : public detail::call_steps {
+   public:
+    // Blocking: the caller's input.
+    call(const core& c, const input_type& input)
+        : c_(&c), input_(&input),
+          input_reader_(c.options, attempt_kind::input_repair, repaired_, input_check{&c}),
+          output_reader_(c.options, attempt_kind::output, oc_.result, output_check{&c, &context_}) {
+      begin();
+    }
+    // Asynchronous: owns its input and completes a future.
+    call(const core& c, input_type&& input, std::shared_ptr<detail::future_state<call_result>> promise)
+        : c_(&c), owned_(std::move(input)), input_(&*owned_),
+          input_reader_(c.options, attempt_kind::input_repair, repaired_, input_check{&c}),
+          output_reader_(c.options, attempt_kind::output, oc_.result, output_check{&c, &context_}),
+          promise_(std::move(promise)) {
+      begin();
+    }
+
+    stage check_input(std::vector<message>& repair) override {
+      at = stage::input_validation;
+      issue_list input_issues = covenant::validate(*input_);
+      lap(perf_stage::input_validation);
+      stage input_stage = input_issues.empty() ? stage::none : stage::input_validation;
+      if constexpr (traits::with_pre) {
+        if (input_issues.empty()) {
+          at = stage::pre;
+          detail::run_hook("pre", issue_code::precondition_violation, input_issues, [&] { c_->expr.pre(*input_); });
+          lap(perf_stage::pre);
+          if (!input_issues.empty()) input_stage = stage::pre;
+        }
+      }
+      if (input_issues.empty()) return stage::none;
+      oc_.input_issues = input_issues;
+      if (!c_->options.pre_remedy) {
+        oc_.issues = std::move(input_issues);
         return input_stage;
       }
       at = stage::pre_remedy;
-      repaired = repair_input(input, std::move(input_issues), oc, times);
-      mark = now();
-      if (!repaired) return stage::pre_remedy;
+      repair.push_back({role::system, c_->repair_prompt});
+      repair.push_back({role::user, detail::input_repair_message(detail::render_input_message(*input_), input_issues)});
+      if (c_->options.verbose) detail::log_prompt(c_->name, "input repair prompt", repair[1].content);
+      return stage::pre_remedy;
     }
-    const input_type& current = repaired ? *repaired : input;
 
-    // 2. act
-    if constexpr (traits::with_act) {
-      at = stage::act;
-      issue_list act_issues;
-      detail::run_hook("act", issue_code::hook_exception, act_issues, [&] { acted.emplace(expr_.act(current)); });
-      lap(perf_stage::act);
-      if (!acted) {
-        oc.issues = std::move(act_issues);
-        return stage::act;
+    detail::reply_reader& input_reader() override { return input_reader_; }
+
+    stage prepare(std::vector<message>& base) override {
+      const input_type& current = repaired_ ? *repaired_ : *input_;
+      if constexpr (traits::with_act) {
+        at = stage::act;
+        issue_list act_issues;
+        detail::run_hook("act", issue_code::hook_exception, act_issues, [&] { acted_.emplace(c_->expr.act(current)); });
+        lap(perf_stage::act);
+        if (!acted_) {
+          oc_.issues = std::move(act_issues);
+          return stage::act;
+        }
+        if (issue_list act_checks = covenant::validate(*acted_); !act_checks.empty()) {
+          oc_.issues = std::move(act_checks);
+          return stage::act;
+        }
       }
-      if (issue_list act_checks = covenant::validate(*acted); !act_checks.empty()) {
-        oc.issues = std::move(act_checks);
-        return stage::act;
+      const intermediate_type& context = [&]() -> const intermediate_type& {
+        if constexpr (traits::with_act) return *acted_;
+        else return current;
+      }();
+      context_ = &context;
+      at = stage::render;
+      base.reserve(4);
+      base.push_back({role::system, c_->system_prompt});
+      base.push_back({role::user, detail::render_input_message(context)});
+      if (c_->options.verbose) {
+        detail::log_prompt(c_->name, "system prompt", base[0].content);
+        detail::log_prompt(c_->name, "user prompt", base[1].content);
+      }
+      lap(perf_stage::render);
+      return stage::none;
+    }
+
+    detail::reply_reader& output_reader() override { return output_reader_; }
+
+    void discard() override { oc_.result.reset(); }
+
+    void finish(stage failed) override {
+      if (failed == stage::none) oc_.success = true;
+      else oc_.failed_stage = failed;
+      const input_type& forward_input = [&]() -> const input_type& {
+        if constexpr (std::is_same_v<intermediate_type, input_type> && traits::with_act) {
+          if (oc_.success) return *acted_;
+        }
+        if (oc_.success && repaired_) return *repaired_;
+        return *input_;
+      }();
+      const detail::time_point f0 = c_->now();
+      oc_.elapsed = f0 - start;
+      if (!promise_) {
+        result_type value = c_->expr.forward(forward_input, oc_);
+        record(f0);
+        result.emplace(call_result{std::move(value), std::move(oc_)});
+        return;
+      }
+      try {
+        result_type value = c_->expr.forward(forward_input, oc_);
+        record(f0);
+        promise_->set_value(call_result{std::move(value), std::move(oc_)});
+      } catch (...) {
+        record(f0);
+        promise_->set_exception(std::current_exception());
       }
     }
-    const intermediate_type& context = [&]() -> const intermediate_type& {
-      if constexpr (traits::with_act) return *acted;
-      else return current;
-    }();
 
-    // 3. render
-    at = stage::render;
-    std::vector<message> base;
-    base.reserve(4);
-    base.push_back({role::system, system_prompt_});
-    base.push_back({role::user, detail::render_input_message(context)});
-    if (options_.verbose) {
-      detail::log_prompt(traits::name, "system prompt", base[0].content);
-      detail::log_prompt(traits::name, "user prompt", base[1].content);
+    void on_update(std::function<void(const stream_update<output_type>&)> f) { output_reader_.on_update(std::move(f)); }
+
+    /// The blocking call's result, once finish() ran.
+    std::optional<call_result> result;
+
+   private:
+    template <class T, class Check>
+    using reader_type = detail::typed_reader<T, Check>;
+
+    void begin() {
+      oc = &oc_;
+      start = c_->now();
+      mark = start;
     }
-    lap(perf_stage::render);
 
-    // 4-5. generate, read, check; remedy
-    at = stage::engine;
-    const bool generated = generate_into<output_type>(
-        oc.result, std::move(base), attempt_kind::output, options_.post_remedy, oc, times, mark,
-        [&](const output_type& out, issue_list& issues, perf_stage& where) {
-          if constexpr (traits::with_post) {
-            where = perf_stage::post;
-            detail::run_hook("post", issue_code::postcondition_violation, issues, [&] {
-              if constexpr (traits::post_arity() == 2) expr_.post(out, context);
-              else expr_.post(out);
-            });
-          } else {
-            (void)out;
-            (void)issues;
-            where = perf_stage::total;  // nothing ran: no stage to time
-          }
-        });
-    return generated ? stage::none : oc.failed_stage;
+    void lap(perf_stage s) {
+      const detail::time_point t = c_->now();
+      times.add(s, t - mark);
+      mark = t;
+    }
+
+    void record(detail::time_point f0) {
+      const detail::time_point f1 = c_->now();
+      times.add(perf_stage::forward, f1 - f0);
+      times.add(perf_stage::total, f1 - start);
+      c_->stats.record(times);
+      detail::log_call_result(c_->name, oc_, c_->options.retry.graceful);
+    }
+
+    const core* c_;
+    std::optional<input_type> owned_;
+    const input_type* input_;
+    outcome<output_type> oc_;
+    std::optional<input_type> repaired_;
+    std::optional<intermediate_type> acted_;
+    const intermediate_type* context_ = nullptr;
+    reader_type<input_type, input_check> input_reader_;
+    reader_type<output_type, output_check> output_reader_;
+    std::shared_ptr<detail::future_state<call_result>> promise_;
+  };
+
+  future<call_result> start(input_type input, call_options options,
+                            std::function<void(const stream_update<output_type>&)> on_update) const {
+    auto [f, promise] = detail::make_future<call_result>();
+    const std::stop_token cancel = promise->stop.get_token();
+    auto c = std::make_shared<call>(*core_, std::move(input), promise);
+    const bool streaming = static_cast<bool>(on_update);
+    if (streaming) c->on_update(std::move(on_update));
+    // The call keeps the contract's core alive: the contract may go away first.
+    detail::start_async(std::shared_ptr<detail::call_steps>(c, c.get()),
+                        std::shared_ptr<const detail::contract_core>(core_, core_.get()), std::move(options), cancel,
+                        streaming);
+    return std::move(f);
   }
 
-  contract_result<result_type, output_type> finish(const input_type& forward_input, outcome<output_type>& oc,
-                                                   call_timings& times, detail::time_point start,
-                                                   stage failed) const {
-    if (!oc.success) oc.failed_stage = failed;
-    const detail::time_point f0 = now();
-    oc.elapsed = f0 - start;
-    result_type value = expr_.forward(forward_input, oc);
-    const detail::time_point f1 = now();
-    times.add(perf_stage::forward, f1 - f0);
-    times.add(perf_stage::total, f1 - start);
-    stats_.record(times);
-    detail::log_call_result(traits::name, oc, options_.retry.graceful);
-    return {std::move(value), std::move(oc)};
+  result_type value_of(call_result&& r) const {
+    if (!r.outcome.success && !core_->options.retry.graceful)
+      throw contract_failure<result_type>(static_cast<outcome_base&>(r.outcome), std::move(r.value));
+    return std::move(r.value);
   }
 
-  // Asks the model for a T (see detail::remedy_runner::generate).
-  template <class T, class Check>
-  std::optional<T> generate(std::vector<message> base, attempt_kind kind, bool remedy, outcome_base& oc,
-                            call_timings& times, detail::time_point& mark, Check&& check) const {
-    std::optional<T> out;
-    generate_into<T>(out, std::move(base), kind, remedy, oc, times, mark, std::forward<Check>(check));
-    return out;
-  }
-
-  template <class T, class Check>
-  bool generate_into(std::optional<T>& out, std::vector<message> base, attempt_kind kind, bool remedy,
-                     outcome_base& oc, call_timings& times, detail::time_point& mark, Check&& check) const {
-    return runner_.template generate_into<T>(
-        out, options_, std::move(base), kind, remedy, oc, times, mark,
-        [&](std::string_view text, note_list& notes, std::chrono::nanoseconds& parse, std::chrono::nanoseconds& valid,
-            detail::time_point& at) {
-          return detail::read_reply<T>(text, options_.decode, options_.strictness, notes, parse, valid, options_.clock,
-                                       &at);
-        },
-        std::forward<Check>(check));
-  }
-
-  std::optional<input_type> repair_input(const input_type& input, issue_list issues, outcome_base& oc,
-                                         call_timings& times) const {
-    detail::time_point mark = now();
-    std::vector<message> base;
-    base.push_back({role::system, repair_prompt_});
-    base.push_back({role::user, detail::input_repair_message(detail::render_input_message(input), issues)});
-    if (options_.verbose) detail::log_prompt(traits::name, "input repair prompt", base[1].content);
-    return generate<input_type>(std::move(base), attempt_kind::input_repair, true, oc, times, mark,
-                                [&](const input_type& in, issue_list& found, perf_stage&) {
-                                  found = covenant::validate(in);
-                                  if constexpr (traits::with_pre) {
-                                    if (found.empty())
-                                      detail::run_hook("pre", issue_code::precondition_violation, found,
-                                                       [&] { expr_.pre(in); });
-                                  }
-                                });
-  }
-
-  contract_options options_;
-  Expr expr_;
-  detail::remedy_runner runner_;
-  std::string system_prompt_;
-  std::string repair_prompt_;
-  mutable covenant::perf_stats stats_;
+  std::shared_ptr<core> core_;
 };
 
 }  // namespace covenant

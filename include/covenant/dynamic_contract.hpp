@@ -21,6 +21,7 @@
 #include <string>
 
 #include "covenant/contract.hpp"
+#include "covenant/future.hpp"
 #include "covenant/dynamic.hpp"
 #include "covenant/schema.hpp"
 
@@ -44,32 +45,39 @@ struct dynamic_task {
 
 class dynamic_contract {
  public:
-  /// `model` must outlive the contract. Throws std::invalid_argument for an invalid retry policy.
+  using call_result = outcome<boost::json::value>;
+
+  /// `model` must outlive the contract's blocking calls (see covenant/engine.hpp for asynchronous
+  /// calls). Throws std::invalid_argument for an invalid retry policy.
   dynamic_contract(engine& model, dynamic_task task, contract_options options = {});
 
   /// Runs the contract. Never throws for a failed contract: see the outcome.
   [[nodiscard]] outcome<boost::json::value> run(const boost::json::value& input) const;
+  /// run() with a stop token or a deadline (see contract::run).
+  [[nodiscard]] outcome<boost::json::value> run(const boost::json::value& input, const call_options& options) const;
+
+  /// Starts the contract and returns at once (see contract::run_async).
+  [[nodiscard]] future<outcome<boost::json::value>> run_async(boost::json::value input, call_options options = {}) const;
+  /// run_async() with the reply streamed to `on_update` (see contract::stream).
+  [[nodiscard]] future<outcome<boost::json::value>> stream(
+      boost::json::value input, std::function<void(const stream_update<boost::json::value>&)> on_update,
+      call_options options = {}) const;
 
   /// The validated output. When the contract failed: null if the retry policy is graceful, else
   /// throws covenant::contract_failure<boost::json::value> (fallback null) with the outcome.
   boost::json::value operator()(const boost::json::value& input) const;
 
-  [[nodiscard]] const covenant::perf_stats& perf_stats() const noexcept { return stats_; }
-  [[nodiscard]] covenant::perf_stats& perf_stats() noexcept { return stats_; }
-  [[nodiscard]] const dynamic_task& task() const noexcept { return task_; }
-  [[nodiscard]] const std::string& system_prompt() const noexcept { return system_prompt_; }
+  [[nodiscard]] const covenant::perf_stats& perf_stats() const noexcept;
+  [[nodiscard]] covenant::perf_stats& perf_stats() noexcept;
+  [[nodiscard]] const dynamic_task& task() const noexcept;
+  [[nodiscard]] const std::string& system_prompt() const noexcept;
+
+  struct core;
 
  private:
-  decoded<boost::json::value> read(const schema::model& m, std::string_view text, note_list& notes,
-                                   std::chrono::nanoseconds& parse, std::chrono::nanoseconds& valid) const;
-
-  dynamic_task task_;
-  contract_options options_;
-  detail::remedy_runner runner_;
-  detail::remedy_runner repair_runner_;
-  std::string system_prompt_;
-  std::string repair_prompt_;
-  mutable covenant::perf_stats stats_;
+  future<outcome<boost::json::value>> start(boost::json::value input, call_options options,
+                                            std::function<void(const stream_update<boost::json::value>&)> on_update) const;
+  std::shared_ptr<core> core_;
 };
 
 }  // namespace covenant

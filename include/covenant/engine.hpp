@@ -1,17 +1,29 @@
-// covenant/engine.hpp - what a contract needs from a model: one chat completion.
+// covenant/engine.hpp - what a contract needs from a model: one chat completion, blocking or
+// asynchronous, whole or streamed.
 //
 // An engine turns a conversation into the model's reply text. Transport failures (HTTP 429/5xx,
-// timeouts) are the engine's business: it retries them itself (honouring Retry-After) and throws
+// timeouts) are the engine's business: it retries them itself (honouring Retry-After) and reports
 // covenant::engine_error when it gives up. A contract never shows such a failure to the model as
 // "your output was wrong".
+//
+// Two ways in, one of which an engine implements (the other has a default built on it):
+//   * complete(request): blocking; returns the reply or throws engine_error.
+//   * start(request, receiver, stop): asynchronous; returns at once and later reports to the
+//     receiver: any number of on_text() deltas (when it streams), then exactly one of on_reply()
+//     or on_error(). A stop request aborts the work and ends it with on_error(cancelled).
+// An engine that implements only complete() still works asynchronously: its start() runs
+// complete() on a thread of a small shared pool (one thread per call in flight for such engines,
+// up to a bound; see docs/engines.md). An engine that implements only start() gets a complete()
+// that waits for it.
 #pragma once
 
-#include <boost/json/value.hpp>
+#include <boost/json/fwd.hpp>
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +66,9 @@ struct chat_request {
   std::string schema_name;
   std::optional<double> temperature;
   std::optional<std::uint32_t> max_tokens;
+  /// Deliver the reply as it is written (receiver::on_text) when the engine can stream. Engines
+  /// that cannot stream ignore it and report the whole reply as one delta.
+  bool stream = false;
 };
 
 struct chat_response {
@@ -61,29 +76,130 @@ struct chat_response {
   covenant::usage usage;
   std::string model;
   std::string finish_reason;  ///< "stop", "length" (cut off by the token limit), ...
+  /// The reply ended before the model finished it for another reason than the token limit: a
+  /// stream broken after its first content byte, or one that ended without a finish reason.
+  /// `text` holds what arrived. Contracts treat it like a reply cut at the token limit.
+  bool cut_off = false;
 };
 
-/// The engine could not produce a reply (after its own transport retries).
+/// The engine could not produce a reply (after its own transport retries), or was stopped.
 class engine_error : public std::runtime_error {
  public:
   explicit engine_error(const std::string& what, int status = 0, bool retryable = false)
       : std::runtime_error(what), status_(status), retryable_(retryable) {}
+  /// The error an engine reports when a stop request ended its work.
+  static engine_error cancellation(const std::string& what = "cancelled") {
+    engine_error e(what, 0, false);
+    e.cancelled_ = true;
+    return e;
+  }
   /// HTTP status when there was one, else 0.
   [[nodiscard]] int status() const noexcept { return status_; }
   /// Whether the failure was transient (it was retried until the engine's budget ran out).
   [[nodiscard]] bool retryable() const noexcept { return retryable_; }
+  /// The work was stopped (a stop request, the engine being destroyed), not failed.
+  [[nodiscard]] bool cancelled() const noexcept { return cancelled_; }
 
  private:
   int status_;
   bool retryable_;
+  bool cancelled_ = false;
 };
 
+/// Receives one reply of an asynchronous engine call, in order: any number of on_text() calls,
+/// then exactly one of on_reply() and on_error(). Calls for one request never overlap; they may
+/// come from any thread (the engine's I/O thread for the HTTP engine), so they should hand real
+/// work elsewhere quickly. None of them may throw.
+class reply_receiver {
+ public:
+  virtual ~reply_receiver() = default;
+  /// The next piece of the reply text (streaming). Not called by engines that do not stream.
+  virtual void on_text(std::string_view delta) noexcept { (void)delta; }
+  /// The whole reply: `text` holds every delta delivered before, concatenated.
+  virtual void on_reply(chat_response response) noexcept = 0;
+  /// The call failed, or was stopped (error.cancelled()).
+  virtual void on_error(const engine_error& error) noexcept = 0;
+};
+
+/// What an engine does natively.
+struct engine_capabilities {
+  bool asynchronous = false;  ///< start() is non-blocking without a thread per call
+  bool streaming = false;     ///< honours chat_request::stream with on_text deltas
+};
+
+namespace detail {
+struct engine_anchor;
+}
+
 /// A chat model. Implementations must be safe to call from several threads at once.
+///
+/// Lifetime: an engine may be destroyed while calls are in flight. A derived engine whose
+/// destructor ends its own work first (as http_engine and scripted_engine do) calls close() at
+/// the start of its destructor: close() makes every later start()/complete() through a contract
+/// fail with a cancellation and waits until calls already inside the engine's functions have
+/// returned. The base destructor calls close() too.
 class engine {
  public:
-  virtual ~engine() = default;
-  /// The model's reply to the conversation. Throws engine_error on failure.
-  virtual chat_response complete(const chat_request& request) = 0;
+  engine();
+  virtual ~engine();
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  /// The model's reply to the conversation. Throws engine_error on failure. The default waits
+  /// for start().
+  virtual chat_response complete(const chat_request& request);
+
+  /// Starts one call and returns at once; the outcome goes to `receiver` (see reply_receiver).
+  /// The engine reads `request` before returning (it may be destroyed afterwards) and keeps
+  /// `receiver` alive until it has made its last call on it. When `stop` is requested, the call
+  /// ends soon with on_error(engine_error::cancellation(...)). The default runs complete() on a
+  /// thread of a shared pool and reports its result (with the whole text as one on_text delta
+  /// when the request asked to stream); a stop request then reports the cancellation at once and
+  /// the late result is discarded.
+  virtual void start(const chat_request& request, std::shared_ptr<reply_receiver> receiver, std::stop_token stop);
+
+  /// What this engine does natively (the default: neither).
+  [[nodiscard]] virtual engine_capabilities capabilities() const noexcept { return {}; }
+
+  /// The engine's liveness record, shared with calls in flight (see close()).
+  [[nodiscard]] const std::shared_ptr<detail::engine_anchor>& anchor() const noexcept { return anchor_; }
+
+ protected:
+  /// Moving takes over the liveness record: the moved-from engine refuses calls. Never move an
+  /// engine with calls in flight.
+  engine(engine&& other) noexcept;
+  engine& operator=(engine&& other) noexcept;
+
+  /// Refuses new calls and waits for calls inside complete()/start() to return. Idempotent.
+  void close() noexcept;
+  /// Refuses new calls without waiting (for a destructor that must first end its own transfers,
+  /// then close()).
+  void refuse_calls() noexcept;
+
+ private:
+  std::shared_ptr<detail::engine_anchor> anchor_;
 };
+
+namespace detail {
+
+/// Shared between an engine and the calls that use it: whether the engine still accepts calls,
+/// and how many are inside its functions right now.
+struct engine_anchor;
+
+/// Enters the engine for one call of start()/complete() if it is still open; the guard leaves it.
+class engine_lease {
+ public:
+  explicit engine_lease(const std::shared_ptr<engine_anchor>& anchor) noexcept;
+  ~engine_lease();
+  engine_lease(const engine_lease&) = delete;
+  engine_lease& operator=(const engine_lease&) = delete;
+  /// false: the engine was closed (destroyed or being destroyed); do not call it.
+  explicit operator bool() const noexcept { return anchor_ != nullptr; }
+
+ private:
+  engine_anchor* anchor_ = nullptr;
+};
+
+}  // namespace detail
 
 }  // namespace covenant

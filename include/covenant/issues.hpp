@@ -31,6 +31,8 @@ enum class issue_code : std::uint8_t {
   postcondition_violation,  ///< an Expression's post() rejected the output
   hook_exception,           ///< a hook threw something other than covenant::violation
   engine_error,             ///< the engine could not produce a reply (transport, quota, ...)
+  cancelled,                ///< the call was cancelled (a stop request, the engine destroyed)
+  deadline,                 ///< the call's deadline passed before it ended
 };
 
 /// Stable snake_case name of a code ("missing_field", ...).
@@ -108,7 +110,8 @@ enum class note_kind : std::uint8_t {
   coerced,     ///< a schema-guided conversion ("0.9" read as 0.9, "HIGH" as high, ...)
   truncated,   ///< the text ended mid-value; what was cut off was dropped (or kept, when partial)
   incomplete,  ///< partial (streaming) mode: this value is not finished yet
-  check_failed ///< a soft check (schema-file @check) failed; the value is kept
+  check_failed, ///< a soft check (schema-file @check) failed; the value is kept
+  stopped_early ///< a streamed reply was stopped as soon as it broke a rule no later text could fix
 };
 
 /// Stable snake_case name of a note kind.

@@ -29,6 +29,8 @@ enum class stage : std::uint8_t {
   post,              ///< post() rejected the output
   post_remedy,       ///< building corrective messages and waiting between attempts
   forward,           ///< the forward() hook
+  cancelled,         ///< the call was cancelled (call_options::stop, future::cancel, engine destroyed)
+  deadline,          ///< the call's deadline (call_options::timeout / deadline) passed
 };
 
 /// "input_validation", "pre", ... ("none" for stage::none)

@@ -10,6 +10,7 @@
 #include <boost/json/value.hpp>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -75,6 +76,10 @@ class perf_stats {
   void record(const call_timings& timings);
   /// Forgets everything recorded.
   void reset();
+  /// Counts a streamed reply stopped early (contract_options::early_stop).
+  void count_early_stop() const noexcept { early_stops_.fetch_add(1, std::memory_order_relaxed); }
+  /// Streamed replies stopped early because a finished value broke a rule.
+  [[nodiscard]] std::uint64_t early_stops() const noexcept { return early_stops_.load(std::memory_order_relaxed); }
 
   /// One entry per stage, in perf_stage order (stages never run have count 0).
   [[nodiscard]] std::vector<stage_stats> snapshot() const;
@@ -101,6 +106,7 @@ class perf_stats {
   };
   mutable std::mutex mutex_;
   std::array<accumulator, perf_stage_count> stages_;
+  mutable std::atomic<std::uint64_t> early_stops_{0};
 };
 
 }  // namespace covenant

@@ -24,6 +24,7 @@
 
 #include "covenant/contract.hpp"
 #include "covenant/engine.hpp"
+#include "covenant/runtime.hpp"
 
 namespace covenant::testing {
 
@@ -48,21 +49,41 @@ struct step {
 };
 
 /// An engine that replies from a script (or a function) and records every request.
+///
+/// Asynchronous calls (start()) get their reply the same way. A request that asks to stream
+/// (contract::stream) gets the reply text in pieces of stream_in_chunks() bytes (default: the
+/// whole text as one piece), delivered on the runtime's workers, `delay` apart (a timer, no
+/// sleeping thread); a stop request between pieces ends the reply with a cancellation, and
+/// streamed_bytes() tells how much of it was delivered. Destroying the engine ends the streams it
+/// is still delivering with a cancellation.
 class scripted_engine : public engine {
  public:
   using responder = std::function<chat_response(const chat_request&, std::size_t call_index)>;
 
-  scripted_engine() = default;
-  scripted_engine(std::initializer_list<step> steps) : steps_(steps) {}
-  explicit scripted_engine(std::vector<step> steps) : steps_(std::move(steps)) {}
+  scripted_engine();
+  scripted_engine(std::initializer_list<step> steps);
+  explicit scripted_engine(std::vector<step> steps);
   /// Replies computed by `fn` from the request and the 0-based call index.
-  explicit scripted_engine(responder fn) : responder_(std::move(fn)) {}
+  explicit scripted_engine(responder fn);
+  ~scripted_engine() override;
 
   /// Appends a reply to the script.
   scripted_engine& then(step s);
+  /// Streamed replies arrive in pieces of `bytes` bytes (0: the whole text at once), `delay`
+  /// apart. Pieces may split a UTF-8 character, as network reads do.
+  scripted_engine& stream_in_chunks(std::size_t bytes, std::chrono::nanoseconds delay = std::chrono::nanoseconds(0));
+  /// The runtime whose timers and workers deliver streamed pieces (default runtime::shared()).
+  scripted_engine& use_runtime(covenant::runtime& rt);
 
   /// The next scripted reply. Throws engine_error when the script is exhausted.
   chat_response complete(const chat_request& request) override;
+  /// The next scripted reply, delivered to `receiver` (streamed in pieces when asked to).
+  void start(const chat_request& request, std::shared_ptr<reply_receiver> receiver, std::stop_token stop) override;
+  [[nodiscard]] engine_capabilities capabilities() const noexcept override { return {true, true}; }
+
+  /// Bytes of the i-th call's reply text delivered before it ended (the whole text unless a
+  /// stream was stopped; 0 for a failure). Throws std::out_of_range.
+  [[nodiscard]] std::size_t streamed_bytes(std::size_t i) const;
 
   /// Number of requests received.
   [[nodiscard]] std::size_t calls() const;
@@ -75,12 +96,20 @@ class scripted_engine : public engine {
   /// Forget recorded requests and rewind the script.
   void reset();
 
+  struct stream_state;
+
  private:
+  chat_response next_reply(const chat_request& request, std::size_t& index);
+
   mutable std::mutex mutex_;
   std::vector<step> steps_;
   responder responder_;
   std::vector<chat_request> requests_;
   std::size_t next_ = 0;
+  std::size_t chunk_bytes_ = 0;
+  std::chrono::nanoseconds chunk_delay_{0};
+  covenant::runtime* runtime_ = nullptr;
+  std::shared_ptr<stream_state> streams_;
 };
 
 /// Records requested sleeps instead of sleeping.

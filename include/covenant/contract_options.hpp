@@ -1,0 +1,90 @@
+// covenant/contract_options.hpp - how a contract asks, reads and retries (contract_options), and
+// what one call may add (call_options: a stop token, a deadline, an executor).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stop_token>
+
+#include "covenant/detail/decode_context.hpp"
+#include "covenant/lenient.hpp"
+#include "covenant/retry.hpp"
+
+namespace covenant {
+
+class runtime;
+
+struct contract_options {
+  /// Ask the model to repair an input that fails validation or pre().
+  bool pre_remedy = false;
+  /// Ask the model again when its output fails parsing, validation or post().
+  bool post_remedy = true;
+  /// Show every earlier attempt's issues in each corrective message (else only the latest).
+  bool accumulate_errors = false;
+  /// Log prompts and corrective messages (at debug level of the "covenant" logger).
+  bool verbose = false;
+  /// How many times to ask again, and when (see covenant/retry.hpp for the exact semantics).
+  retry_policy retry{};
+  /// How replies are read: strict (JSON only), repair (also extraction from prose and fences and
+  /// syntax repairs), coerce (also schema-guided conversions such as "0.9" -> 0.9; the default).
+  /// Whatever was repaired or coerced is recorded as notes on the attempt and the outcome.
+  covenant::strictness strictness = covenant::strictness::coerce;
+  /// A reply that was cut off (the text ended mid-value, or the engine reported its token limit)
+  /// is accepted when what was written completely validates (the unfinished value is dropped, never
+  /// completed; outcome::truncated and a `truncated` note say so). false: such a reply is rejected
+  /// like any other invalid one and the model is asked again.
+  bool accept_truncated = true;
+  /// Options of the output decoder (unknown fields, limits).
+  decode_options decode{};
+  /// Send the output's JSON Schema with each request (for engines with structured outputs).
+  bool send_json_schema = true;
+  /// Streamed calls: when a value already complete in the stream breaks a constraint that no
+  /// later text can fix, stop the transfer at once and ask again with that violation, instead of
+  /// paying for the rest of the reply (a note on the attempt and perf_stats::early_stops() say so).
+  bool early_stop = true;
+  /// Where asynchronous calls run (I/O loop, timers, workers); null: runtime::shared().
+  covenant::runtime* runtime = nullptr;
+  /// Injectable for tests: sleeps between attempts (default std::this_thread::sleep_for; for
+  /// asynchronous calls a timer on the runtime's I/O loop). When set, asynchronous calls call it
+  /// on a worker and go on at once.
+  std::function<void(std::chrono::nanoseconds)> sleep{};
+  /// Injectable for tests: uniform draws in [0, 1) for jitter (default: a per-thread generator).
+  std::function<double()> random{};
+  /// Injectable for tests: the clock stages are timed with (default std::chrono::steady_clock).
+  /// Deadlines (call_options) always use the real steady clock.
+  std::function<std::chrono::steady_clock::time_point()> clock{};
+};
+
+/// What one call may add to its contract's options.
+struct call_options {
+  /// A stop request cancels the call: the transfer in progress is aborted at once, no further
+  /// attempt starts, and forward runs with a failed outcome at stage `cancelled`.
+  std::stop_token stop{};
+  /// Total time allowed for the call up to forward (0: none). When it passes, the call ends like a
+  /// cancellation at stage `deadline`.
+  std::chrono::nanoseconds timeout{0};
+  /// The same as an absolute time (the earlier of the two applies).
+  std::optional<std::chrono::steady_clock::time_point> deadline{};
+  /// Asynchronous calls: runs the call's work (hooks, reading, forward, completion). Default: the
+  /// runtime's workers. Each call's work runs one piece at a time, in order.
+  std::function<void(std::function<void()>)> executor{};
+
+  /// The deadline these options set, if any, counted from `start`.
+  [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> deadline_from(
+      std::chrono::steady_clock::time_point start) const noexcept {
+    std::optional<std::chrono::steady_clock::time_point> d = deadline;
+    if (timeout.count() > 0) {
+      const auto t = start + timeout;
+      if (!d || t < *d) d = t;
+    }
+    return d;
+  }
+  /// Whether a stop or a deadline may end the call early.
+  [[nodiscard]] bool stoppable() const noexcept {
+    return stop.stop_possible() || deadline.has_value() || timeout.count() > 0;
+  }
+};
+
+}  // namespace covenant

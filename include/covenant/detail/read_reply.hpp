@@ -1,0 +1,114 @@
+// covenant/detail/read_reply.hpp - how contracts read a model's reply into a type: strict JSON
+// first, then schema-guided coercions, then the lenient reader's candidates.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "covenant/decode.hpp"
+#include "covenant/issues.hpp"
+#include "covenant/lenient.hpp"
+
+namespace covenant::detail {
+
+using time_point = std::chrono::steady_clock::time_point;
+
+/// Reads a model reply into T. Strict JSON first (one pass, the fast path); then, unless the
+/// strictness is `strict`: for well-formed JSON with issues, the same text with schema-guided
+/// coercions (coerce level); for text that is not JSON, the candidates of the lenient reader
+/// (fences, prose, repairs, truncation), each decoded, the best one kept: the first without
+/// issues, else the one with the fewest. Notes say what was extracted, repaired and coerced.
+/// `decode(text, options)` reads one JSON text into a decoded<T> (typed or dynamic decoding).
+/// `reading` gives the strictness (`level`), partial mode and the lenient reader's limits.
+/// With `mark`, reading starts at *mark (no clock read) and *mark is set to when it ended.
+template <class T, class Decode>
+decoded<T> read_reply_with(std::string_view text, const decode_options& options, const lenient_options& reading,
+                           note_list& notes, std::chrono::nanoseconds& parse_time,
+                           std::chrono::nanoseconds& validate_time, const std::function<time_point()>& clock,
+                           Decode&& decode, time_point* mark = nullptr) {
+  const strictness level = reading.level;
+  auto now = [&] { return clock ? clock() : std::chrono::steady_clock::now(); };
+  auto done = [&](time_point since) {
+    const time_point t = now();
+    validate_time += t - since;
+    if (mark != nullptr) *mark = t;
+  };
+  const time_point t0 = mark != nullptr ? *mark : now();
+  decode_options exact = options;
+  exact.coerce = false;
+  decoded<T> r = decode(text, exact);
+  if (r.ok() || level == strictness::strict) {
+    done(t0);
+    for (const note& n : r.notes) notes.push_back(n);  // failed soft checks
+    return r;
+  }
+  decode_options lenient = options;
+  lenient.coerce = level == strictness::coerce;
+  if (r.issues.front().code != issue_code::parse_error) {
+    if (lenient.coerce) {
+      decoded<T> c = decode(text, lenient);
+      if (c.issues.size() < r.issues.size()) r = std::move(c);
+    }
+    done(t0);
+    for (auto& n : r.notes) notes.push_back(std::move(n));
+    return r;
+  }
+  // Not JSON as a whole: read the candidates of the lenient reader and keep the best.
+  const std::vector<candidate> candidates = extract_candidates(text, reading);
+  const time_point t1 = now();
+  parse_time += t1 - t0;
+  std::optional<decoded<T>> best;
+  const candidate* chosen = nullptr;
+  for (const candidate& c : candidates) {
+    decoded<T> d = decode(c.json, lenient);
+    if (d.ok()) {
+      best = std::move(d);
+      chosen = &c;
+      break;
+    }
+    if (d.issues.front().code == issue_code::parse_error) continue;
+    // A value of the wrong kind altogether (prose read as a string for an object) says less than
+    // the parse error.
+    if (d.issues.size() == 1 && d.issues.front().code == issue_code::type_mismatch && d.issues.front().path.empty())
+      continue;
+    if (!best || d.issues.size() < best->issues.size()) {
+      best = std::move(d);
+      chosen = &c;
+    }
+  }
+  done(t1);
+  if (!best) return r;
+  for (const note& n : chosen->notes) notes.push_back(n);
+  for (auto& n : best->notes) notes.push_back(std::move(n));
+  r = std::move(*best);
+  return r;  // every path returns r: no copy or move of the value on the way out
+}
+
+/// read_reply_with at strictness `level` (final mode; the lenient reader's depth limit is the
+/// decoder's).
+template <class T, class Decode>
+decoded<T> read_reply_with(std::string_view text, const decode_options& options, strictness level, note_list& notes,
+                           std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
+                           const std::function<time_point()>& clock, Decode&& decode, time_point* mark = nullptr) {
+  lenient_options reading;
+  reading.level = level;
+  reading.max_depth = options.max_depth;
+  return read_reply_with<T>(text, options, reading, notes, parse_time, validate_time, clock,
+                            std::forward<Decode>(decode), mark);
+}
+
+template <class T>
+decoded<T> read_reply(std::string_view text, const decode_options& options, strictness level, note_list& notes,
+                      std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
+                      const std::function<time_point()>& clock, time_point* mark = nullptr) {
+  return read_reply_with<T>(
+      text, options, level, notes, parse_time, validate_time, clock,
+      [](std::string_view t, const decode_options& o) { return decode<T>(t, o); }, mark);
+}
+
+}  // namespace covenant::detail

@@ -1,0 +1,813 @@
+// The core of a contract call: the remedy phase and the two drivers (blocking, asynchronous).
+#include "covenant/detail/call.hpp"
+
+#include <boost/core/demangle.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "covenant/runtime.hpp"
+#include "log.hpp"
+
+namespace covenant::detail {
+
+// ---------------------------------------------------------------------------------------------
+// Messages, issues, logging
+
+namespace {
+
+void append_issue_lines(std::string& out, const issue_list& issues, std::string_view indent) {
+  for (const auto& i : issues) {
+    out += indent;
+    out += "- ";
+    i.append_to(out);
+    out.push_back('\n');
+  }
+}
+
+void log_retry(std::string_view expression, const attempt& a, std::chrono::nanoseconds wait, int left,
+               bool injected_sleep) {
+  try {
+    spdlog::logger& l = log();
+    if (!l.should_log(spdlog::level::info)) return;
+    std::string first;
+    if (!a.issues.empty()) first = a.issues.front().to_string();
+    l.info("{}: {} attempt {} rejected ({} issue{}: {}); asking again {} {:.3f} s ({} {} left)", expression,
+           a.kind == attempt_kind::input_repair ? "input repair" : "output", a.number, a.issues.size(),
+           a.issues.size() == 1 ? "" : "s", first, injected_sleep ? "after an injected wait of" : "in",
+           std::chrono::duration<double>(wait).count(), left, left == 1 ? "try" : "tries");
+  } catch (...) {  // logging never breaks a call
+  }
+}
+
+}  // namespace
+
+std::string corrective_message(const attempt& rejected, const std::vector<const attempt*>& earlier,
+                               std::string_view what) {
+  std::string out = "Your previous reply was rejected:\n";
+  append_issue_lines(out, rejected.issues, "");
+  bool cut = false;
+  bool stopped = false;
+  for (const note& n : rejected.notes) {
+    cut = cut || n.kind == note_kind::truncated;
+    stopped = stopped || n.kind == note_kind::stopped_early;
+  }
+  if (stopped) out += "Your reply was stopped as soon as it broke this rule.\n";
+  else if (cut) out += "Your reply was cut off before its end; what was cut mid-way was dropped.\n";
+  if (!earlier.empty()) {
+    out += "Earlier replies were rejected too:\n";
+    for (const attempt* a : earlier) {
+      out += "Reply " + std::to_string(a->number) + " (" + elide(a->text) + "):\n";
+      append_issue_lines(out, a->issues, "  ");
+    }
+  }
+  out += "Reply again with the complete ";
+  out += what;
+  out += " only, fixing every problem listed.";
+  return out;
+}
+
+issue hook_exception_issue(std::string_view hook, std::string_view type, std::string_view what) {
+  issue i;
+  i.code = issue_code::hook_exception;
+  i.message = std::string(hook) + " threw " + std::string(type);
+  if (!what.empty()) {
+    i.message += ": ";
+    i.message += what;
+  }
+  return i;
+}
+
+issue stopped_issue(stage why, std::string_view reason) {
+  issue i;
+  i.code = why == stage::deadline ? issue_code::deadline : issue_code::cancelled;
+  i.message = why == stage::deadline ? "deadline passed" : "cancelled";
+  if (!reason.empty()) {
+    i.message += ": ";
+    i.message += reason;
+  }
+  return i;
+}
+
+void log_call_result(std::string_view expression, const outcome_base& o, bool graceful) {
+  try {
+    spdlog::logger& l = log();
+    const double ms = std::chrono::duration<double, std::milli>(o.elapsed).count();
+    if (o.success) {
+      if (l.should_log(spdlog::level::info))
+        l.info("{}: {} in {:.1f} ms (tokens in {}, out {})", expression, o.summary(), ms, o.usage.input_tokens,
+               o.usage.output_tokens);
+    } else if (l.should_log(spdlog::level::err)) {
+      l.error("{}: {} in {:.1f} ms (tokens in {}, out {}); forward runs with the failure{}", expression, o.summary(),
+              ms, o.usage.input_tokens, o.usage.output_tokens, graceful ? "" : ", then the call throws");
+    }
+  } catch (...) {
+  }
+}
+
+void log_prompt(std::string_view expression, std::string_view what, std::string_view text) {
+  try {
+    spdlog::logger& l = log();
+    if (l.should_log(spdlog::level::debug)) l.debug("{}: {}:\n{}", expression, what, text);
+  } catch (...) {
+  }
+}
+
+void default_sleep(std::chrono::nanoseconds d) { std::this_thread::sleep_for(d); }
+
+double default_random() {
+  thread_local std::mt19937_64 gen{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.0, 1.0)(gen);
+}
+
+// ---------------------------------------------------------------------------------------------
+// remedy_phase
+
+remedy_phase::remedy_phase(const contract_core& core, attempt_kind kind, bool remedy, std::vector<message> base,
+                           outcome_base& oc, call_timings& times, reply_reader& reader, time_point mark)
+    : core_(&core), kind_(kind), remedy_(remedy), oc_(&oc), times_(&times), reader_(&reader), mark_(mark) {
+  request_.messages = std::move(base);
+  base_size_ = request_.messages.size();
+  first_attempt_ = oc.attempts.size();
+  if (kind == attempt_kind::output) {
+    request_.response_schema = core.response_schema;
+    request_.schema_name = core.schema_name;
+  }
+}
+
+const attempt* remedy_phase::rejected() const noexcept {
+  if (oc_->attempts.size() <= first_attempt_) return nullptr;
+  return &oc_->attempts.back();
+}
+
+void remedy_phase::lap(perf_stage s) {
+  const time_point t = core_->now();
+  times_->add(kind_ == attempt_kind::input_repair ? perf_stage::pre_remedy : s, t - mark_);
+  mark_ = t;
+}
+
+void remedy_phase::begin_attempt() {
+  ++k_;
+  sent_ = mark_;
+}
+
+namespace {
+
+attempt new_attempt(attempt_kind kind, int number, std::chrono::nanoseconds waited) {
+  attempt a;
+  a.kind = kind;
+  a.number = number;
+  a.waited = waited;
+  return a;
+}
+
+}  // namespace
+
+void remedy_phase::fail(attempt a, stage at) {
+  oc_->issues = a.issues;
+  oc_->attempts.push_back(std::move(a));
+  oc_->failed_stage = at;
+}
+
+remedy_phase::next remedy_phase::on_reply(chat_response&& reply) {
+  attempt a = new_attempt(kind_, k_ + 1, waited_);
+  const bool repairing = kind_ == attempt_kind::input_repair;
+  a.text = std::move(reply.text);
+  a.usage = reply.usage;
+  a.finish_reason = std::move(reply.finish_reason);
+  {
+    const time_point t = core_->now();
+    a.latency = t - sent_;
+    times_->add(repairing ? perf_stage::pre_remedy : perf_stage::engine, t - sent_);
+    mark_ = t;
+  }
+  oc_->usage += a.usage;
+  const stage failed_at = reader_->read(a, *times_, mark_);
+  if (reply.cut_off) {
+    note n;
+    n.kind = note_kind::truncated;
+    n.detail = "the reply ended before the model finished it (the stream broke or ended without a finish reason)";
+    a.notes.push_back(std::move(n));
+  }
+  return judge(a, failed_at);
+}
+
+remedy_phase::next remedy_phase::judge(attempt& a, stage failed_at) {
+  const bool repairing = kind_ == attempt_kind::input_repair;
+  if (a.finish_reason == "length") {
+    note n;
+    n.kind = note_kind::truncated;
+    n.detail = "the reply was cut off by the engine's token limit";
+    a.notes.push_back(std::move(n));
+  }
+  const bool cut =
+      std::any_of(a.notes.begin(), a.notes.end(), [](const note& n) { return n.kind == note_kind::truncated; });
+  if (cut && a.issues.empty() && !core_->options.accept_truncated) {
+    issue i;
+    i.code = issue_code::parse_error;
+    i.message = "the reply was cut off before its end";
+    a.issues.push_back(std::move(i));
+    failed_at = stage::parse;
+  }
+  if (a.issues.empty()) {
+    oc_->notes = a.notes;
+    if (!repairing) oc_->truncated = cut;
+    oc_->attempts.push_back(std::move(a));
+    reader_->accept();
+    return next::accepted;
+  }
+  const contract_options& options = core_->options;
+  const int tries = options.retry.tries;
+  if (!remedy_ || k_ >= tries) {
+    fail(std::move(a), repairing ? stage::pre_remedy : failed_at);
+    return next::failed;
+  }
+  // Remedy: corrective message, then wait.
+  std::vector<const attempt*> earlier;
+  if (options.accumulate_errors)
+    for (std::size_t i = first_attempt_; i < oc_->attempts.size(); ++i) earlier.push_back(&oc_->attempts[i]);
+  std::string correction = corrective_message(a, earlier, repairing ? "corrected input" : "corrected JSON object");
+  if (options.verbose) log_prompt(core_->name, "corrective message", correction);
+  request_.messages.resize(base_size_);
+  request_.messages.push_back({role::assistant, a.text});
+  request_.messages.push_back({role::user, std::move(correction)});
+  wait_ = options.retry.delay_before(k_ + 1, options.random ? options.random() : default_random());
+  log_retry(core_->name, a, wait_, tries - k_, static_cast<bool>(options.sleep));
+  oc_->attempts.push_back(std::move(a));
+  lap(perf_stage::post_remedy);
+  waited_ = wait_;
+  return next::wait;
+}
+
+void remedy_phase::after_wait() { lap(perf_stage::post_remedy); }
+
+remedy_phase::next remedy_phase::on_engine_error(const std::string& what) {
+  const bool repairing = kind_ == attempt_kind::input_repair;
+  attempt a = new_attempt(kind_, k_ + 1, waited_);
+  a.engine_failed = true;
+  issue i;
+  i.code = issue_code::engine_error;
+  i.message = "engine failed: " + what;
+  a.issues.push_back(std::move(i));
+  const time_point t = core_->now();
+  a.latency = t - sent_;
+  times_->add(repairing ? perf_stage::pre_remedy : perf_stage::engine, t - sent_);
+  mark_ = t;
+  fail(std::move(a), repairing ? stage::pre_remedy : stage::engine);
+  return next::failed;
+}
+
+remedy_phase::next remedy_phase::on_early_stop(std::string text, issue_list violations) {
+  const bool repairing = kind_ == attempt_kind::input_repair;
+  attempt a = new_attempt(kind_, k_ + 1, waited_);
+  a.text = std::move(text);
+  const time_point t = core_->now();
+  a.latency = t - sent_;
+  times_->add(repairing ? perf_stage::pre_remedy : perf_stage::engine, t - sent_);
+  mark_ = t;
+  a.issues = std::move(violations);
+  note n;
+  n.kind = note_kind::stopped_early;
+  n.detail = "the transfer was stopped after " + std::to_string(a.text.size()) +
+             " bytes: a finished value already broke a rule no later text could fix";
+  if (!a.issues.empty()) n.path = a.issues.front().path;
+  a.notes.push_back(std::move(n));
+  core_->stats.count_early_stop();
+  return judge(a, stage::validate);
+}
+
+void remedy_phase::on_stopped(stage why, std::string_view reason, std::string text, bool in_attempt) {
+  const bool repairing = kind_ == attempt_kind::input_repair;
+  if (!in_attempt) {
+    lap(perf_stage::post_remedy);
+    oc_->issues = {stopped_issue(why, reason)};
+    oc_->failed_stage = why;
+    return;
+  }
+  attempt a = new_attempt(kind_, k_ + 1, waited_);
+  a.text = std::move(text);
+  a.engine_failed = true;
+  a.issues.push_back(stopped_issue(why, reason));
+  const time_point t = core_->now();
+  a.latency = t - sent_;
+  times_->add(repairing ? perf_stage::pre_remedy : perf_stage::engine, t - sent_);
+  mark_ = t;
+  fail(std::move(a), why);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Blocking driver
+
+namespace {
+
+/// Records an exception that escaped a step as an issue of the stage that was running.
+void record_step_exception(call_steps& steps) {
+  steps.discard();
+  std::string type = "unknown exception";
+  std::string what;
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    type = boost::core::demangle(typeid(e).name());
+    what = e.what();
+  } catch (...) {
+  }
+  steps.oc->issues.push_back(hook_exception_issue(to_string(steps.at), type, what));
+}
+
+bool run_phase_blocking(remedy_phase& p, const contract_core& core) {
+  for (;;) {
+    p.begin_attempt();
+    remedy_phase::next n;
+    {
+      std::optional<chat_response> reply;
+      std::string error;
+      engine_lease lease(core.anchor);
+      if (!lease) {
+        p.on_stopped(stage::cancelled, "the engine was destroyed", {}, true);
+        return false;
+      }
+      try {
+        reply = core.model->complete(p.request());
+      } catch (const std::exception& e) {
+        error = e.what();
+      } catch (...) {
+        error = "unknown exception";
+      }
+      n = reply ? p.on_reply(std::move(*reply)) : p.on_engine_error(error);
+    }
+    if (n == remedy_phase::next::accepted) return true;
+    if (n == remedy_phase::next::failed) return false;
+    const std::chrono::nanoseconds d = p.wait();
+    if (d.count() > 0) {
+      if (core.options.sleep) core.options.sleep(d);
+      else default_sleep(d);
+    }
+    p.after_wait();
+  }
+}
+
+/// Runs `steps` on this thread through the asynchronous driver (stop tokens and deadlines): its
+/// work is queued here and run by this thread until the call has finished.
+void run_blocking_stoppable(call_steps& steps, const contract_core& core, const call_options& options);
+
+}  // namespace
+
+void run_blocking(call_steps& steps, const contract_core& core, const call_options* options) {
+  if (options != nullptr && options->stoppable()) {
+    run_blocking_stoppable(steps, core, *options);
+    return;
+  }
+  stage failed = stage::none;
+  try {
+    std::vector<message> messages;
+    failed = steps.check_input(messages);
+    if (failed == stage::pre_remedy) {
+      steps.at = stage::pre_remedy;
+      remedy_phase repair(core, attempt_kind::input_repair, true, std::move(messages), *steps.oc, steps.times,
+                          steps.input_reader(), core.now());
+      failed = run_phase_blocking(repair, core) ? stage::none : stage::pre_remedy;
+      steps.mark = core.now();
+      messages.clear();
+    }
+    if (failed == stage::none) failed = steps.prepare(messages);
+    if (failed == stage::none) {
+      steps.at = stage::engine;
+      remedy_phase output(core, attempt_kind::output, core.options.post_remedy, std::move(messages), *steps.oc,
+                          steps.times, steps.output_reader(), steps.mark);
+      if (!run_phase_blocking(output, core)) failed = steps.oc->failed_stage;
+    }
+  } catch (...) {
+    record_step_exception(steps);
+    failed = steps.at;
+  }
+  steps.finish(failed);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Asynchronous driver
+
+namespace {
+
+using executor_fn = std::function<void(std::function<void()>)>;
+
+class async_driver final : public std::enable_shared_from_this<async_driver> {
+ public:
+  async_driver(std::shared_ptr<call_steps> steps, std::shared_ptr<const contract_core> core, call_options options,
+               std::stop_token cancel, bool stream, executor_fn exec)
+      : steps_(std::move(steps)),
+        core_(std::move(core)),
+        options_(std::move(options)),
+        cancel_(std::move(cancel)),
+        stream_(stream),
+        exec_(std::move(exec)),
+        rt_(core_->options.runtime != nullptr ? core_->options.runtime : &runtime::shared()) {}
+
+  /// Queues the first step, then watches the stop tokens and the deadline.
+  void begin() {
+    deadline_ = options_.deadline_from(std::chrono::steady_clock::now());
+    enqueue(event{event::kind::begin});
+    std::weak_ptr<async_driver> self = weak_from_this();
+    if (options_.stop.stop_possible()) user_stop_.emplace(options_.stop, stop_forward{self});
+    if (cancel_.stop_possible()) future_stop_.emplace(cancel_, stop_forward{self});
+    if (deadline_) {
+      const auto left = *deadline_ - std::chrono::steady_clock::now();
+      deadline_timer_ = rt_->schedule(std::chrono::duration_cast<std::chrono::nanoseconds>(left), [self] {
+        if (auto d = self.lock()) d->enqueue(event{event::kind::stop, 0, {}, {}, {}, stage::deadline});
+      });
+    }
+  }
+
+  /// Rethrows what finish() threw (blocking use).
+  void rethrow_finish_error() const {
+    if (finish_error_) std::rethrow_exception(finish_error_);
+  }
+
+  struct event {
+    enum class kind : std::uint8_t { begin, text, reply, error, waited, stop } k;
+    std::uint64_t id = 0;
+    std::string text{};
+    std::optional<chat_response> reply{};
+    std::optional<engine_error> error{};
+    stage why = stage::none;
+  };
+
+  void enqueue(event e) noexcept {
+    try {
+      std::lock_guard lock(queue_mutex_);
+      if (closed_) return;
+      if (e.k == event::kind::text && !queue_.empty() && queue_.back().k == event::kind::text &&
+          queue_.back().id == e.id) {
+        queue_.back().text += e.text;  // coalesce deltas the worker has not reached yet
+        return;
+      }
+      queue_.push_back(std::move(e));
+      if (draining_) return;
+      draining_ = true;
+    } catch (...) {
+      log_error("contract: out of memory queueing a call's event (dropped)");
+      return;
+    }
+    try {
+      exec_([self = shared_from_this()] { self->drain(); });
+    } catch (...) {
+      log_error("contract: the executor refused a call's work");
+      std::lock_guard lock(queue_mutex_);
+      draining_ = false;
+    }
+  }
+
+ private:
+  struct stop_forward {
+    std::weak_ptr<async_driver> driver;
+    void operator()() const noexcept {
+      if (auto d = driver.lock()) d->enqueue(event{event::kind::stop, 0, {}, {}, {}, stage::cancelled});
+    }
+  };
+
+  /// Receives one attempt's reply from the engine.
+  class receiver final : public reply_receiver {
+   public:
+    receiver(std::shared_ptr<async_driver> d, std::uint64_t id) : driver_(std::move(d)), id_(id) {}
+    void on_text(std::string_view delta) noexcept override {
+      try {
+        driver_->enqueue(event{event::kind::text, id_, std::string(delta)});
+      } catch (...) {
+        log_error("contract: out of memory queueing streamed text (dropped)");
+      }
+    }
+    void on_reply(chat_response response) noexcept override {
+      driver_->enqueue(event{event::kind::reply, id_, {}, std::move(response)});
+    }
+    void on_error(const engine_error& error) noexcept override {
+      try {
+        driver_->enqueue(event{event::kind::error, id_, {}, {}, error});
+      } catch (...) {
+        log_error("contract: out of memory queueing an engine error (dropped)");
+      }
+    }
+
+   private:
+    std::shared_ptr<async_driver> driver_;
+    std::uint64_t id_;
+  };
+
+  enum class state : std::uint8_t { idle, attempt, waiting, done };
+
+  void drain() noexcept {
+    for (;;) {
+      event e{event::kind::begin};
+      {
+        std::lock_guard lock(queue_mutex_);
+        if (queue_.empty() || closed_) {
+          draining_ = false;
+          return;
+        }
+        e = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      try {
+        process(e);
+      } catch (...) {
+        // A step threw outside the guarded calls (out of memory): end the call as best we can.
+        if (state_ != state::done) {
+          try {
+            record_step_exception(*steps_);
+          } catch (...) {
+          }
+          finish(steps_->at);
+        }
+      }
+    }
+  }
+
+  [[nodiscard]] std::optional<stage> stop_now() const {
+    if (options_.stop.stop_requested() || cancel_.stop_requested()) return stage::cancelled;
+    if (deadline_ && std::chrono::steady_clock::now() >= *deadline_) return stage::deadline;
+    return std::nullopt;
+  }
+
+  void process(event& e) {
+    if (state_ == state::done) return;
+    switch (e.k) {
+      case event::kind::begin: return run_steps();
+      case event::kind::stop: return stop(e.why, {});
+      case event::kind::waited:
+        if (state_ != state::waiting || e.id != wait_id_) return;
+        state_ = state::idle;
+        phase_->after_wait();
+        return send();
+      case event::kind::text: {
+        if (state_ != state::attempt || e.id != attempt_id_) return;
+        text_so_far_ += e.text;
+        issue_list violations;
+        if (!phase_->reader().stream_text(e.text, violations)) return;
+        if (!core_->options.early_stop || violations.empty()) return;
+        attempt_stop_.request_stop();
+        ++attempt_id_;  // whatever the engine still sends for this attempt is ignored
+        state_ = state::idle;
+        return handle(phase_->on_early_stop(std::move(text_so_far_), std::move(violations)));
+      }
+      case event::kind::reply:
+        if (state_ != state::attempt || e.id != attempt_id_) return;
+        state_ = state::idle;
+        return handle(phase_->on_reply(std::move(*e.reply)));
+      case event::kind::error:
+        if (state_ != state::attempt || e.id != attempt_id_) return;
+        if (e.error->cancelled()) {
+          if (auto why = stop_now()) return stop(*why, {});
+          return stop(stage::cancelled, e.error->what());  // the engine stopped on its own (destroyed)
+        }
+        state_ = state::idle;
+        return handle(phase_->on_engine_error(e.error->what()));
+    }
+  }
+
+  // Input checks, the input-repair phase or the output request.
+  void run_steps() {
+    if (auto why = stop_now()) return stop(*why, {});
+    stage failed = stage::none;
+    std::vector<message> messages;
+    try {
+      failed = steps_->check_input(messages);
+    } catch (...) {
+      record_step_exception(*steps_);
+      return finish(steps_->at);
+    }
+    if (failed == stage::pre_remedy) {
+      steps_->at = stage::pre_remedy;
+      phase_.emplace(*core_, attempt_kind::input_repair, true, std::move(messages), *steps_->oc, steps_->times,
+                     steps_->input_reader(), core_->now());
+      return send();
+    }
+    if (failed != stage::none) return finish(failed);
+    prepare_output();
+  }
+
+  void prepare_output() {
+    if (auto why = stop_now()) return stop(*why, {});
+    std::vector<message> messages;
+    stage failed = stage::none;
+    try {
+      failed = steps_->prepare(messages);
+    } catch (...) {
+      record_step_exception(*steps_);
+      return finish(steps_->at);
+    }
+    if (failed != stage::none) return finish(failed);
+    steps_->at = stage::engine;
+    phase_.emplace(*core_, attempt_kind::output, core_->options.post_remedy, std::move(messages), *steps_->oc,
+                   steps_->times, steps_->output_reader(), steps_->mark);
+    phase_->request().stream = stream_;
+    send();
+  }
+
+  void send() {
+    if (auto why = stop_now()) return stop(*why, {});
+    phase_->begin_attempt();
+    text_so_far_.clear();
+    if (stream_ && phase_->kind() == attempt_kind::output) {
+      try {
+        phase_->reader().stream_start(phase_->number(), phase_->rejected());
+      } catch (...) {
+        log_error("contract {}: a streaming callback threw at the start of attempt {} (ignored)", core_->name,
+                  phase_->number());
+      }
+    }
+    attempt_stop_ = std::stop_source();
+    const std::uint64_t id = ++attempt_id_;
+    state_ = state::attempt;
+    engine_lease lease(core_->anchor);
+    if (!lease) return stop(stage::cancelled, "the engine was destroyed");
+    try {
+      core_->model->start(phase_->request(), std::make_shared<receiver>(shared_from_this(), id),
+                          attempt_stop_.get_token());
+    } catch (const std::exception& e) {
+      state_ = state::idle;
+      return handle(phase_->on_engine_error(e.what()));
+    } catch (...) {
+      state_ = state::idle;
+      return handle(phase_->on_engine_error("unknown exception"));
+    }
+  }
+
+  void handle(remedy_phase::next n) {
+    switch (n) {
+      case remedy_phase::next::accepted:
+        if (phase_->kind() == attempt_kind::input_repair) {
+          steps_->mark = core_->now();
+          phase_.reset();
+          return prepare_output();
+        }
+        return finish(stage::none);
+      case remedy_phase::next::failed: return finish(steps_->oc->failed_stage);
+      case remedy_phase::next::wait: {
+        const std::chrono::nanoseconds d = phase_->wait();
+        if (core_->options.sleep) {
+          if (d.count() > 0) core_->options.sleep(d);
+          phase_->after_wait();
+          return send();
+        }
+        state_ = state::waiting;
+        const std::uint64_t id = ++wait_id_;
+        std::weak_ptr<async_driver> self = weak_from_this();
+        wait_timer_ = rt_->schedule(d, [self, id] {
+          if (auto dr = self.lock()) dr->enqueue(event{event::kind::waited, id});
+        });
+        return;
+      }
+    }
+  }
+
+  void stop(stage why, std::string_view reason) {
+    std::string because(reason);
+    if (because.empty() && why == stage::deadline && deadline_) because = "the call's deadline passed";
+    if (because.empty() && why == stage::cancelled) because = "the call was cancelled";
+    switch (state_) {
+      case state::attempt:
+        attempt_stop_.request_stop();
+        ++attempt_id_;
+        phase_->on_stopped(why, because, std::move(text_so_far_), true);
+        break;
+      case state::waiting:
+        wait_timer_.cancel();
+        phase_->on_stopped(why, because, {}, false);
+        break;
+      case state::idle:
+        steps_->oc->issues = {stopped_issue(why, because)};
+        steps_->oc->failed_stage = why;
+        break;
+      case state::done: return;
+    }
+    finish(why);
+  }
+
+  void finish(stage failed) {
+    if (state_ == state::done) return;
+    state_ = state::done;
+    deadline_timer_.cancel();
+    wait_timer_.cancel();
+    user_stop_.reset();
+    future_stop_.reset();
+    phase_.reset();
+    {
+      std::lock_guard lock(queue_mutex_);
+      closed_ = true;
+      queue_.clear();
+    }
+    try {
+      steps_->finish(failed);
+    } catch (...) {
+      finish_error_ = std::current_exception();
+    }
+    if (on_done_) on_done_();
+  }
+
+ public:
+  /// Called after finish() (blocking use: wakes the waiting thread).
+  std::function<void()> on_done_;
+
+ private:
+  std::shared_ptr<call_steps> steps_;
+  std::shared_ptr<const contract_core> core_;
+  call_options options_;
+  std::stop_token cancel_;
+  bool stream_;
+  executor_fn exec_;
+  runtime* rt_;
+  std::optional<time_point> deadline_;
+
+  std::optional<std::stop_callback<stop_forward>> user_stop_;
+  std::optional<std::stop_callback<stop_forward>> future_stop_;
+  timer deadline_timer_;
+  timer wait_timer_;
+
+  std::mutex queue_mutex_;
+  std::deque<event> queue_;
+  bool draining_ = false;
+  bool closed_ = false;
+
+  // Touched only by the draining thread.
+  state state_ = state::idle;
+  std::optional<remedy_phase> phase_;
+  std::stop_source attempt_stop_;
+  std::uint64_t attempt_id_ = 0;
+  std::uint64_t wait_id_ = 0;
+  std::string text_so_far_;
+  std::exception_ptr finish_error_;
+};
+
+/// Work of one blocking call with stop tokens, run by the calling thread.
+class calling_thread_queue {
+ public:
+  void post(std::function<void()> f) {
+    {
+      std::lock_guard lock(mutex_);
+      work_.push_back(std::move(f));
+    }
+    ready_.notify_one();
+  }
+  void done() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    ready_.notify_one();
+  }
+  /// Runs the queued work until done() was called and nothing is left.
+  void run() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      ready_.wait(lock, [this] { return done_ || !work_.empty(); });
+      if (work_.empty()) return;
+      std::function<void()> f = std::move(work_.front());
+      work_.pop_front();
+      lock.unlock();
+      f();
+      lock.lock();
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> work_;
+  bool done_ = false;
+};
+
+void run_blocking_stoppable(call_steps& steps, const contract_core& core, const call_options& options) {
+  // The call lives on this frame, which waits for its end: non-owning pointers are enough.
+  std::shared_ptr<call_steps> steps_ref(std::shared_ptr<call_steps>{}, &steps);
+  std::shared_ptr<const contract_core> core_ref(std::shared_ptr<const contract_core>{}, &core);
+  auto queue = std::make_shared<calling_thread_queue>();
+  auto driver = std::make_shared<async_driver>(
+      steps_ref, core_ref, options, std::stop_token{}, false,
+      [queue](std::function<void()> f) { queue->post(std::move(f)); });
+  driver->on_done_ = [queue] { queue->done(); };
+  driver->begin();
+  queue->run();
+  driver->rethrow_finish_error();
+}
+
+}  // namespace
+
+void start_async(std::shared_ptr<call_steps> steps, std::shared_ptr<const contract_core> core, call_options options,
+                 std::stop_token cancel, bool stream) {
+  executor_fn exec = options.executor;
+  if (!exec) {
+    runtime* rt = core->options.runtime != nullptr ? core->options.runtime : &runtime::shared();
+    exec = [rt](std::function<void()> f) { rt->post(std::move(f)); };
+  }
+  auto driver = std::make_shared<async_driver>(std::move(steps), std::move(core), std::move(options),
+                                               std::move(cancel), stream, std::move(exec));
+  driver->begin();
+}
+
+}  // namespace covenant::detail
