@@ -324,16 +324,16 @@ void record_step_exception(call_steps& steps) {
 
 bool run_phase_blocking(remedy_phase& p, const contract_core& core) {
   for (;;) {
-    p.begin_attempt();
     remedy_phase::next n;
     {
       std::optional<chat_response> reply;
       std::string error;
       engine_lease lease(core.anchor);
       if (!lease) {
-        p.on_stopped(stage::cancelled, "the engine was destroyed", {}, true);
+        p.on_stopped(stage::cancelled, "the engine was destroyed", {}, false);
         return false;
       }
+      p.begin_attempt();
       try {
         reply = core.model->complete(p.request());
       } catch (const std::exception& e) {
@@ -412,6 +412,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
 
   /// Queues the first step, then watches the stop tokens and the deadline.
   void begin() {
+    self_ = shared_from_this();  // the call owns itself until finish(): timers and stops only hold weak pointers
     deadline_ = options_.deadline_from(std::chrono::steady_clock::now());
     enqueue(event{event::kind::begin});
     std::weak_ptr<async_driver> self = weak_from_this();
@@ -611,6 +612,8 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
 
   void send() {
     if (auto why = stop_now()) return stop(*why, {});
+    engine_lease lease(core_->anchor);
+    if (!lease) return stop(stage::cancelled, "the engine was destroyed");
     phase_->begin_attempt();
     text_so_far_.clear();
     if (stream_ && phase_->kind() == attempt_kind::output) {
@@ -624,8 +627,6 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
     attempt_stop_ = std::stop_source();
     const std::uint64_t id = ++attempt_id_;
     state_ = state::attempt;
-    engine_lease lease(core_->anchor);
-    if (!lease) return stop(stage::cancelled, "the engine was destroyed");
     try {
       core_->model->start(phase_->request(), std::make_shared<receiver>(shared_from_this(), id),
                           attempt_stop_.get_token());
@@ -681,8 +682,12 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
         phase_->on_stopped(why, because, {}, false);
         break;
       case state::idle:
-        steps_->oc->issues = {stopped_issue(why, because)};
-        steps_->oc->failed_stage = why;
+        if (phase_) {
+          phase_->on_stopped(why, because, {}, false);
+        } else {
+          steps_->oc->issues = {stopped_issue(why, because)};
+          steps_->oc->failed_stage = why;
+        }
         break;
       case state::done: return;
     }
@@ -708,6 +713,8 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
       finish_error_ = std::current_exception();
     }
     if (on_done_) on_done_();
+    // The drain running this still holds a reference; the engine may too, until its last call.
+    self_.reset();
   }
 
  public:
@@ -742,6 +749,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
   std::uint64_t wait_id_ = 0;
   std::string text_so_far_;
   std::exception_ptr finish_error_;
+  std::shared_ptr<async_driver> self_;
 };
 
 /// Work of one blocking call with stop tokens, run by the calling thread.

@@ -40,6 +40,7 @@ struct future_state {
   std::condition_variable done_cv;
   bool done = false;
   bool retrieved = false;
+  bool continued = false;  ///< then() or co_await was used
   std::optional<T> value;
   std::exception_ptr error;
   std::function<void()> continuation;
@@ -126,7 +127,8 @@ class future {
     if (!s) throw std::logic_error("covenant::future: then() on an invalid future");
     {
       std::lock_guard lock(s->mutex);
-      if (s->continuation) throw std::logic_error("covenant::future: then() called twice");
+      if (s->continued) throw std::logic_error("covenant::future: then() called twice");
+      s->continued = true;
       if (!s->done) {
         s->continuation = [s, fn = std::forward<F>(f)]() mutable { fn(future<T>(s)); };
         return;
@@ -140,7 +142,8 @@ class future {
   bool await_suspend(std::coroutine_handle<> h) {
     std::lock_guard lock(checked().mutex);
     if (state_->done) return false;
-    if (state_->continuation) throw std::logic_error("covenant::future: awaited after then()");
+    if (state_->continued) throw std::logic_error("covenant::future: awaited after then()");
+    state_->continued = true;
     state_->continuation = [h] { h.resume(); };
     return true;
   }
