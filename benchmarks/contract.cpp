@@ -26,7 +26,7 @@ struct AnswerQuestion {
   }
 };
 
-// Replies with the same text every time, instantly.
+// Replies with the same text every time, instantly (blocking and asynchronous calls alike).
 class instant_engine : public covenant::engine {
  public:
   explicit instant_engine(std::string reply) : reply_(std::move(reply)) {}
@@ -36,6 +36,11 @@ class instant_engine : public covenant::engine {
     r.usage = {512, 128};
     return r;
   }
+  void start(const covenant::chat_request& request, std::shared_ptr<covenant::reply_receiver> receiver,
+             std::stop_token) override {
+    receiver->on_reply(complete(request));
+  }
+  [[nodiscard]] covenant::engine_capabilities capabilities() const noexcept override { return {true, false}; }
 
  private:
   std::string reply_;
@@ -61,5 +66,24 @@ void BM_contract_zero_latency(benchmark::State& state) {
   state.counters["p99_us"] = total.p99 * 1e6;
 }
 BENCHMARK(BM_contract_zero_latency)->Name("contract/final_answer_zero_latency");
+
+// The same call made asynchronously and waited for: the hand-off to a worker and back included.
+void BM_async_overhead(benchmark::State& state) {
+  const std::string reply = sample("valid_final_answer.json");
+  if (reply.empty()) {
+    state.SkipWithError("sample missing (../shared/bench/python/samples)");
+    return;
+  }
+  covenant::set_log_level(covenant::log_level::warn);
+  instant_engine model(reply);
+  const covenant::contract<AnswerQuestion> c{model};
+  const Question q{"How tall is the Eiffel Tower?"};
+  for (auto _ : state) {
+    auto r = c.run_async(q).get();
+    if (!r.outcome.success) state.SkipWithError("contract failed");
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_async_overhead)->Name("engine/async_overhead")->UseRealTime();
 
 }  // namespace contract_bench
