@@ -2,14 +2,19 @@
 // worker pool.
 #include "covenant/runtime.hpp"
 
+#include "covenant/future.hpp"
+
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <vector>
 #include <exception>
 #include <optional>
 #include <thread>
@@ -46,6 +51,95 @@ void run_guarded(const std::function<void()>& f) noexcept {
     detail::log_error("runtime: a task threw an unknown exception (ignored)");
   }
 }
+
+void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/// The workers: a FIFO of tasks and threads that run them. An idle worker first spins for a few
+/// microseconds (at most one at a time) so that work posted right after, the common case of a call
+/// handed back and forth, starts without a sleep and a wake-up; then it sleeps. Boost.Asio's
+/// thread_pool has no such spin, which costs two futex round trips per hand-off.
+class worker_pool {
+ public:
+  explicit worker_pool(unsigned n) {
+    threads_.reserve(n);
+    for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this] { loop(); });
+  }
+  ~worker_pool() { join(); }
+
+  void post(std::function<void()> f) {
+    bool wake = false;
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(f));
+      pending_.fetch_add(1, std::memory_order_release);
+      wake = sleeping_ > 0 && spinning_.load(std::memory_order_acquire) == 0;
+    }
+    if (wake) cv_.notify_one();
+  }
+
+  /// Runs what is queued, then stops the threads.
+  void join() {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  static constexpr auto spin_budget = std::chrono::microseconds(20);
+
+  void loop() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      if (!queue_.empty()) {
+        std::function<void()> f = std::move(queue_.front());
+        queue_.pop_front();
+        pending_.fetch_sub(1, std::memory_order_relaxed);
+        lock.unlock();
+        run_guarded(f);
+        f = nullptr;
+        spin();
+        lock.lock();
+        continue;
+      }
+      if (stopping_) return;
+      ++sleeping_;
+      cv_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+      --sleeping_;
+    }
+  }
+
+  // After a task: wait for the next one by spinning briefly, if no other worker is spinning.
+  void spin() noexcept {
+    if (pending_.load(std::memory_order_acquire) > 0) return;
+    int expected = 0;
+    if (!spinning_.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
+    const auto until = std::chrono::steady_clock::now() + spin_budget;
+    for (int i = 0;; ++i) {
+      if (pending_.load(std::memory_order_acquire) > 0) break;
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) break;
+      cpu_relax();
+    }
+    spinning_.store(0, std::memory_order_release);
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  std::atomic<std::size_t> pending_{0};
+  std::atomic<int> spinning_{0};
+  int sleeping_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
 
 }  // namespace
 
@@ -85,7 +179,7 @@ struct runtime::impl {
   detail::io_strand strand;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
   std::thread io_thread;
-  asio::thread_pool pool;
+  worker_pool pool;
   unsigned worker_threads;
 };
 
@@ -113,9 +207,7 @@ runtime& runtime::shared() {
   return *instance;
 }
 
-void runtime::post(std::function<void()> f) {
-  asio::post(impl_->pool, [f = std::move(f)] { run_guarded(f); });
-}
+void runtime::post(std::function<void()> f) { impl_->pool.post(std::move(f)); }
 
 void runtime::post_io(std::function<void()> f) {
   asio::post(impl_->strand, [f = std::move(f)] { run_guarded(f); });
@@ -124,7 +216,7 @@ void runtime::post_io(std::function<void()> f) {
 timer runtime::schedule(std::chrono::nanoseconds delay, std::function<void()> f) {
   auto s = std::make_shared<timer::state>(*impl_->io);
   if (delay.count() <= 0) {
-    asio::post(impl_->pool, [s, f = std::move(f)] {
+    impl_->pool.post([s, f = std::move(f)] {
       if (!s->cancelled.load()) run_guarded(f);
     });
     return timer(s);
@@ -140,7 +232,7 @@ timer runtime::schedule(std::chrono::nanoseconds delay, std::function<void()> f)
     s->wait.async_wait(asio::bind_executor(impl_->strand, [s, this](const boost::system::error_code& ec) {
       std::function<void()> cb = std::move(s->callback);
       if (ec || s->cancelled.load() || !cb) return;
-      asio::post(impl_->pool, [s, cb = std::move(cb)] {
+      impl_->pool.post([s, cb = std::move(cb)] {
         if (!s->cancelled.load()) run_guarded(cb);
       });
     }));
@@ -156,3 +248,19 @@ io_strand& runtime_access::strand(runtime& rt) noexcept { return rt.impl_->stran
 }  // namespace detail
 
 }  // namespace covenant
+
+namespace covenant::detail {
+
+void spin_until_ready(const std::atomic<bool>& flag) noexcept {
+  constexpr auto budget = std::chrono::microseconds(20);
+  const auto until = std::chrono::steady_clock::now() + budget;
+  for (int i = 0;; ++i) {
+    if (flag.load(std::memory_order_acquire)) return;
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
+}  // namespace covenant::detail

@@ -15,6 +15,7 @@
 // of then() (docs/contracts.md shows both).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <coroutine>
@@ -34,11 +35,16 @@ class future;
 
 namespace detail {
 
+/// Spins for a few microseconds while `flag` is false (returns as soon as it is true).
+void spin_until_ready(const std::atomic<bool>& flag) noexcept;
+
 template <class T>
 struct future_state {
   std::mutex mutex;
   std::condition_variable done_cv;
   bool done = false;
+  /// `done`, readable without the lock (a waiter spins on it briefly before sleeping).
+  std::atomic<bool> ready{false};
   bool retrieved = false;
   bool continued = false;  ///< then() or co_await was used
   std::optional<T> value;
@@ -55,6 +61,7 @@ struct future_state {
       if (done) return;
       value.emplace(std::forward<V>(v));
       done = true;
+      ready.store(true, std::memory_order_release);
       next = std::move(continuation);
     }
     done_cv.notify_all();
@@ -68,6 +75,7 @@ struct future_state {
       if (done) return;
       error = std::move(e);
       done = true;
+      ready.store(true, std::memory_order_release);
       next = std::move(continuation);
     }
     done_cv.notify_all();
@@ -93,9 +101,11 @@ class future {
     std::lock_guard lock(checked().mutex);
     return state_->done;
   }
-  /// Blocks until the result is there.
+  /// Blocks until the result is there (after a short spin: a call that ends within microseconds
+  /// costs no sleep and wake-up).
   void wait() const {
-    std::unique_lock lock(checked().mutex);
+    detail::spin_until_ready(checked().ready);
+    std::unique_lock lock(state_->mutex);
     state_->done_cv.wait(lock, [this] { return state_->done; });
   }
   /// Blocks until the result is there or `d` has passed; returns ready().

@@ -1,0 +1,215 @@
+// Client-side request and token rate limits: two continuously refilling buckets, a FIFO of
+// waiting requests, and a pause after the server's 429 / Retry-After; waits are runtime timers.
+#include "covenant/rate_limiter.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "covenant/engine.hpp"
+#include "covenant/runtime.hpp"
+
+namespace covenant {
+
+using clock_type = std::chrono::steady_clock;
+
+struct rate_limiter::impl : std::enable_shared_from_this<rate_limiter::impl> {
+  struct waiter {
+    std::uint64_t id;
+    std::uint64_t tokens;
+    std::function<void()> go;
+    clock_type::time_point since;
+  };
+
+  options opts;
+  covenant::runtime* rt;
+  double req_per_ns = 0;  // refill rates; 0 = unlimited
+  double tok_per_ns = 0;
+  double req_cap = 0;
+  double tok_cap = 0;
+
+  mutable std::mutex mutex;
+  double req_level = 0;
+  double tok_level = 0;
+  clock_type::time_point refilled{};
+  clock_type::time_point paused_until{};
+  std::deque<waiter> queue;
+  std::uint64_t next_id = 1;
+  covenant::timer wake;
+  clock_type::time_point wake_at = clock_type::time_point::max();
+  std::uint64_t output_count = 0;
+  double output_sum = 0;
+  stats counts;
+
+  void refill(clock_type::time_point now) {
+    const double dt = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - refilled).count());
+    if (dt > 0) {
+      if (req_per_ns > 0) req_level = std::min(req_cap, req_level + dt * req_per_ns);
+      if (tok_per_ns > 0) tok_level = std::min(tok_cap, tok_level + dt * tok_per_ns);
+      refilled = now;
+    }
+  }
+
+  /// Grants what can go now (returns their callbacks) and arms the timer for the next one.
+  std::vector<std::function<void()>> pump_locked(clock_type::time_point now) {
+    std::vector<std::function<void()>> ready;
+    refill(now);
+    while (!queue.empty()) {
+      waiter& w = queue.front();
+      clock_type::time_point due = now;
+      if (now < paused_until) due = paused_until;
+      const double tok_need = std::min(static_cast<double>(w.tokens), tok_cap);
+      if (due == now) {
+        double wait_ns = 0;
+        if (req_per_ns > 0 && req_level < 1.0) wait_ns = std::max(wait_ns, (1.0 - req_level) / req_per_ns);
+        if (tok_per_ns > 0 && tok_level < tok_need) wait_ns = std::max(wait_ns, (tok_need - tok_level) / tok_per_ns);
+        if (wait_ns > 0) due = now + std::chrono::nanoseconds(static_cast<std::int64_t>(std::ceil(wait_ns)));
+      }
+      if (due > now) {
+        arm_locked(due);
+        break;
+      }
+      if (req_per_ns > 0) req_level -= 1.0;
+      if (tok_per_ns > 0) tok_level -= static_cast<double>(w.tokens);
+      ++counts.granted;
+      counts.tokens_estimated += w.tokens;
+      if (now > w.since) {
+        ++counts.delayed;
+        counts.waited += now - w.since;
+      }
+      ready.push_back(std::move(w.go));
+      queue.pop_front();
+    }
+    return ready;
+  }
+
+  void arm_locked(clock_type::time_point due) {
+    if (wake && due >= wake_at) return;  // an earlier wake-up is already set
+    if (wake) wake.cancel();
+    wake_at = due;
+    std::weak_ptr<impl> self = weak_from_this();
+    wake = rt->schedule(due - clock_type::now(), [self] {
+      if (auto s = self.lock()) s->pump();
+    });
+  }
+
+  void pump() {
+    std::vector<std::function<void()>> ready;
+    {
+      std::lock_guard lock(mutex);
+      wake = covenant::timer();
+      wake_at = clock_type::time_point::max();
+      ready = pump_locked(clock_type::now());
+    }
+    for (auto& go : ready) rt->post(std::move(go));
+  }
+};
+
+rate_limiter::rate_limiter(options o) : impl_(std::make_shared<impl>()) {
+  if (!(o.requests_per_minute >= 0) || !(o.tokens_per_minute >= 0) || !std::isfinite(o.requests_per_minute) ||
+      !std::isfinite(o.tokens_per_minute))
+    throw std::invalid_argument("rate_limiter: requests_per_minute and tokens_per_minute must be finite and >= 0");
+  if (!(o.burst_seconds >= 0) || !std::isfinite(o.burst_seconds))
+    throw std::invalid_argument("rate_limiter: burst_seconds must be finite and >= 0");
+  impl& s = *impl_;
+  s.opts = o;
+  s.rt = o.runtime != nullptr ? o.runtime : &covenant::runtime::shared();
+  constexpr double ns_per_minute = 60e9;
+  s.req_per_ns = o.requests_per_minute / ns_per_minute;
+  s.tok_per_ns = o.tokens_per_minute / ns_per_minute;
+  s.req_cap = std::max(1.0, o.requests_per_minute / 60.0 * o.burst_seconds);
+  s.tok_cap = std::max(1.0, o.tokens_per_minute / 60.0 * o.burst_seconds);
+  // Start full: the first burst goes at once.
+  s.req_level = s.req_cap;
+  s.tok_level = s.tok_cap;
+  s.refilled = clock_type::now();
+}
+
+rate_limiter::rate_limiter() : rate_limiter(options{}) {}
+
+rate_limiter::~rate_limiter() {
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->wake) impl_->wake.cancel();
+}
+
+std::uint64_t rate_limiter::acquire(std::uint64_t tokens, std::function<void()> go) {
+  std::vector<std::function<void()>> ready;
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(impl_->mutex);
+    id = impl_->next_id++;
+    impl_->queue.push_back({id, tokens, std::move(go), clock_type::now()});
+    ready = impl_->pump_locked(clock_type::now());
+  }
+  for (auto& f : ready) impl_->rt->post(std::move(f));
+  return id;
+}
+
+bool rate_limiter::cancel(std::uint64_t id) {
+  std::vector<std::function<void()>> ready;
+  bool found = false;
+  {
+    std::lock_guard lock(impl_->mutex);
+    auto& q = impl_->queue;
+    auto it = std::find_if(q.begin(), q.end(), [id](const impl::waiter& w) { return w.id == id; });
+    if (it == q.end()) return false;
+    q.erase(it);
+    found = true;
+    ready = impl_->pump_locked(clock_type::now());  // the next one may go now
+  }
+  for (auto& f : ready) impl_->rt->post(std::move(f));
+  return found;
+}
+
+std::uint64_t rate_limiter::estimate(const chat_request& request) const {
+  std::uint64_t bytes = 0;
+  for (const message& m : request.messages) bytes += m.content.size();
+  std::uint64_t output = 0;
+  if (request.max_tokens) {
+    output = *request.max_tokens;
+  } else {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->output_count > 0)
+      output = static_cast<std::uint64_t>(impl_->output_sum / static_cast<double>(impl_->output_count));
+  }
+  return bytes / 4 + output;
+}
+
+void rate_limiter::settle(std::uint64_t estimated, std::uint64_t actual, std::uint64_t output) {
+  std::lock_guard lock(impl_->mutex);
+  impl& s = *impl_;
+  s.counts.tokens_reported += actual;
+  if (s.tok_per_ns > 0) {
+    s.refill(clock_type::now());
+    s.tok_level = std::min(s.tok_cap, s.tok_level - (static_cast<double>(actual) - static_cast<double>(estimated)));
+  }
+  ++s.output_count;
+  s.output_sum += static_cast<double>(output);
+}
+
+void rate_limiter::back_off(std::chrono::nanoseconds wait) {
+  std::vector<std::function<void()>> ready;
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl& s = *impl_;
+    ++s.counts.back_offs;
+    const auto until = clock_type::now() + std::max(wait, std::chrono::nanoseconds(0));
+    if (until > s.paused_until) s.paused_until = until;
+    ready = s.pump_locked(clock_type::now());
+  }
+  for (auto& f : ready) impl_->rt->post(std::move(f));
+}
+
+rate_limiter::stats rate_limiter::counters() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->counts;
+}
+
+const rate_limiter::options& rate_limiter::settings() const noexcept { return impl_->opts; }
+
+}  // namespace covenant
