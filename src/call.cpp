@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "covenant/rate_limiter.hpp"
 #include "covenant/runtime.hpp"
 #include "log.hpp"
 
@@ -361,7 +362,7 @@ void run_blocking_stoppable(call_steps& steps, const contract_core& core, const 
 }  // namespace
 
 void run_blocking(call_steps& steps, const contract_core& core, const call_options* options) {
-  if (options != nullptr && options->stoppable()) {
+  if (options != nullptr && (options->stoppable() || options->limiter)) {
     run_blocking_stoppable(steps, core, *options);
     return;
   }
@@ -414,7 +415,12 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
   void begin() {
     self_ = shared_from_this();  // the call owns itself until finish(): timers and stops only hold weak pointers
     deadline_ = options_.deadline_from(std::chrono::steady_clock::now());
-    enqueue(event{event::kind::begin});
+    {
+      // Events raised while setting up (a stop already requested) wait in the queue: nothing runs
+      // the call before this function is done with its members.
+      std::lock_guard lock(queue_mutex_);
+      draining_ = true;
+    }
     std::weak_ptr<async_driver> self = weak_from_this();
     if (options_.stop.stop_possible()) user_stop_.emplace(options_.stop, stop_forward{self});
     if (cancel_.stop_possible()) future_stop_.emplace(cancel_, stop_forward{self});
@@ -424,6 +430,11 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
         if (auto d = self.lock()) d->enqueue(event{event::kind::stop, 0, {}, {}, {}, stage::deadline});
       });
     }
+    {
+      std::lock_guard lock(queue_mutex_);
+      queue_.push_front(event{event::kind::begin});
+    }
+    exec_([d = shared_from_this()] { d->drain(); });
   }
 
   /// Rethrows what finish() threw (blocking use).
@@ -432,7 +443,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
   }
 
   struct event {
-    enum class kind : std::uint8_t { begin, text, reply, error, waited, stop } k;
+    enum class kind : std::uint8_t { begin, text, reply, error, waited, stop, granted } k;
     std::uint64_t id = 0;
     std::string text{};
     std::optional<chat_response> reply{};
@@ -500,7 +511,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
     std::uint64_t id_;
   };
 
-  enum class state : std::uint8_t { idle, attempt, waiting, done };
+  enum class state : std::uint8_t { idle, limited, attempt, waiting, done };
 
   void drain() noexcept {
     for (;;) {
@@ -545,6 +556,10 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
         state_ = state::idle;
         phase_->after_wait();
         return send();
+      case event::kind::granted:
+        if (state_ != state::limited || e.id != limit_id_) return;
+        state_ = state::idle;
+        return transmit();
       case event::kind::text: {
         if (state_ != state::attempt || e.id != attempt_id_) return;
         text_so_far_ += e.text;
@@ -559,6 +574,8 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
       case event::kind::reply:
         if (state_ != state::attempt || e.id != attempt_id_) return;
         state_ = state::idle;
+        if (options_.limiter)
+          options_.limiter->settle(estimate_, e.reply->usage.total(), e.reply->usage.output_tokens);
         return handle(phase_->on_reply(std::move(*e.reply)));
       case event::kind::error:
         if (state_ != state::attempt || e.id != attempt_id_) return;
@@ -610,7 +627,21 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
     send();
   }
 
+  // The next attempt: first its turn under the rate limiter, if any.
   void send() {
+    if (auto why = stop_now()) return stop(*why, {});
+    if (!options_.limiter) return transmit();
+    phase_->request().limiter = options_.limiter;
+    estimate_ = options_.limiter->estimate(phase_->request());
+    state_ = state::limited;
+    const std::uint64_t id = ++limit_id_;
+    std::weak_ptr<async_driver> self = weak_from_this();
+    limit_ticket_ = options_.limiter->acquire(estimate_, [self, id] {
+      if (auto d = self.lock()) d->enqueue(event{event::kind::granted, id});
+    });
+  }
+
+  void transmit() {
     if (auto why = stop_now()) return stop(*why, {});
     engine_lease lease(core_->anchor);
     if (!lease) return stop(stage::cancelled, "the engine was destroyed");
@@ -681,6 +712,11 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
         wait_timer_.cancel();
         phase_->on_stopped(why, because, {}, false);
         break;
+      case state::limited:
+        options_.limiter->cancel(limit_ticket_);
+        ++limit_id_;
+        phase_->on_stopped(why, because, {}, false);
+        break;
       case state::idle:
         if (phase_) {
           phase_->on_stopped(why, because, {}, false);
@@ -747,6 +783,9 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
   std::stop_source attempt_stop_;
   std::uint64_t attempt_id_ = 0;
   std::uint64_t wait_id_ = 0;
+  std::uint64_t limit_id_ = 0;
+  std::uint64_t limit_ticket_ = 0;
+  std::uint64_t estimate_ = 0;
   std::string text_so_far_;
   std::exception_ptr finish_error_;
   std::shared_ptr<async_driver> self_;

@@ -24,6 +24,7 @@ struct rate_limiter::impl : std::enable_shared_from_this<rate_limiter::impl> {
     std::uint64_t tokens;
     std::function<void()> go;
     clock_type::time_point since;
+    bool blocked = false;  ///< could not go at once
   };
 
   options opts;
@@ -71,6 +72,7 @@ struct rate_limiter::impl : std::enable_shared_from_this<rate_limiter::impl> {
         if (wait_ns > 0) due = now + std::chrono::nanoseconds(static_cast<std::int64_t>(std::ceil(wait_ns)));
       }
       if (due > now) {
+        for (waiter& b : queue) b.blocked = true;
         arm_locked(due);
         break;
       }
@@ -78,7 +80,7 @@ struct rate_limiter::impl : std::enable_shared_from_this<rate_limiter::impl> {
       if (tok_per_ns > 0) tok_level -= static_cast<double>(w.tokens);
       ++counts.granted;
       counts.tokens_estimated += w.tokens;
-      if (now > w.since) {
+      if (w.blocked) {
         ++counts.delayed;
         counts.waited += now - w.since;
       }
@@ -143,7 +145,7 @@ std::uint64_t rate_limiter::acquire(std::uint64_t tokens, std::function<void()> 
   {
     std::lock_guard lock(impl_->mutex);
     id = impl_->next_id++;
-    impl_->queue.push_back({id, tokens, std::move(go), clock_type::now()});
+    impl_->queue.push_back({id, tokens, std::move(go), clock_type::now(), false});
     ready = impl_->pump_locked(clock_type::now());
   }
   for (auto& f : ready) impl_->rt->post(std::move(f));

@@ -1,6 +1,7 @@
 // Many asynchronous calls on one contract and one engine at once, with faults (engine failures,
 // rejections, cancellations, deadlines, streamed replies): every call ends in forward with its own
 // outcome. Also built with ThreadSanitizer (target covenant_tsan_tests) in the clang test tree.
+#include <covenant/batch.hpp>
 #include <covenant/contract.hpp>
 #include <covenant/runtime.hpp>
 #include <covenant/testing.hpp>
@@ -136,6 +137,37 @@ TEST(AsyncThreads, ManyCallsWithFaultsEachKeepTheirOwnOutcome) {
   EXPECT_GT(succeeded, 0);
   EXPECT_EQ(c.perf_stats().of(covenant::perf_stage::total).count, static_cast<std::uint64_t>(threads * per_thread));
   (void)cancelled;
+}
+
+TEST(AsyncThreads, ABatchWithFaultsRateLimitsAndAStopDeliversEveryStartedRecord) {
+  covenant::runtime rt{{.workers = 3}};
+  covenant::testing::scripted_engine model{covenant::testing::scripted_engine::responder(reply)};
+  model.stream_in_chunks(9).use_runtime(rt);
+  auto options = covenant::testing::instant({.tries = 1});
+  options.runtime = &rt;
+  const covenant::contract<EchoBack> c{model, options};
+  std::vector<Job> jobs;
+  for (int i = 0; i < 300; ++i) jobs.push_back({"b" + std::to_string(i), i % 4});
+  std::stop_source stop;
+  covenant::batch_options o;
+  o.concurrency = 40;
+  o.requests_per_minute = 600'000;  // a limiter in the way, though a generous one
+  o.stop = stop.get_token();
+  o.order = covenant::batch_order::completion;
+  std::vector<int> seen(jobs.size(), 0);
+  std::size_t delivered = 0;
+  auto summary = covenant::run_batch(c, jobs, [&](std::size_t index, covenant::contract<EchoBack>::call_result&& r) {
+    ++seen.at(index);
+    ++delivered;
+    if (r.outcome.success) EXPECT_EQ(r.value, jobs[index].id);
+    else EXPECT_EQ(r.value, "failed:" + jobs[index].id);
+    if (delivered == 200) stop.request_stop();
+  }, o);
+  EXPECT_EQ(summary.done, summary.started);
+  for (std::size_t i = 0; i < summary.started; ++i) EXPECT_LE(seen[i], 1);
+  std::size_t total_seen = 0;
+  for (int n : seen) total_seen += static_cast<std::size_t>(n);
+  EXPECT_EQ(total_seen, summary.started);
 }
 
 }  // namespace

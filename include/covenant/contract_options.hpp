@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stop_token>
 
@@ -15,6 +16,7 @@
 namespace covenant {
 
 class runtime;
+class rate_limiter;
 
 struct contract_options {
   /// Ask the model to repair an input that fails validation or pre().
@@ -70,6 +72,10 @@ struct call_options {
   /// Asynchronous calls: runs the call's work (hooks, reading, forward, completion). Default: the
   /// runtime's workers. Each call's work runs one piece at a time, in order.
   std::function<void(std::function<void()>)> executor{};
+  /// Client-side request and token limits shared with other calls (covenant/rate_limiter.hpp):
+  /// each model call waits for its turn (a timer, no sleeping thread) and reports its usage; the
+  /// HTTP engine backs the whole limiter off on 429 / Retry-After.
+  std::shared_ptr<covenant::rate_limiter> limiter{};
 
   /// The deadline these options set, if any, counted from `start`.
   [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> deadline_from(

@@ -45,6 +45,7 @@ struct dynamic_task {
 
 class dynamic_contract {
  public:
+  using input_type = boost::json::value;
   using call_result = outcome<boost::json::value>;
 
   /// `model` must outlive the contract's blocking calls (see covenant/engine.hpp for asynchronous

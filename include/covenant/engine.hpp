@@ -30,6 +30,8 @@
 
 namespace covenant {
 
+class rate_limiter;
+
 enum class role : std::uint8_t { system, user, assistant };
 
 /// "system", "user", "assistant"
@@ -69,6 +71,10 @@ struct chat_request {
   /// Deliver the reply as it is written (receiver::on_text) when the engine can stream. Engines
   /// that cannot stream ignore it and report the whole reply as one delta.
   bool stream = false;
+  /// The limiter the call runs under, if any (covenant/rate_limiter.hpp). The contract has already
+  /// waited for the request's turn; an engine that retries a transport failure itself waits for a
+  /// turn again before each retry (acquire) and reports a server's 429 / Retry-After (back_off).
+  std::shared_ptr<covenant::rate_limiter> limiter;
 };
 
 struct chat_response {

@@ -1,0 +1,279 @@
+// covenant/batch.hpp - many contract calls with bounded concurrency, shared rate limits, a
+// deadline, cancellation and progress; results in input order or as they finish.
+//
+//     covenant::batch_options o;
+//     o.concurrency = 100;                       // calls in flight at most
+//     o.requests_per_minute = 3000;              // shared token buckets (rate_limiter.hpp)
+//     o.tokens_per_minute = 1'000'000;
+//     o.on_progress = [](const covenant::batch_progress& p) { std::cerr << p.line() << "\r"; };
+//     covenant::batch_progress summary = covenant::run_batch(
+//         contract, inputs,                                   // a range, or a generator
+//         [&](std::size_t index, auto&& result) { write(index, result); }, o);
+//
+// The inputs are read lazily, one at a time, as room frees up: a generator (any callable returning
+// std::optional<Input>, empty at the end) or any input range; a million-line file is never held in
+// memory. Each call runs as contract.run_async() would, so a failed record ends in forward like any
+// call, is delivered with its outcome, and never stops the batch. The sink runs on the calling
+// thread, one result at a time (no locking needed), in input order (batch_order::input; at most
+// `concurrency` results wait for an earlier slow one, so memory stays bounded by the concurrency)
+// or as calls finish (batch_order::completion). Progress is reported on the calling thread every
+// `progress_every` and once at the end.
+//
+// Stopping: a stop request (options.stop) cancels the calls in flight (each ends in forward at
+// stage cancelled and is delivered) and reads no further input; the deadline (timeout/deadline)
+// applies to every call (in-flight calls end at stage deadline) and also stops reading. Every input
+// taken from the source is delivered exactly once; the summary says how many were started.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <ranges>
+#include <stop_token>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "covenant/contract_options.hpp"
+#include "covenant/future.hpp"
+#include "covenant/outcome.hpp"
+#include "covenant/rate_limiter.hpp"
+
+namespace covenant {
+
+/// Where a batch stands (and, at the end, its summary).
+struct batch_progress {
+  std::size_t started = 0;    ///< inputs taken from the source and started
+  std::size_t done = 0;       ///< calls finished and delivered
+  std::size_t succeeded = 0;  ///< of which succeeded
+  std::size_t failed = 0;     ///< of which failed (any stage, cancelled and deadline included)
+  std::size_t in_flight = 0;  ///< started, not yet delivered
+  std::uint64_t retries = 0;  ///< model calls beyond the first of each finished call
+  std::uint64_t tokens_in = 0;
+  std::uint64_t tokens_out = 0;
+  std::chrono::nanoseconds elapsed{0};
+  /// Number of inputs, when the source knows it (a sized range, or batch_options::total).
+  std::optional<std::size_t> total;
+  /// The batch stopped reading early (stop request or deadline).
+  bool stopped = false;
+
+  /// Calls finished per second so far.
+  [[nodiscard]] double rate() const noexcept;
+  /// Estimated time left (needs `total` and some finished calls).
+  [[nodiscard]] std::optional<std::chrono::nanoseconds> eta() const noexcept;
+  /// One line: "420/1000 done (12 failed), 100 in flight, 83.1/s, ETA 7s, 15 retries, tokens 120k in / 30k out".
+  [[nodiscard]] std::string line() const;
+};
+
+enum class batch_order : std::uint8_t {
+  input,       ///< results delivered in input order
+  completion,  ///< results delivered as calls finish
+};
+
+struct batch_options {
+  /// Calls in flight at most (at least 1).
+  std::size_t concurrency = 16;
+  batch_order order = batch_order::input;
+  /// Client-side limits (0: none); ignored when `limiter` is given.
+  double requests_per_minute = 0;
+  double tokens_per_minute = 0;
+  /// A limiter shared with other batches or processes' shares (see rate_limiter.hpp).
+  std::shared_ptr<rate_limiter> limiter{};
+  /// Total time for the batch (0: none), and/or an absolute deadline.
+  std::chrono::nanoseconds timeout{0};
+  std::optional<std::chrono::steady_clock::time_point> deadline{};
+  /// Cancels the batch (the calls in flight end cancelled and are delivered).
+  std::stop_token stop{};
+  /// Options of each call (its own timeout per call, an executor); the batch adds its limiter,
+  /// deadline and stop token.
+  call_options call{};
+  /// Called on the calling thread every `progress_every` and once at the end.
+  std::function<void(const batch_progress&)> on_progress{};
+  std::chrono::nanoseconds progress_every = std::chrono::seconds(1);
+  /// The number of inputs, for progress and ETA when the source cannot tell.
+  std::optional<std::size_t> total{};
+  /// Called when a call's forward threw (the record has no result); default: the first such
+  /// exception is rethrown once the batch is over.
+  std::function<void(std::size_t index, std::exception_ptr)> on_exception{};
+};
+
+namespace detail {
+
+inline const outcome_base& outcome_of(const outcome_base& o) noexcept { return o; }
+template <class R, class O>
+const outcome_base& outcome_of(const contract_result<R, O>& r) noexcept {
+  return r.outcome;
+}
+
+/// The non-template part of a batch: counters, limits, progress, time.
+class batch_state {
+ public:
+  explicit batch_state(const batch_options& options, std::optional<std::size_t> total);
+  ~batch_state();
+  batch_state(const batch_state&) = delete;
+  batch_state& operator=(const batch_state&) = delete;
+
+  /// Whether another call may start now.
+  [[nodiscard]] bool may_start(std::size_t next_to_deliver) const noexcept;
+  [[nodiscard]] bool stopping() const noexcept { return stopping_; }
+  /// The options of the next call.
+  [[nodiscard]] const call_options& call() const noexcept { return call_; }
+  void started() noexcept;
+  /// Counts one delivered call.
+  void delivered(const outcome_base& o) noexcept;
+  void source_ended() noexcept { source_done_ = true; }
+  [[nodiscard]] bool finished() const noexcept { return progress_.in_flight == 0 && (source_done_ || stopping_); }
+  /// Checks stop and deadline; reports progress when due. Returns when the next check is due.
+  std::chrono::steady_clock::time_point tick();
+  /// Final progress report; returns the summary.
+  batch_progress end();
+  /// Wakes the calling thread's wait (completion or stop).
+  void notify();
+  /// Waits until notified or `until`.
+  template <class Pred>
+  void wait(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until, Pred pred) {
+    cv_.wait_until(lock, until, [&] { return pred() || (stop_seen_.load() && !stopping_); });
+  }
+  std::mutex mutex;
+
+ private:
+  batch_options options_;
+  call_options call_;
+  std::stop_source cancel_;
+  std::optional<std::stop_callback<std::function<void()>>> on_stop_;
+  std::optional<std::stop_callback<std::function<void()>>> extra_stop_;
+  std::condition_variable cv_;
+  std::atomic<bool> stop_seen_{false};
+  batch_progress progress_;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point next_report_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  bool source_done_ = false;
+  bool stopping_ = false;
+};
+
+template <class Source, class Input>
+concept input_generator = std::is_invocable_v<Source&> && requires(Source& s) {
+  { s() } -> std::convertible_to<std::optional<Input>>;
+};
+
+}  // namespace detail
+
+/// Runs `contract` (typed or dynamic) over `inputs`, handing each result to `on_result(index,
+/// result&&)` on this thread; returns the summary. See the top of this header.
+template <class Contract, class Source, class Sink>
+batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_result, const batch_options& options = {}) {
+  using input_type = typename Contract::input_type;
+  using result_type = typename Contract::call_result;
+  using source_type = std::remove_cvref_t<Source>;
+  constexpr bool generator = detail::input_generator<source_type, input_type>;
+  static_assert(generator || std::ranges::input_range<source_type>,
+                "covenant::run_batch: the inputs must be a range of the contract's input type or a callable "
+                "returning std::optional<input>");
+
+  std::optional<std::size_t> total = options.total;
+  if constexpr (std::ranges::sized_range<std::remove_cvref_t<Source>>) {
+    if (!total) total = static_cast<std::size_t>(std::ranges::size(inputs));
+  }
+  detail::batch_state state(options, total);
+
+  // The source, read one input at a time.
+  [[maybe_unused]] auto it = [&] {
+    if constexpr (generator) return 0;
+    else return std::ranges::begin(inputs);
+  }();
+  auto take = [&]() -> std::optional<input_type> {
+    if constexpr (generator) {
+      return inputs();
+    } else {
+      if (it == std::ranges::end(inputs)) return std::nullopt;
+      std::optional<input_type> in(std::in_place, *it);
+      ++it;
+      return in;
+    }
+  };
+
+  struct finished_call {
+    std::size_t index;
+    std::optional<result_type> result;
+    std::exception_ptr error;
+  };
+  std::deque<finished_call> finished;  // guarded by state.mutex
+  std::map<std::size_t, finished_call> waiting;  // input order: finished before an earlier one
+  std::size_t next_index = 0;
+  std::size_t next_to_deliver = 0;
+  std::exception_ptr first_error;
+
+  auto deliver = [&](finished_call& f) {
+    if (f.result) {
+      state.delivered(detail::outcome_of(*f.result));
+      on_result(f.index, std::move(*f.result));
+    } else {
+      outcome_base none;
+      none.failed_stage = stage::forward;
+      state.delivered(none);
+      if (options.on_exception) options.on_exception(f.index, f.error);
+      else if (!first_error) first_error = f.error;
+    }
+  };
+
+  for (;;) {
+    while (!state.stopping() && state.may_start(next_to_deliver)) {
+      std::optional<input_type> in = take();
+      if (!in) {
+        state.source_ended();
+        break;
+      }
+      const std::size_t index = next_index++;
+      state.started();
+      auto f = contract.run_async(std::move(*in), state.call());
+      f.then([&state, &finished, index](future<result_type> done) {
+        finished_call c{index, std::nullopt, nullptr};
+        try {
+          c.result.emplace(done.get());
+        } catch (...) {
+          c.error = std::current_exception();
+        }
+        std::lock_guard lock(state.mutex);
+        finished.push_back(std::move(c));
+        state.notify();
+      });
+    }
+    if (state.finished()) break;
+    const auto until = state.tick();  // progress, stop and deadline, outside the lock
+    std::deque<finished_call> ready;
+    {
+      std::unique_lock lock(state.mutex);
+      state.wait(lock, until, [&] { return !finished.empty(); });
+      ready.swap(finished);
+    }
+    for (finished_call& f : ready) {
+      if (options.order == batch_order::completion) {
+        deliver(f);
+        continue;
+      }
+      waiting.emplace(f.index, std::move(f));
+      for (auto w = waiting.find(next_to_deliver); w != waiting.end(); w = waiting.find(next_to_deliver)) {
+        deliver(w->second);
+        waiting.erase(w);
+        ++next_to_deliver;
+      }
+    }
+  }
+  batch_progress summary = state.end();
+  if (first_error) std::rethrow_exception(first_error);
+  return summary;
+}
+
+}  // namespace covenant
