@@ -16,7 +16,7 @@ PACKAGES=(
   libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
   libre2-dev
   clang-14 libclang-rt-14-dev valgrind
-  pkg-config cmake g++ make
+  pkg-config cmake g++ make time
 )
 
 usage() {
@@ -36,7 +36,9 @@ Commands:
                   (optionally with --benchmark_filter=<filter>), each benchmark
                   COVENANT_BENCH_REPETITIONS times (5), interleaved; JSON results in
                   build-bench/<name>.json, merged into build-bench/bench.json; prints
-                  the best and the median time of each
+                  the best and the median time of each. Without a filter (or with
+                  "compile"), also the compile time of code using covenant
+                  (benchmarks/compile_time.sh -> build-bench/compile_time.json)
   fuzz SECONDS    run every fuzz/*.cpp libFuzzer target for SECONDS each
                   (build-fuzz/, clang++-14)
   help            this text
@@ -266,6 +268,11 @@ cmd_bench() {
   done
   merge_bench_json "$ROOT/build-bench/bench.json" "${results[@]}"
   log "results: build-bench/bench.json"
+  if [ "$#" -eq 0 ] || [[ " $* " == *" compile"* ]]; then
+    log "compile time (g++ -std=c++20, against a reference file in the same run)"
+    "$ROOT/benchmarks/compile_time.sh" "$ROOT/build-bench/compile_time.json" "${COVENANT_COMPILE_ROUNDS:-3}"
+    log "results: build-bench/compile_time.json"
+  fi
 }
 
 # ---------------------------------------------------------------------------
