@@ -249,13 +249,13 @@ remedy_phase::next remedy_phase::judge(attempt& a, stage failed_at) {
 
 void remedy_phase::after_wait() { lap(perf_stage::post_remedy); }
 
-remedy_phase::next remedy_phase::on_engine_error(const std::string& what) {
+remedy_phase::next remedy_phase::on_engine_error(const std::string& what, int status) {
   const bool repairing = kind_ == attempt_kind::input_repair;
   attempt a = new_attempt(kind_, k_ + 1, waited_);
   a.engine_failed = true;
   issue i;
   i.code = issue_code::engine_error;
-  i.message = "engine failed: " + what;
+  i.message = status > 0 ? "engine failed (HTTP " + std::to_string(status) + "): " + what : "engine failed: " + what;
   a.issues.push_back(std::move(i));
   const time_point t = core_->now();
   a.latency = t - sent_;
@@ -329,6 +329,7 @@ bool run_phase_blocking(remedy_phase& p, const contract_core& core) {
     {
       std::optional<chat_response> reply;
       std::string error;
+      int status = 0;
       engine_lease lease(core.anchor);
       if (!lease) {
         p.on_stopped(stage::cancelled, "the engine was destroyed", {}, false);
@@ -337,12 +338,15 @@ bool run_phase_blocking(remedy_phase& p, const contract_core& core) {
       p.begin_attempt();
       try {
         reply = core.model->complete(p.request());
+      } catch (const engine_error& e) {
+        error = e.what();
+        status = e.status();
       } catch (const std::exception& e) {
         error = e.what();
       } catch (...) {
         error = "unknown exception";
       }
-      n = reply ? p.on_reply(std::move(*reply)) : p.on_engine_error(error);
+      n = reply ? p.on_reply(std::move(*reply)) : p.on_engine_error(error, status);
     }
     if (n == remedy_phase::next::accepted) return true;
     if (n == remedy_phase::next::failed) return false;
@@ -584,7 +588,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
           return stop(stage::cancelled, e.error->what());  // the engine stopped on its own (destroyed)
         }
         state_ = state::idle;
-        return handle(phase_->on_engine_error(e.error->what()));
+        return handle(phase_->on_engine_error(e.error->what(), e.error->status()));
     }
   }
 

@@ -31,10 +31,23 @@ void append_issue_lines(std::string& out, const issue_list& issues) {
 
 }  // namespace
 
-std::string output_system_prompt(std::string_view task_prompt, std::string_view output_format) {
+std::string output_system_prompt(std::string_view task_prompt, std::string_view output_format,
+                                 std::string_view input_format, const std::vector<std::string>& rules) {
   std::string out(task_prompt);
   out += "\n\nThe input comes as JSON between <input> and </input>.\n";
+  if (!input_format.empty()) {
+    out += "The input follows this schema:\n";
+    out += input_format;
+    out += "\n\n";
+  }
   out += output_format;
+  if (!rules.empty()) {
+    out += "\n\nYour answer must also follow these rules (they are checked):";
+    for (const std::string& r : rules) {
+      out += "\n- ";
+      out += r;
+    }
+  }
   return out;
 }
 

@@ -33,7 +33,10 @@ struct dynamic_contract::core final : detail::contract_core {
     options.retry.check();
     if (options.send_json_schema) response_schema = strict_schema(task.output);
     schema_name = task.output.title();
-    system_prompt = detail::output_system_prompt(task.prompt, prompt_text(task.output));
+    const std::string input_format = options.describe_input && task.input && has_prompt_metadata(*task.input)
+                                         ? prompt_text(*task.input, {.header = false})
+                                         : std::string();
+    system_prompt = detail::output_system_prompt(task.prompt, prompt_text(task.output), input_format, task.rules);
     if (task.input) repair_prompt = detail::input_repair_system_prompt(task.prompt, prompt_text(*task.input));
   }
   dynamic_task task;

@@ -299,6 +299,13 @@ std::vector<bool> recursive_defs(const schema::model& s) {
 
 bool multi_line(const std::string& s) { return s.find('\n') != std::string::npos; }
 
+bool type_has_metadata(const schema::type& t) {
+  if (!t.constraints.empty()) return true;
+  for (const schema::type& a : t.args)
+    if (type_has_metadata(a)) return true;
+  return false;
+}
+
 class prompt_renderer {
  public:
   prompt_renderer(const schema::model& s, const prompt_options& o) : s_(s), o_(o), recursive_(recursive_defs(s)) {
@@ -538,6 +545,24 @@ class prompt_renderer {
 
 std::string prompt_text(const schema::model& s, const prompt_options& options) {
   return prompt_renderer(s, options).render();
+}
+
+bool has_prompt_metadata(const schema::model& s) {
+  if (type_has_metadata(s.root)) return true;
+  for (const schema::definition& d : s.defs) {
+    if (!d.description.empty()) return true;
+    if (const schema::object_def* o = d.object()) {
+      if (!o->invariants.empty()) return true;
+      for (const schema::field& f : o->fields)
+        if (!f.description.empty() || type_has_metadata(f.type)) return true;
+    } else if (const schema::enum_def* e = d.enumeration()) {
+      for (const schema::enum_value& v : e->values)
+        if (!v.description.empty()) return true;
+    } else if (const schema::alias_def* a = d.alias()) {
+      if (type_has_metadata(a->target)) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace covenant

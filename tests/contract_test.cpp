@@ -507,12 +507,15 @@ TEST(InputValidation, InvalidInputFailsWithoutCallingTheModel) {
 }
 
 TEST(Engine, FailuresAreNotShownToTheModelAsViolations) {
-  scripted_engine model{step::failure("HTTP 503 after 3 retries"), good};
+  scripted_engine model{step::failure("quota exceeded", 429), good};
   covenant::contract<QA> qa{model, instant({.graceful = true})};
   auto r = qa.run(question);
   EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::engine));
   EXPECT_EQ(model.calls(), 1u);
   EXPECT_EQ(r.outcome.issues.at(0).code, covenant::issue_code::engine_error);
+  // The summary names the HTTP status.
+  EXPECT_EQ(r.outcome.issues.at(0).message, "engine failed (HTTP 429): quota exceeded");
+  EXPECT_THAT(r.outcome.summary(), HasSubstr("engine failed (HTTP 429): quota exceeded"));
   EXPECT_TRUE(r.outcome.attempts.at(0).engine_failed);
 }
 
@@ -665,6 +668,86 @@ TEST(Logging, VerboseLogsPromptsAndCorrectiveMessagesAtDebugLevel) {
   EXPECT_THAT(text, HasSubstr("[debug] QA: system prompt:\nAnswer the question."));
   EXPECT_THAT(text, HasSubstr("[debug] QA: user prompt:\n<input>\n"));
   EXPECT_THAT(text, HasSubstr("[debug] QA: corrective message:\nYour previous reply was rejected:\n"));
+}
+
+}  // namespace
+
+namespace prompt_rules_test {
+
+struct Ticket {
+  std::string subject;
+  int priority = 3;
+};
+
+struct Triage {
+  std::string team;
+};
+
+struct Route {
+  static constexpr std::string_view prompt = "Route the ticket.";
+  static constexpr std::string_view rules[] = {"The team is never \"unknown\".",
+                                               "Tickets of priority 1 go to the on-call team."};
+  void post(const Triage& t) const {
+    if (t.team == "unknown") throw covenant::violation("team", "must not be unknown");
+  }
+  Triage forward(const Ticket&, const covenant::outcome<Triage>& o) const { return o.result.value_or(Triage{}); }
+};
+
+struct Plain {
+  static constexpr std::string_view prompt = "Route the ticket.";
+  Triage forward(const Ticket&, const covenant::outcome<Triage>& o) const { return o.result.value_or(Triage{}); }
+};
+
+struct Bare {
+  std::string text;
+};
+
+struct FromBare {
+  static constexpr std::string_view prompt = "Route the text.";
+  Triage forward(const Bare&, const covenant::outcome<Triage>& o) const { return o.result.value_or(Triage{}); }
+};
+
+}  // namespace prompt_rules_test
+
+template <>
+struct covenant::describe<prompt_rules_test::Ticket> {
+  static constexpr auto fields = covenant::fields<prompt_rules_test::Ticket>(
+      covenant::field<&prompt_rules_test::Ticket::subject>("The customer's subject line."),
+      covenant::field<&prompt_rules_test::Ticket::priority>("1 is the most urgent.", covenant::range{1, 5}));
+};
+
+namespace {
+
+TEST(PromptRules, StatedRulesAreInTheFirstRequest) {
+  using namespace prompt_rules_test;
+  scripted_engine model{R"({"team": "billing"})"};
+  covenant::contract<Route> c{model, instant()};
+  (void)c.run(Ticket{"Refund", 2});
+  ASSERT_EQ(model.calls(), 1u);
+  const std::string system = model.request(0).messages.at(0).content;
+  EXPECT_THAT(system, HasSubstr("Your answer must also follow these rules (they are checked):\n"
+                                "- The team is never \"unknown\".\n"
+                                "- Tickets of priority 1 go to the on-call team."));
+  // The rules come after the output format.
+  EXPECT_LT(system.find("Answer with a JSON object"), system.find("these rules"));
+}
+
+TEST(PromptRules, TheInputsDescriptionsAreShownUnlessTurnedOff) {
+  using namespace prompt_rules_test;
+  scripted_engine model{R"({"team": "billing"})", R"({"team": "billing"})", R"({"team": "billing"})"};
+  covenant::contract<Plain> shown{model, instant()};
+  EXPECT_THAT(shown.system_prompt(), HasSubstr("The input follows this schema:\n{\n  // The customer's subject line."));
+  EXPECT_THAT(shown.system_prompt(), HasSubstr("1 is the most urgent. Between 1 and 5."));
+  EXPECT_THAT(shown.system_prompt(), ::testing::Not(HasSubstr("these rules")));
+  auto options = instant();
+  options.describe_input = false;
+  covenant::contract<Plain> hidden{model, options};
+  EXPECT_THAT(hidden.system_prompt(), ::testing::Not(HasSubstr("The input follows this schema")));
+  // An input type without any description or constraint is not described.
+  covenant::contract<FromBare> bare{model, instant()};
+  EXPECT_THAT(bare.system_prompt(), ::testing::Not(HasSubstr("The input follows this schema")));
+  (void)shown.run(Ticket{"Refund", 2});
+  EXPECT_EQ(model.request(0).messages.at(0).content, shown.system_prompt());
 }
 
 }  // namespace

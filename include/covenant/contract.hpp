@@ -116,8 +116,10 @@ std::string render_input_message(const T& value) {
   seal_input_message(message, start);
   return message;
 }
-/// System prompt of the output phase.
-std::string output_system_prompt(std::string_view task_prompt, std::string_view output_format);
+/// System prompt of the output phase: the task, the input's schema (empty: not shown), the
+/// output format and the rules the output must follow (shown as a list).
+std::string output_system_prompt(std::string_view task_prompt, std::string_view output_format,
+                                 std::string_view input_format = {}, const std::vector<std::string>& rules = {});
 /// System prompt of the input-repair phase.
 std::string input_repair_system_prompt(std::string_view task_prompt, std::string_view input_format);
 /// First user message of the input-repair phase: the bad input (its <input> block) and its problems.
@@ -302,7 +304,11 @@ class contract {
       options.retry.check();
       schema_name = std::string(schema_name_of<output_type>());
       const std::string task = traits::prompt_of(expr);
-      system_prompt = detail::output_system_prompt(task, prompt_of<output_type>());
+      const std::string input_format =
+          options.describe_input && has_prompt_metadata(schema_of<input_type>())
+              ? prompt_text(schema_of<input_type>(), {.header = false})
+              : std::string();
+      system_prompt = detail::output_system_prompt(task, prompt_of<output_type>(), input_format, traits::rules_of());
       repair_prompt = detail::input_repair_system_prompt(task, prompt_of<input_type>());
       if (options.send_json_schema)
         response_schema = detail::strict_schema_or_null(&openai_strict_schema_of<output_type>);

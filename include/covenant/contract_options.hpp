@@ -42,6 +42,9 @@ struct contract_options {
   decode_options decode{};
   /// Send the output's JSON Schema with each request (for engines with structured outputs).
   bool send_json_schema = true;
+  /// Show the input type's schema (field descriptions, constraints) in the system prompt when it
+  /// has such metadata, so the model knows what the input's fields mean.
+  bool describe_input = true;
   /// Streamed calls: when a value already complete in the stream breaks a constraint that no
   /// later text can fix, stop the transfer at once and ask again with that violation, instead of
   /// paying for the rest of the reply (a note on the attempt and perf_stats::early_stops() say so).

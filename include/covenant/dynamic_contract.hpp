@@ -17,6 +17,8 @@
 #include <boost/json/value.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
 #include <optional>
 #include <string>
 
@@ -35,8 +37,12 @@ struct dynamic_task {
   std::string prompt{};
   /// Schema of the output (the model's reply).
   schema::model output{};
-  /// Schema of the input, when it should be validated (and, with pre_remedy, repaired).
+  /// Schema of the input, when it should be validated (and, with pre_remedy, repaired); shown in
+  /// the system prompt when it has descriptions or constraints (contract_options::describe_input).
   std::optional<schema::model> input{};
+  /// Rules the output must follow beyond its schema (what `post` checks), shown in the system
+  /// prompt so the model knows them before its first answer.
+  std::vector<std::string> rules{};
   /// Optional precondition on the input; throws covenant::violation.
   std::function<void(const boost::json::value& input)> pre{};
   /// Optional postcondition on the validated output (with the input); throws covenant::violation.

@@ -60,6 +60,10 @@ std::string constraint_clause(const std::vector<schema::constraint>& cs, schema:
 /// "1 to 50 items; each item non-empty".
 std::string constraint_clause(const schema::type& t);
 
+/// Whether the schema says anything beyond names and types: a description, a constraint or a rule
+/// anywhere in it (then its prompt text is worth showing for an input).
+bool has_prompt_metadata(const schema::model& s);
+
 namespace detail {
 /// `clause` as a sentence: first letter upper-case, final period.
 std::string sentence(std::string clause);

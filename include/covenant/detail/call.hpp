@@ -91,8 +91,9 @@ class remedy_phase {
   void begin_attempt();
   /// The engine's reply to the current attempt.
   next on_reply(chat_response&& reply);
-  /// The engine failed (not a violation: no corrective message); the phase fails.
-  next on_engine_error(const std::string& what);
+  /// The engine failed (not a violation: no corrective message); the phase fails. The issue reads
+  /// `engine failed (HTTP <status>): <what>` when there was an HTTP status, else `engine failed: <what>`.
+  next on_engine_error(const std::string& what, int status = 0);
   /// A streamed reply was stopped with `violations` after `text` arrived; judged like a rejected
   /// reply (a note says it was stopped early).
   next on_early_stop(std::string text, issue_list violations);

@@ -1,9 +1,11 @@
 // covenant/detail/expression.hpp - compile-time inspection of an Expression's hooks.
 #pragma once
 
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 #include <type_traits>
 
 #include "covenant/outcome.hpp"
@@ -47,6 +49,15 @@ template <class E>
 concept has_static_prompt = requires { std::string_view(E::prompt); };
 template <class E>
 concept has_prompt_function = requires(const E& e) { std::string(e.prompt()); };
+
+/// `static constexpr std::string_view rules[] = {...};` (or any range of things convertible to
+/// std::string_view): the rules post() checks, stated so the model sees them before answering.
+template <class E>
+concept has_rules = requires {
+  std::begin(E::rules);
+  std::end(E::rules);
+  std::string_view(*std::begin(E::rules));
+};
 
 template <class E>
 concept has_forward = requires { &E::forward; };
@@ -180,6 +191,14 @@ struct expression_traits {
   }
 
   static constexpr bool valid = check_pre() && post_arity() >= 0;
+
+  static std::vector<std::string> rules_of() {
+    std::vector<std::string> out;
+    if constexpr (has_rules<E>) {
+      for (const auto& r : E::rules) out.emplace_back(std::string_view(r));
+    }
+    return out;
+  }
 
   static std::string prompt_of(const E& e) {
     if constexpr (has_static_prompt<E>) return std::string(std::string_view(E::prompt));
