@@ -25,6 +25,16 @@ install(EXPORT covenantTargets
   NAMESPACE covenant::
   DESTINATION ${COVENANT_CMAKE_DIR})
 
+# The GoogleTest helpers: their own export set, loaded by the `gtest` component
+# (find_package(covenant CONFIG REQUIRED COMPONENTS gtest)), so that applications without
+# GoogleTest never need it.
+if(TARGET covenant_gtest)
+  install(TARGETS covenant_gtest EXPORT covenantGtestTargets)
+  install(EXPORT covenantGtestTargets
+    NAMESPACE covenant::
+    DESTINATION ${COVENANT_CMAKE_DIR})
+endif()
+
 get_target_property(COVENANT_LIBRARY_TYPE covenant TYPE)
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/covenantConfig.cmake.in"
@@ -57,16 +67,23 @@ else()
 endif()
 # A static libcovenant needs libcurl and threads at link time, and plain
 # `pkg-config --libs` ignores Requires.private/Libs.private.
+# The public headers need RE2 (and Boost.JSON); spdlog and fmt are the library's own business.
 if(COVENANT_LIBRARY_TYPE STREQUAL "STATIC_LIBRARY")
   set(COVENANT_PC_REQUIRES "re2 fmt spdlog libcurl")
   set(COVENANT_PC_REQUIRES_PRIVATE "")
   set(COVENANT_PC_LIBS_EXTRA "-pthread")
 else()
-  set(COVENANT_PC_REQUIRES "re2 fmt spdlog")
-  set(COVENANT_PC_REQUIRES_PRIVATE "libcurl")
+  set(COVENANT_PC_REQUIRES "re2")
+  set(COVENANT_PC_REQUIRES_PRIVATE "fmt spdlog libcurl")
   set(COVENANT_PC_LIBS_EXTRA "")
 endif()
 configure_file("${PROJECT_SOURCE_DIR}/cmake/covenant.pc.in"
   "${PROJECT_BINARY_DIR}/covenant.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/covenant.pc"
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(TARGET covenant_gtest)
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/covenant-gtest.pc.in"
+    "${PROJECT_BINARY_DIR}/covenant-gtest.pc" @ONLY)
+  install(FILES "${PROJECT_BINARY_DIR}/covenant-gtest.pc"
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()

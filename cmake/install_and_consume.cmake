@@ -58,6 +58,7 @@ if(NOT EXISTS "${exe}")
 endif()
 run_step("run consumer (CMake)" "${exe}")
 expect_version("consumer (CMake)" "${step_output}")
+run_step("run consumer test (CMake, covenant::gtest)" "${cmake_build}/covenant_consumer_test")
 
 # 2. pkg-config
 find_program(PKG_CONFIG_EXECUTABLE NAMES pkg-config pkgconf REQUIRED)
@@ -77,5 +78,14 @@ else()
 endif()
 run_step("run consumer (pkg-config)" "${pc_exe}")
 expect_version("consumer (pkg-config)" "${step_output}")
+
+# 3. pkg-config for the GoogleTest helpers, main from gmock_main
+run_step("pkg-config (covenant-gtest)" "${PKG_CONFIG_EXECUTABLE}" --cflags --libs covenant-gtest gmock_main)
+string(STRIP "${step_output}" pc_test_flags)
+separate_arguments(pc_test_flags UNIX_COMMAND "${pc_test_flags}")
+set(pc_test_exe "${WORK_DIR}/covenant_consumer_test_pkgconfig")
+run_step("compile consumer test (pkg-config)" "${CXX_COMPILER}" -std=c++20
+  "${SOURCE_DIR}/agent_test.cpp" -o "${pc_test_exe}" ${pc_test_flags})
+run_step("run consumer test (pkg-config)" "${pc_test_exe}")
 
 message(STATUS "[install_and_consume] OK")
