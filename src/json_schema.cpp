@@ -204,6 +204,10 @@ class exporter {
         o["uniqueItems"] = true;
         return true;
       case constraint_kind::unique_by:
+        // No standard keyword: covenant's own, read back by import_json_schema.
+        if (strict_ || k != kind::array || c.text.empty() || o.contains("x-unique-by")) return false;
+        o["x-unique-by"] = c.text;
+        return true;
       case constraint_kind::predicate: return false;
     }
     return false;
@@ -276,8 +280,11 @@ class exporter {
     }
 
     std::vector<constraint> leftovers;
-    for (const auto& c : effective_constraints(t))
+    for (const auto& c : effective_constraints(t)) {
       if (!add_keyword(base, c, t.kind)) leftovers.push_back(c);
+      // x-unique-by is covenant's own keyword: other readers (and models) get the rule in words too.
+      else if (c.kind == constraint_kind::unique_by) leftovers.push_back(c);
+    }
     const std::string desc =
         detail::join_sentences(description, detail::sentence(constraint_clause(leftovers, t.kind)));
 

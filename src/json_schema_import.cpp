@@ -645,6 +645,16 @@ class importer {
           c.kind = constraint_kind::unique_items;
           t.constraints.push_back(std::move(c));
         }
+      } else if (items && k == "x-unique-by") {
+        if (!kv.value().is_string() || kv.value().get_string().empty()) {
+          error(schema_error_code::invalid_json_schema, ptr + "/x-unique-by",
+                "x-unique-by must name the member that must differ between items");
+        } else {
+          constraint c;
+          c.kind = constraint_kind::unique_by;
+          c.text = std::string(kv.value().get_string());
+          t.constraints.push_back(std::move(c));
+        }
       } else if (k == "enum" && (numeric || text || t.kind == kind::boolean)) {
         if (!kv.value().is_array() || kv.value().get_array().empty()) {
           error(schema_error_code::invalid_json_schema, ptr + "/enum", "enum must be a non-empty array");

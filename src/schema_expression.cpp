@@ -5,9 +5,12 @@
 #include <boost/json/object.hpp>
 #include <boost/json/string.hpp>
 
+#include "covenant/formats.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -447,8 +450,28 @@ class parser {
       if (!f.regex) throw parse_failure{"invalid regular expression: " + error, at};
       return;
     }
+    if (f.name == "unique") {
+      // unique, or unique("key") / unique(attribute="key"): the list without later duplicates
+      if (f.kids.size() == 1) return;
+      if (f.kids.size() == 2 && f.kids[1].o == op::literal && f.kids[1].value.is_string()) return;
+      throw parse_failure{"unique takes no argument or one string literal (the member to compare, "
+                          "unique(attribute=\"id\"))",
+                          at};
+    }
+    if (f.name == "format") {
+      static constexpr std::string_view known[] = {"uri", "uuid", "date-time", "date", "time", "email"};
+      if (f.kids.size() == 2 && f.kids[1].o == op::literal && f.kids[1].value.is_string()) {
+        const std::string_view name(f.kids[1].value.get_string().data(), f.kids[1].value.get_string().size());
+        for (auto k : known)
+          if (k == name) return;
+      }
+      throw parse_failure{"format takes one of the names \"uri\", \"uuid\", \"date-time\", \"date\", \"time\", "
+                          "\"email\"",
+                          at};
+    }
     throw parse_failure{"unknown filter '" + f.name +
-                            "' (known: length, lower, upper, trim, abs, int, float, first, last, regex_match)",
+                            "' (known: length, lower, upper, trim, abs, int, float, first, last, regex_match, "
+                            "unique, format)",
                         at};
   }
 
@@ -693,6 +716,44 @@ json::value apply_filter(const node& n, const json::value& self) {
     if (!v.is_string() || !n.regex) return false;
     return schema::pattern_matches(*n.regex, v.get_string());
   }
+  if (f == "format") {
+    if (!v.is_string()) return false;
+    const json::string& name = n.kids[1].value.get_string();
+    const json::string& text = v.get_string();
+    return formats::matches_format(std::string_view(name.data(), name.size()), std::string_view(text.data(), text.size()));
+  }
+  if (f == "unique") {
+    if (!v.is_array()) return nullptr;
+    const bool by_member = n.kids.size() == 2;
+    json::array out;
+    for (const json::value& item : v.get_array()) {
+      const json::value* key = &item;
+      if (by_member) {
+        const json::object* o = item.if_object();
+        const json::string& member = n.kids[1].value.get_string();
+        key = o != nullptr ? o->if_contains(std::string_view(member.data(), member.size())) : nullptr;
+        if (key == nullptr) {
+          out.push_back(item);  // no such member: never a duplicate
+          continue;
+        }
+      }
+      bool seen = false;
+      for (const json::value& kept : out) {
+        const json::value* kept_key = &kept;
+        if (by_member) {
+          const json::string& member = n.kids[1].value.get_string();
+          kept_key = kept.get_object().if_contains(std::string_view(member.data(), member.size()));
+          if (kept_key == nullptr) continue;
+        }
+        if (*kept_key == *key) {
+          seen = true;
+          break;
+        }
+      }
+      if (!seen) out.push_back(item);
+    }
+    return out;
+  }
   return nullptr;
 }
 
@@ -819,8 +880,69 @@ schema::constraint count_constraint(schema::constraint_kind k, std::size_t n) {
   return c;
 }
 
+/// `this|unique|length == this|length` (or `this|unique("key")|...`): the unique filter's member
+/// argument (empty for whole items) when `n` is `this|unique[(...)]|length`.
+std::optional<std::string> unique_length(const node& n) {
+  if (n.o != op::filter || n.name != "length" || n.kids.size() != 1) return std::nullopt;
+  const node& u = n.kids[0];
+  if (u.o != op::filter || u.name != "unique" || u.kids.empty() || u.kids[0].o != op::this_) return std::nullopt;
+  if (u.kids.size() == 2) return std::string(u.kids[1].value.get_string());
+  return std::string();
+}
+
 bool atom(const node& n, schema::kind k, std::vector<schema::constraint>& out) {
   using ck = schema::constraint_kind;
+  if (n.o == op::filter && n.name == "format" && n.kids.size() == 2 && n.kids[0].o == op::this_ &&
+      k == schema::kind::string) {
+    schema::constraint c;
+    c.kind = ck::format;
+    c.text = std::string(n.kids[1].value.get_string());
+    out.push_back(std::move(c));
+    return true;
+  }
+  // this|unique|length == this|length
+  if (n.o == op::eq && k == schema::kind::array) {
+    for (int side = 0; side < 2; ++side) {
+      const node& a = n.kids[static_cast<std::size_t>(side)];
+      const node& b = n.kids[static_cast<std::size_t>(1 - side)];
+      const auto member = unique_length(a);
+      if (!member || subject_of(b) != subject::length) continue;
+      schema::constraint c;
+      c.kind = member->empty() ? ck::unique_items : ck::unique_by;
+      c.text = *member;
+      out.push_back(std::move(c));
+      return true;
+    }
+  }
+  // this in ["a", "b"]: one of the listed values
+  if (n.o == op::in && n.kids[0].o == op::this_ && n.kids[1].o == op::list && !n.kids[1].kids.empty()) {
+    schema::constraint c;
+    c.kind = ck::one_of;
+    for (const node& item : n.kids[1].kids) {
+      if (item.o != op::literal) return false;
+      const json::value& v = item.value;
+      const bool fits = (k == schema::kind::string && v.is_string()) ||
+                        ((k == schema::kind::integer || k == schema::kind::number) && is_number(v));
+      if (!fits) return false;
+      c.values.push_back(v);
+    }
+    out.push_back(std::move(c));
+    return true;
+  }
+  // this % n == 0: a multiple of n
+  if (n.o == op::eq && (k == schema::kind::integer || k == schema::kind::number)) {
+    for (int side = 0; side < 2; ++side) {
+      const node& a = n.kids[static_cast<std::size_t>(side)];
+      const node& b = n.kids[static_cast<std::size_t>(1 - side)];
+      if (a.o != op::mod || a.kids[0].o != op::this_ || a.kids[1].o != op::literal || !is_number(a.kids[1].value))
+        continue;
+      if (b.o != op::literal || !is_number(b.value) || as_double(b.value) != 0) continue;
+      const double m = as_double(a.kids[1].value);
+      if (!(m > 0) || !std::isfinite(m)) return false;
+      out.push_back(number_constraint(ck::multiple_of, m));
+      return true;
+    }
+  }
   if (n.o == op::filter && n.name == "regex_match" && n.kids.size() == 2 && n.kids[0].o == op::this_ &&
       k == schema::kind::string && n.regex) {
     schema::constraint c;
