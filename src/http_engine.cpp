@@ -1,6 +1,10 @@
-// The OpenAI-compatible HTTP engine: request bodies, libcurl transfers, transport retries.
+// The OpenAI-compatible HTTP engine: request bodies, replies whole or streamed (Server-Sent
+// Events), transport retries; the transfers run on the runtime's I/O loop (http_transport.hpp).
 #include "covenant/http_engine.hpp"
 
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <curl/curl.h>
@@ -10,14 +14,20 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <future>
 #include <mutex>
 #include <stdexcept>
 #include <system_error>
+#include <unordered_map>
 
 #include "covenant/detail/call.hpp"
+#include "covenant/detail/sse.hpp"
 #include "covenant/json_schema.hpp"
+#include "covenant/rate_limiter.hpp"
 #include "covenant/retry.hpp"
+#include "covenant/runtime.hpp"
 #include "covenant/version.hpp"
+#include "http_transport.hpp"
 #include "log.hpp"
 
 namespace covenant {
@@ -27,7 +37,6 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::string_view endpoint_suffix = "/chat/completions";
-constexpr std::size_t max_pooled_handles = 32;
 
 void global_init() {
   static std::once_flag once;
@@ -164,62 +173,10 @@ std::string string_or_empty(const json::object& o, std::string_view key) {
 
 [[noreturn]] void bad_body(const std::string& what) { throw engine_error(what, 200, false); }
 
-struct curl_handle_deleter {
-  void operator()(CURL* h) const noexcept { curl_easy_cleanup(h); }
-};
-using curl_handle = std::unique_ptr<CURL, curl_handle_deleter>;
-
 struct slist_deleter {
   void operator()(curl_slist* l) const noexcept { curl_slist_free_all(l); }
 };
 using header_list = std::unique_ptr<curl_slist, slist_deleter>;
-
-/// What one HTTP attempt produced.
-struct transfer {
-  CURLcode code = CURLE_OK;
-  long status = 0;
-  std::string body;
-  bool too_large = false;
-  std::size_t max_bytes = 0;
-  std::optional<std::string> retry_after;
-  std::optional<std::string> retry_after_ms;
-  char error[CURL_ERROR_SIZE] = {};
-  std::chrono::nanoseconds elapsed{0};
-};
-
-std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
-  auto* t = static_cast<transfer*>(user);
-  const std::size_t n = size * count;
-  if (t->body.size() + n > t->max_bytes) {
-    t->too_large = true;
-    return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
-  }
-  try {
-    t->body.append(data, n);
-  } catch (...) {  // no exception may cross libcurl's C frames
-    t->too_large = true;
-    return 0;
-  }
-  return n;
-}
-
-std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
-  auto* t = static_cast<transfer*>(user);
-  const std::size_t n = size * count;
-  const std::string_view line(data, n);
-  if (istarts_with(line, "HTTP/")) {  // a new response (after 100 Continue, ...): forget earlier headers
-    t->retry_after.reset();
-    t->retry_after_ms.reset();
-    return n;
-  }
-  const auto colon = line.find(':');
-  if (colon == std::string_view::npos) return n;
-  const std::string_view name = trim(line.substr(0, colon));
-  const std::string_view value = trim(line.substr(colon + 1));
-  if (iequals(name, "retry-after")) t->retry_after = std::string(value);
-  else if (iequals(name, "retry-after-ms")) t->retry_after_ms = std::string(value);
-  return n;
-}
 
 }  // namespace
 
@@ -308,91 +265,95 @@ std::string server_error_message(std::string_view body, std::size_t max_chars) {
   return one_line(body, max_chars);
 }
 
+
+stream_chunk parse_stream_chunk(std::string_view data) {
+  stream_chunk out;
+  boost::system::error_code ec;
+  json::value v = json::parse(data, ec);
+  if (ec || !v.is_object()) {
+    out.malformed = true;
+    return out;
+  }
+  const json::object& root = v.as_object();
+  if (const json::value* e = root.if_contains("error"); e != nullptr && !e->is_null()) {
+    out.error = server_error_message(data);
+    return out;
+  }
+  out.model = string_or_empty(root, "model");
+  if (const auto* u = root.if_contains("usage"); u != nullptr && u->is_object()) {
+    usage got;
+    got.input_tokens = token_count(u->as_object(), "prompt_tokens", "input_tokens");
+    got.output_tokens = token_count(u->as_object(), "completion_tokens", "output_tokens");
+    out.usage = got;
+  }
+  const json::value* choices = root.if_contains("choices");
+  if (choices == nullptr || !choices->is_array() || choices->as_array().empty()) return out;
+  const json::object* first = choices->as_array().front().if_object();
+  if (first == nullptr) return out;
+  if (const auto* fr = first->if_contains("finish_reason"); fr != nullptr && fr->is_string())
+    out.finish_reason = std::string(fr->as_string());
+  const json::value* delta = first->if_contains("delta");
+  if (delta == nullptr) delta = first->if_contains("message");  // servers that send whole messages
+  if (delta == nullptr || !delta->is_object()) return out;
+  if (const auto* c = delta->as_object().if_contains("content"); c != nullptr) {
+    if (c->is_string()) {
+      out.content = std::string(c->as_string());
+    } else if (c->is_array()) {
+      for (const json::value& part : c->as_array())
+        if (const auto* p = part.if_object())
+          if (const auto* t = p->if_contains("text"); t != nullptr && t->is_string()) out.content += t->as_string();
+    }
+  }
+  return out;
+}
+
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
 // http_engine
 
-struct http_engine::impl {
+namespace {
+
+namespace asio = boost::asio;
+
+class http_call;
+
+/// What an engine shares with its calls in flight (they may outlive the engine object).
+struct http_shared {
   http_engine_options options;
   std::string endpoint;   // the real URL
   std::string shown_url;  // the URL as logged and put into messages
   std::string user_agent;
   header_list headers;
-  std::mutex pool_mutex;
-  std::vector<curl_handle> pool;
-
-  curl_handle acquire() {
-    {
-      std::lock_guard lock(pool_mutex);
-      if (!pool.empty()) {
-        curl_handle h = std::move(pool.back());
-        pool.pop_back();
-        return h;
-      }
-    }
-    curl_handle h(curl_easy_init());
-    if (!h) throw engine_error("http_engine: curl_easy_init failed");
-    return h;
-  }
-
-  void release(curl_handle h) {
-    curl_easy_reset(h.get());  // keeps the connection cache: the next call can reuse the connection
-    std::lock_guard lock(pool_mutex);
-    if (pool.size() < max_pooled_handles) pool.push_back(std::move(h));
-  }
-
-  void perform(CURL* h, const std::string& body, transfer& t) const {
-    t.max_bytes = options.max_response_bytes;
-    curl_easy_setopt(h, CURLOPT_URL, endpoint.c_str());
-#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
-    curl_easy_setopt(h, CURLOPT_USERAGENT, user_agent.c_str());
-    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(options.request_timeout.count()));
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, t.error);
-    const auto t0 = std::chrono::steady_clock::now();
-    t.code = curl_easy_perform(h);
-    t.elapsed = std::chrono::steady_clock::now() - t0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &t.status);
-  }
+  runtime* rt = nullptr;
+  std::shared_ptr<detail::multi_loop> loop;
+  // On the strand only:
+  std::unordered_map<std::uint64_t, std::weak_ptr<http_call>> calls;
+  std::uint64_t next_call = 1;
+  bool closed = false;
 
   /// Text from the server or curl, safe for logs and messages.
   [[nodiscard]] std::string safe(std::string text) const { return redact(std::move(text), options.api_key); }
 
-  [[nodiscard]] std::string curl_reason(const transfer& t) const {
-    std::string detail = t.error[0] != '\0' ? std::string(t.error) : std::string(curl_easy_strerror(t.code));
-    std::string kind = t.code == CURLE_OPERATION_TIMEDOUT ? "timed out"
-                       : (t.code == CURLE_COULDNT_CONNECT || t.code == CURLE_COULDNT_RESOLVE_HOST ||
-                          t.code == CURLE_COULDNT_RESOLVE_PROXY)
+  [[nodiscard]] std::string curl_reason(CURLcode code, const char* error_buffer) const {
+    std::string detail = error_buffer[0] != '\0' ? std::string(error_buffer) : std::string(curl_easy_strerror(code));
+    std::string kind = code == CURLE_OPERATION_TIMEDOUT ? "timed out"
+                       : (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
+                          code == CURLE_COULDNT_RESOLVE_PROXY)
                            ? "connection failed"
                            : "transport error";
     return kind + ": " + safe(one_line(detail, 300));
   }
 
-  [[nodiscard]] std::chrono::nanoseconds wait_before(int retry, const transfer& t) const {
+  [[nodiscard]] std::chrono::nanoseconds wait_before(int retry, const std::optional<std::string>& retry_after,
+                                                     const std::optional<std::string>& retry_after_ms) const {
     const auto cap = std::chrono::duration_cast<std::chrono::nanoseconds>(options.max_backoff);
     if (options.honour_retry_after) {
       std::optional<std::chrono::nanoseconds> asked;
-      if (t.retry_after_ms) {
-        if (const auto ms = parse_number(*t.retry_after_ms); ms && *ms >= 0) asked = seconds_to_ns(*ms / 1000.0);
+      if (retry_after_ms) {
+        if (const auto ms = parse_number(*retry_after_ms); ms && *ms >= 0) asked = seconds_to_ns(*ms / 1000.0);
       }
-      if (!asked && t.retry_after) asked = detail::parse_retry_after(*t.retry_after, std::chrono::system_clock::now());
+      if (!asked && retry_after) asked = detail::parse_retry_after(*retry_after, std::chrono::system_clock::now());
       if (asked) return std::min(*asked, cap);
     }
     retry_policy p;
@@ -406,7 +367,456 @@ struct http_engine::impl {
   }
 };
 
+/// How one HTTP exchange ended.
+struct exchange_result {
+  CURLcode code = CURLE_OK;
+  long status = 0;
+  bool too_large = false;
+  bool idle_timeout = false;
+  std::string body;  // the whole body (not streamed, or an error response)
+  std::optional<std::string> retry_after;
+  std::optional<std::string> retry_after_ms;
+  std::string error;  // curl's error buffer
+  std::chrono::nanoseconds elapsed{0};
+};
+
+/// One HTTP exchange of a call (a call makes one, plus one per transport retry).
+class exchange final : public detail::http_transfer {
+ public:
+  exchange(std::shared_ptr<http_call> call, const http_shared& s, const std::string& body, bool stream);
+
+  void on_done(CURLcode code) override;
+  /// Aborted: curl no longer runs it (the call was stopped).
+  void abandon() noexcept { owner_.reset(); }
+
+  static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user);
+  static std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user);
+
+  exchange_result result;
+  std::size_t max_bytes = 0;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  bool stream = false;
+  bool event_stream = false;  // the reply is text/event-stream
+  bool saw_content_type = false;
+  std::optional<detail::sse_parser> sse;
+  std::unique_ptr<asio::steady_timer> idle;
+  char error_buffer[CURL_ERROR_SIZE] = {};
+
+ private:
+  std::shared_ptr<http_call> owner_;
+};
+
+/// One complete() / start() of the engine: its exchanges, transport retries, streamed text, and
+/// the receiver it reports to. Runs on the I/O strand.
+class http_call final : public std::enable_shared_from_this<http_call> {
+ public:
+  http_call(std::shared_ptr<http_shared> s, std::string body, bool stream, std::shared_ptr<reply_receiver> receiver,
+            std::shared_ptr<rate_limiter> limiter)
+      : s_(std::move(s)), body_(std::move(body)), stream_(stream), receiver_(std::move(receiver)),
+        limiter_(std::move(limiter)) {}
+
+  void watch(std::stop_token stop) {
+    std::weak_ptr<http_call> self = weak_from_this();
+    on_stop_.emplace(std::move(stop), [self] {
+      if (auto c = self.lock()) {
+        asio::post(c->s_->loop->strand(), [c] { c->abort(engine_error::cancellation()); });
+      }
+    });
+  }
+
+  // On the strand from here on.
+
+  void begin(std::uint64_t id) {
+    id_ = id;
+    if (s_->closed) return abort(engine_error::cancellation("the engine was destroyed"));
+    send();
+  }
+
+  void abort(const engine_error& why) {
+    if (done_) return;
+    if (current_) {
+      current_->abandon();
+      s_->loop->remove(*current_);
+      current_.reset();
+    }
+    if (retry_timer_) retry_timer_->cancel();
+    if (limit_ticket_ != 0 && limiter_) limiter_->cancel(limit_ticket_);
+    fail(why);
+  }
+
+  // --- streaming (called from curl's write callback, on the strand) ---
+
+  /// One SSE event's data; returns false to stop reading events.
+  bool on_event(std::string_view data) {
+    if (data == "[DONE]") {
+      stream_done_ = true;
+      return false;
+    }
+    detail::stream_chunk c = detail::parse_stream_chunk(data);
+    if (c.malformed) {
+      ++malformed_;
+      return true;  // tolerate a stray event (keep-alive payloads, vendor extras)
+    }
+    if (c.error) {
+      stream_error_ = s_->safe(*c.error);
+      return false;
+    }
+    if (!c.model.empty()) model_ = c.model;
+    if (c.usage) usage_ = *c.usage;
+    if (c.finish_reason) finish_reason_ = *c.finish_reason;
+    if (!c.content.empty()) {
+      content_started_ = true;
+      text_ += c.content;
+      receiver_->on_text(c.content);
+    }
+    return true;
+  }
+
+  void on_exchange_done(exchange& x) {
+    if (done_ || current_.get() != &x) return;
+    std::shared_ptr<exchange> keep = std::move(current_);
+    const exchange_result& r = x.result;
+    const std::string where = "http_engine: POST " + s_->shown_url;
+    const int attempts = 1 + s_->options.max_retries;
+    const double ms = std::chrono::duration<double, std::milli>(r.elapsed).count();
+    try {
+      if (r.code == CURLE_OK)
+        detail::log().debug("{} -> HTTP {} in {:.1f} ms (attempt {}/{})", where, r.status, ms, attempt_, attempts);
+      else
+        detail::log().debug("{} -> {} in {:.1f} ms (attempt {}/{})", where, s_->curl_reason(r.code, x.error_buffer), ms,
+                            attempt_, attempts);
+    } catch (...) {
+    }
+
+    if (r.too_large)
+      return fail(engine_error(where + ": the response body exceeds max_response_bytes (" +
+                                   std::to_string(s_->options.max_response_bytes) + ")",
+                               static_cast<int>(r.status), false));
+
+    int status = 0;
+    std::string reason;
+    const bool ok_status = r.code == CURLE_OK && r.status >= 200 && r.status < 300;
+    if (x.stream && x.event_stream && (ok_status || content_started_)) {
+      if (x.sse) x.sse->finish();
+      // After the first content byte nothing is retried: what arrived goes to the contract.
+      if (stream_done_ || !finish_reason_.empty()) {
+        if (!stream_error_.empty() && !content_started_) {
+          reason = "the server reported an error in the stream: " + stream_error_;
+        } else {
+          return reply(false);
+        }
+      } else if (content_started_) {
+        std::string why = !stream_error_.empty() ? "the server reported an error mid-stream: " + stream_error_
+                          : r.idle_timeout        ? "no data for " + std::to_string(s_->options.stream_idle_timeout.count()) +
+                                                 " ms"
+                          : r.code != CURLE_OK    ? s_->curl_reason(r.code, x.error_buffer)
+                                                  : "the stream ended without [DONE] or a finish reason";
+        detail::log_warn("{}: the streamed reply was cut off after {} bytes ({}); what arrived is handed over", where,
+                         text_.size(), why);
+        return reply(true);
+      } else if (!stream_error_.empty()) {
+        reason = "the server reported an error in the stream: " + stream_error_;
+      } else if (r.idle_timeout) {
+        reason = "timed out: no data for " + std::to_string(s_->options.stream_idle_timeout.count()) + " ms";
+      } else if (r.code != CURLE_OK) {
+        reason = s_->curl_reason(r.code, x.error_buffer);
+        if (!retryable_curl_code(r.code)) return fail(engine_error(where + ": " + reason, 0, false));
+      } else {
+        reason = "the stream ended before any content";
+      }
+      status = static_cast<int>(r.status);
+    } else if (r.code != CURLE_OK) {
+      if (r.idle_timeout) {
+        reason = "timed out: no data for " + std::to_string(s_->options.stream_idle_timeout.count()) + " ms";
+      } else {
+        reason = s_->curl_reason(r.code, x.error_buffer);
+        if (!retryable_curl_code(r.code)) return fail(engine_error(where + ": " + reason, 0, false));
+      }
+    } else {
+      status = static_cast<int>(r.status);
+      if (ok_status) {
+        try {
+          chat_response out = detail::parse_chat_completion(r.body);
+          if (x.stream && !out.text.empty()) receiver_->on_text(out.text);  // a server that did not stream
+          return deliver(std::move(out));
+        } catch (const engine_error& e) {
+          std::string what = where + ": HTTP " + std::to_string(status) + ", but " + s_->safe(e.what());
+          if (std::string_view(e.what()).starts_with("the response body is not JSON"))
+            what += ": \"" + s_->safe(one_line(r.body, 80)) + "\"";
+          return fail(engine_error(what, status, false));
+        }
+      }
+      reason = "HTTP " + std::to_string(status);
+      const std::string server = s_->safe(detail::server_error_message(r.body));
+      if (!server.empty()) reason += ": " + server;
+      const auto& rs = s_->options.retry_statuses;
+      if (std::find(rs.begin(), rs.end(), status) == rs.end()) return fail(engine_error(where + ": " + reason, status, false));
+    }
+
+    // A transient failure: retry while the budget lasts.
+    if (attempt_ >= attempts)
+      return fail(engine_error(where + ": " + reason + " (gave up after " + std::to_string(attempts) +
+                                   (attempts == 1 ? " attempt)" : " attempts)"),
+                               status, true));
+    const std::chrono::nanoseconds wait = s_->wait_before(attempt_, r.retry_after, r.retry_after_ms);
+    if (limiter_ && (status == 429 || r.retry_after || r.retry_after_ms)) limiter_->back_off(wait);
+    detail::log_warn("{} failed ({}); transport retry {}/{} in {:.3f} s", where, reason, attempt_,
+                     s_->options.max_retries, std::chrono::duration<double>(wait).count());
+    reset_stream_state();
+    if (s_->options.sleep) {
+      if (wait.count() > 0) s_->options.sleep(wait);
+      return turn();
+    }
+    retry_timer_ = std::make_unique<asio::steady_timer>(s_->loop->io(), wait);
+    std::weak_ptr<http_call> self = weak_from_this();
+    retry_timer_->async_wait(asio::bind_executor(s_->loop->strand(), [self](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (auto c = self.lock()) c->turn();
+    }));
+  }
+
+  [[nodiscard]] bool done() const noexcept { return done_; }
+  [[nodiscard]] const http_shared& shared() const noexcept { return *s_; }
+
+ private:
+  // A retry waits for its turn under the rate limiter first.
+  void turn() {
+    if (done_) return;
+    if (!limiter_) return send();
+    std::weak_ptr<http_call> self = weak_from_this();
+    detail::io_strand* strand = &s_->loop->strand();
+    // The estimate of a retry: the request body's size (its messages and schema) / 4 plus the
+    // learned output.
+    limit_ticket_ = limiter_->acquire(limiter_->estimate(chat_request{}) + body_.size() / 4, [self, strand] {
+      asio::post(*strand, [self] {
+        if (auto c = self.lock()) {
+          c->limit_ticket_ = 0;
+          c->send();
+        }
+      });
+    });
+  }
+
+  void send() {
+    if (done_) return;
+    if (s_->closed) return abort(engine_error::cancellation("the engine was destroyed"));
+    ++attempt_;
+    try {
+      current_ = std::make_shared<exchange>(shared_from_this(), *s_, body_, stream_);
+    } catch (const std::exception& e) {
+      return fail(engine_error(std::string("http_engine: cannot start a transfer: ") + e.what()));
+    }
+    if (stream_ && s_->options.stream_idle_timeout.count() > 0) arm_idle(*current_);
+    s_->loop->add(current_);
+  }
+
+  void arm_idle(exchange& x) {
+    if (!x.idle) x.idle = std::make_unique<asio::steady_timer>(s_->loop->io());
+    x.idle->expires_after(s_->options.stream_idle_timeout);
+    std::weak_ptr<http_call> self = weak_from_this();
+    exchange* px = &x;
+    x.idle->async_wait(asio::bind_executor(s_->loop->strand(), [self, px](const boost::system::error_code& ec) {
+      if (ec) return;
+      auto c = self.lock();
+      if (!c || c->current_.get() != px) return;
+      // Nothing arrived for too long: end the exchange as it stands.
+      std::shared_ptr<exchange> x = c->current_;
+      c->s_->loop->remove(*x);
+      x->result.code = CURLE_OPERATION_TIMEDOUT;
+      x->result.idle_timeout = true;
+      x->result.elapsed = std::chrono::steady_clock::now() - x->started;
+      c->on_exchange_done(*x);
+    }));
+  }
+
+ public:
+  /// Data arrived on the current exchange: restart its idle timer.
+  void activity(exchange& x) {
+    if (x.idle && current_.get() == &x) arm_idle(x);
+  }
+
+ private:
+  void reset_stream_state() {
+    text_.clear();
+    content_started_ = false;
+    stream_done_ = false;
+    finish_reason_.clear();
+    stream_error_.clear();
+    model_.clear();
+    usage_ = {};
+  }
+
+  void reply(bool cut_off) {
+    chat_response out;
+    out.text = std::move(text_);
+    out.usage = usage_;
+    out.model = std::move(model_);
+    out.finish_reason = std::move(finish_reason_);
+    out.cut_off = cut_off;
+    deliver(std::move(out));
+  }
+
+  void deliver(chat_response r) {
+    if (done_) return;
+    done_ = true;
+    finish_bookkeeping();
+    receiver_->on_reply(std::move(r));
+  }
+
+  void fail(const engine_error& e) {
+    if (done_) return;
+    done_ = true;
+    finish_bookkeeping();
+    receiver_->on_error(e);
+  }
+
+  void finish_bookkeeping() {
+    s_->calls.erase(id_);
+    // The stop callback may not be destroyed from inside itself; it only posts, so leave it to
+    // the call's destruction.
+  }
+
+  std::shared_ptr<http_shared> s_;
+  std::string body_;
+  bool stream_;
+  std::shared_ptr<reply_receiver> receiver_;
+  std::shared_ptr<rate_limiter> limiter_;
+  std::optional<std::stop_callback<std::function<void()>>> on_stop_;
+  std::uint64_t id_ = 0;
+  int attempt_ = 0;
+  bool done_ = false;
+  std::shared_ptr<exchange> current_;
+  std::unique_ptr<asio::steady_timer> retry_timer_;
+  std::uint64_t limit_ticket_ = 0;
+  // Streamed reply so far.
+  std::string text_;
+  bool content_started_ = false;
+  bool stream_done_ = false;
+  std::string finish_reason_;
+  std::string stream_error_;
+  std::string model_;
+  usage usage_;
+  std::size_t malformed_ = 0;
+};
+
+exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const std::string& body, bool want_stream)
+    : stream(want_stream), owner_(std::move(call)) {
+  max_bytes = s.options.max_response_bytes;
+  CURL* h = easy();
+  curl_easy_setopt(h, CURLOPT_URL, s.endpoint.c_str());
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_POST, 1L);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, s.headers.get());
+  curl_easy_setopt(h, CURLOPT_USERAGENT, s.user_agent.c_str());
+  if (!want_stream) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+  switch (s.options.http_version) {
+    case http_version::automatic: break;
+    case http_version::http1_1: curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1)); break;
+    case http_version::http2:
+      curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+      break;
+    case http_version::http2_prior_knowledge:
+      curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
+      break;
+  }
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(s.options.connect_timeout.count()));
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(s.options.request_timeout.count()));
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &exchange::on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, this);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &exchange::on_header);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, this);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
+}
+
+void exchange::on_done(CURLcode code) {
+  result.code = code;
+  result.elapsed = std::chrono::steady_clock::now() - started;
+  curl_easy_getinfo(easy(), CURLINFO_RESPONSE_CODE, &result.status);
+  if (idle) idle->cancel();
+  if (std::shared_ptr<http_call> c = owner_) c->on_exchange_done(*this);
+}
+
+std::size_t exchange::on_body(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* x = static_cast<exchange*>(user);
+  const std::size_t n = size * count;
+  try {
+    std::shared_ptr<http_call> c = x->owner_;
+    if (!c || c->done()) return 0;
+    if (!x->saw_content_type) {
+      x->saw_content_type = true;
+      long status = 0;
+      curl_easy_getinfo(x->easy(), CURLINFO_RESPONSE_CODE, &status);
+      const char* type = nullptr;
+      curl_easy_getinfo(x->easy(), CURLINFO_CONTENT_TYPE, &type);
+      x->event_stream = x->stream && status >= 200 && status < 300 && type != nullptr &&
+                        istarts_with(trim(type), "text/event-stream");
+      if (x->event_stream) {
+        http_call* call = c.get();
+        x->sse.emplace([call](const detail::sse_event& e) {
+          if (e.type != "message") return true;  // only unnamed events carry chunks
+          return call->on_event(e.data);
+        });
+      }
+    }
+    if (x->result.body.size() + n > x->max_bytes) {
+      x->result.too_large = true;
+      return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+    }
+    c->activity(*x);
+    if (x->event_stream) {
+      x->result.body.resize(x->result.body.size() + n);  // counted, not kept
+      x->sse->feed(std::string_view(data, n));
+    } else {
+      x->result.body.append(data, n);
+    }
+  } catch (...) {  // no exception may cross libcurl's C frames
+    x->result.too_large = true;
+    return 0;
+  }
+  return n;
+}
+
+std::size_t exchange::on_header(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* x = static_cast<exchange*>(user);
+  const std::size_t n = size * count;
+  const std::string_view line(data, n);
+  try {
+    if (istarts_with(line, "HTTP/")) {  // a new response (after 100 Continue, ...): forget earlier headers
+      x->result.retry_after.reset();
+      x->result.retry_after_ms.reset();
+      return n;
+    }
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) return n;
+    const std::string_view name = trim(line.substr(0, colon));
+    const std::string_view value = trim(line.substr(colon + 1));
+    if (iequals(name, "retry-after")) x->result.retry_after = std::string(value);
+    else if (iequals(name, "retry-after-ms")) x->result.retry_after_ms = std::string(value);
+  } catch (...) {
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+struct http_engine::impl {
+  std::shared_ptr<http_shared> s;
+};
+
 http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<impl>()) {
+  impl_->s = std::make_shared<http_shared>();
+  http_shared& s = *impl_->s;
   auto bad = [](const std::string& what) { throw std::invalid_argument("covenant::http_engine: " + what); };
   std::string base(trim(options.base_url));
   if (base.empty()) bad("base_url is empty (the API root, e.g. https://api.openai.com/v1)");
@@ -422,6 +832,8 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
   if (!(options.jitter >= 0.0 && options.jitter <= 1.0)) bad("jitter must be in [0, 1]");
   if (options.max_response_bytes == 0) bad("max_response_bytes must be positive");
   if (options.max_tokens_field.empty()) bad("max_tokens_field is empty");
+  if (options.stream_idle_timeout.count() < 0) bad("stream_idle_timeout must be >= 0");
+  if (options.max_connections < 0 || options.max_host_connections < 0) bad("connection limits must be >= 0");
   bool own_authorization = false;
   for (const auto& [name, value] : options.headers) {
     if (name.empty() || has_crlf(name) || name.find_first_of(": \t") != std::string::npos)
@@ -433,11 +845,11 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
 
   while (!base.empty() && base.back() == '/') base.pop_back();
   if (base.size() >= endpoint_suffix.size() && iequals(std::string_view(base).substr(base.size() - endpoint_suffix.size()), endpoint_suffix))
-    impl_->endpoint = base;
+    s.endpoint = base;
   else
-    impl_->endpoint = base + std::string(endpoint_suffix);
-  impl_->shown_url = safe_url(impl_->endpoint);
-  impl_->user_agent = options.user_agent.empty() ? "covenant/" + std::string(version()) : options.user_agent;
+    s.endpoint = base + std::string(endpoint_suffix);
+  s.shown_url = safe_url(s.endpoint);
+  s.user_agent = options.user_agent.empty() ? "covenant/" + std::string(version()) : options.user_agent;
 
   curl_slist* list = nullptr;
   auto append = [&](const std::string& line) {
@@ -453,14 +865,57 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
   append("Expect:");  // no 100-continue round trip for large bodies
   if (!options.api_key.empty() && !own_authorization) append("Authorization: Bearer " + options.api_key);
   for (const auto& [name, value] : options.headers) append(name + (value.empty() ? ";" : ": " + value));
-  impl_->headers.reset(list);
-  impl_->options = std::move(options);
-  impl_->options.base_url = std::move(base);
+  s.headers.reset(list);
+  s.rt = options.runtime != nullptr ? options.runtime : &runtime::shared();
+  s.loop = std::make_shared<detail::multi_loop>(
+      *s.rt, detail::multi_options{options.max_connections, options.max_host_connections});
+  s.options = std::move(options);
+  s.options.base_url = std::move(base);
 }
 
-http_engine::~http_engine() = default;
+http_engine::~http_engine() {
+  refuse_calls();
+  end_transfers();
+  close();
+}
+
+void http_engine::end_transfers() noexcept {
+  if (impl_ && impl_->s && impl_->s->loop) {
+    std::shared_ptr<http_shared> s = impl_->s;
+    auto stop_all = [s] {
+      s->closed = true;
+      std::vector<std::shared_ptr<http_call>> calls;
+      for (auto& [id, w] : s->calls)
+        if (auto c = w.lock()) calls.push_back(std::move(c));
+      for (auto& c : calls) c->abort(engine_error::cancellation("the engine was destroyed"));
+      s->calls.clear();
+      s->loop->shutdown();
+    };
+    if (s->loop->strand().running_in_this_thread()) {
+      stop_all();
+    } else {
+      std::promise<void> done;
+      std::future<void> finished = done.get_future();
+      asio::post(s->loop->strand(), [&stop_all, &done] {
+        stop_all();
+        done.set_value();
+      });
+      finished.wait();
+    }
+  }
+}
+
 http_engine::http_engine(http_engine&&) noexcept = default;
-http_engine& http_engine::operator=(http_engine&&) noexcept = default;
+
+http_engine& http_engine::operator=(http_engine&& other) noexcept {
+  if (this != &other) {
+    refuse_calls();
+    end_transfers();
+    engine::operator=(std::move(other));
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
 
 http_engine_options http_engine::options_from_env(http_engine_options defaults) {
   auto get = [](const char* name) -> std::optional<std::string> {
@@ -488,12 +943,11 @@ http_engine_options http_engine::options_from_env(http_engine_options defaults) 
 http_engine http_engine::from_env(http_engine_options defaults) {
   return http_engine(options_from_env(std::move(defaults)));
 }
-
-const std::string& http_engine::endpoint() const noexcept { return impl_->endpoint; }
-const http_engine_options& http_engine::options() const noexcept { return impl_->options; }
+const std::string& http_engine::endpoint() const noexcept { return impl_->s->endpoint; }
+const http_engine_options& http_engine::options() const noexcept { return impl_->s->options; }
 
 json::object http_engine::request_body(const chat_request& request) const {
-  const http_engine_options& o = impl_->options;
+  const http_engine_options& o = impl_->s->options;
   json::object body = o.extra_body;
   if (!o.model.empty()) body["model"] = o.model;
   json::array messages;
@@ -516,69 +970,35 @@ json::object http_engine::request_body(const chat_request& request) const {
   return body;
 }
 
-chat_response http_engine::complete(const chat_request& request) {
-  if (!impl_) throw engine_error("http_engine: used after being moved from");
-  const impl& self = *impl_;
-  const http_engine_options& o = self.options;
-  const std::string body = json::serialize(request_body(request));
-  const int attempts = 1 + o.max_retries;
-  const std::string where = "http_engine: POST " + self.shown_url;
-
-  for (int attempt = 1;; ++attempt) {
-    transfer t;
-    {
-      curl_handle h = impl_->acquire();
-      self.perform(h.get(), body, t);
-      impl_->release(std::move(h));
-    }
-    const double ms = std::chrono::duration<double, std::milli>(t.elapsed).count();
-    if (t.code == CURLE_OK) {
-      detail::log().debug("{} -> HTTP {} in {:.1f} ms (attempt {}/{})", where, t.status, ms, attempt, attempts);
-    } else {
-      detail::log().debug("{} -> {} in {:.1f} ms (attempt {}/{})", where, self.curl_reason(t), ms, attempt, attempts);
-    }
-
-    int status = 0;
-    std::string reason;
-    if (t.code != CURLE_OK) {
-      if (t.too_large)
-        throw engine_error(where + ": the response body exceeds max_response_bytes (" +
-                               std::to_string(o.max_response_bytes) + ")",
-                           static_cast<int>(t.status), false);
-      reason = self.curl_reason(t);
-      if (!retryable_curl_code(t.code)) throw engine_error(where + ": " + reason, 0, false);
-    } else {
-      status = static_cast<int>(t.status);
-      if (status >= 200 && status < 300) {
-        try {
-          return detail::parse_chat_completion(t.body);
-        } catch (const engine_error& e) {
-          std::string what = where + ": HTTP " + std::to_string(status) + ", but " + self.safe(e.what());
-          if (std::string_view(e.what()).starts_with("the response body is not JSON"))
-            what += ": \"" + self.safe(one_line(t.body, 80)) + "\"";
-          throw engine_error(what, status, false);
-        }
-      }
-      reason = "HTTP " + std::to_string(status);
-      const std::string server = self.safe(detail::server_error_message(t.body));
-      if (!server.empty()) reason += ": " + server;
-      if (std::find(o.retry_statuses.begin(), o.retry_statuses.end(), status) == o.retry_statuses.end())
-        throw engine_error(where + ": " + reason, status, false);
-    }
-
-    // A transient failure: retry while the budget lasts.
-    if (attempt >= attempts)
-      throw engine_error(where + ": " + reason + " (gave up after " + std::to_string(attempts) +
-                             (attempts == 1 ? " attempt)" : " attempts)"),
-                         status, true);
-    const std::chrono::nanoseconds wait = self.wait_before(attempt, t);
-    detail::log().warn("{} failed ({}); transport retry {}/{} in {:.3f} s", where, reason, attempt, o.max_retries,
-                       std::chrono::duration<double>(wait).count());
-    if (wait.count() > 0) {
-      if (o.sleep) o.sleep(wait);
-      else detail::default_sleep(wait);
-    }
+void http_engine::start(const chat_request& request, std::shared_ptr<reply_receiver> receiver, std::stop_token stop) {
+  if (!impl_ || !impl_->s) {
+    receiver->on_error(engine_error("http_engine: used after being moved from"));
+    return;
   }
+  std::shared_ptr<http_shared> s = impl_->s;
+  std::string body;
+  try {
+    json::object b = request_body(request);
+    if (request.stream) {
+      b["stream"] = true;
+      json::object so;
+      so["include_usage"] = true;
+      b["stream_options"] = std::move(so);
+    }
+    body = json::serialize(b);
+  } catch (const std::exception& e) {
+    receiver->on_error(engine_error(std::string("http_engine: cannot build the request: ") + e.what()));
+    return;
+  }
+  auto call = std::make_shared<http_call>(s, std::move(body), request.stream, std::move(receiver), request.limiter);
+  call->watch(std::move(stop));
+  asio::post(s->loop->strand(), [s, call] {
+    const std::uint64_t id = s->next_call++;
+    s->calls[id] = call;
+    call->begin(id);
+  });
 }
+
+engine_capabilities http_engine::capabilities() const noexcept { return {true, true}; }
 
 }  // namespace covenant

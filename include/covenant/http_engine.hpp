@@ -5,7 +5,7 @@
 //     auto model2 = covenant::http_engine::from_env();   // COVENANT_BASE_URL, _API_KEY, _MODEL
 //     covenant::contract<Summarize> summarize{model};
 //
-// Each complete() is one POST {base_url}/chat/completions with the JSON body
+// Each call is one POST {base_url}/chat/completions (plus transport retries) with the JSON body
 //     {"model", "messages": [{"role", "content"}], "temperature"?, "max_tokens"?, "response_format"?}
 // where response_format = {"type": "json_schema", "json_schema": {"name", "strict": true, "schema"}}
 // is sent when the request carries a response schema and `structured_outputs` is on. The reply's
@@ -28,13 +28,26 @@
 // and logs lose their query string and user-info. Logging goes to the "covenant" spdlog logger:
 // debug for each request (method, URL, status, latency, attempt), warn for each transport retry.
 //
-// Thread-safe: complete() may be called from many threads at once (curl handles are pooled and
-// keep their connections alive between calls).
+// Asynchronous and streaming (docs/engines.md): every transfer of an engine runs on one libcurl
+// multi handle driven by the runtime's I/O loop (no thread per call), reusing connections and
+// multiplexing over HTTP/2 when the server offers it. A request with `stream` set sends
+// "stream": true and "stream_options": {"include_usage": true} and reads the Server-Sent Events
+// reply: each choices[0].delta.content goes to the receiver as it arrives, then the whole reply
+// with its finish reason and usage. Transport retries happen only before the first content byte;
+// after it, a broken or silent stream (stream_idle_timeout) hands over the text so far as cut off.
+// A stream that ends without [DONE] and without a finish reason is cut off too. A stop request
+// aborts the transfer at once. The receiver is called on the I/O loop's thread.
+//
+// Destruction with calls in flight: their transfers are aborted and each ends with a cancellation
+// ("the engine was destroyed"); the destructor waits for the I/O loop to let go of the engine, so
+// it must not be called while the runtime's loop is not running. Thread-safe: start()/complete()
+// may be called from many threads at once.
 #pragma once
 
 #include <boost/json/object.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -46,6 +59,16 @@
 #include "covenant/engine.hpp"
 
 namespace covenant {
+
+class runtime;
+
+/// Which HTTP version the engine asks for.
+enum class http_version : std::uint8_t {
+  automatic,              ///< libcurl's choice: HTTP/2 over TLS when the server offers it (ALPN), else HTTP/1.1
+  http1_1,                ///< HTTP/1.1 only
+  http2,                  ///< HTTP/2 over TLS when offered, HTTP/1.1 otherwise (the same as automatic today)
+  http2_prior_knowledge,  ///< HTTP/2 without negotiation (h2c on plain http://, for servers known to speak it)
+};
 
 struct http_engine_options {
   /// API root, e.g. "https://api.openai.com/v1" or "http://localhost:8080/v1" (a trailing slash is
@@ -83,7 +106,20 @@ struct http_engine_options {
   boost::json::object extra_body{};
   /// Largest accepted response body; a larger one fails the call (not retried).
   std::size_t max_response_bytes = 64u * 1024u * 1024u;
-  /// Injectable for tests: sleeps between transport attempts (default std::this_thread::sleep_for).
+  /// Streamed replies: the longest silence between two pieces of data before the transfer is
+  /// given up (0: none; request_timeout still bounds the whole exchange). Before the first
+  /// content it is a transport failure and retried; after it, what arrived is handed over as cut off.
+  std::chrono::milliseconds stream_idle_timeout{60'000};
+  /// The HTTP version asked for; requests to one host share connections, and with HTTP/2 they
+  /// are multiplexed over one connection.
+  covenant::http_version http_version = covenant::http_version::automatic;
+  /// Most connections open at once, in all and per host (0: no limit); further transfers wait.
+  long max_connections = 0;
+  long max_host_connections = 0;
+  /// The runtime whose I/O loop runs the transfers (null: runtime::shared()).
+  covenant::runtime* runtime = nullptr;
+  /// Injectable for tests: called instead of waiting between transport attempts (by default the
+  /// wait is a timer on the runtime's I/O loop).
   std::function<void(std::chrono::nanoseconds)> sleep{};
   /// Injectable for tests: uniform draws in [0, 1) for jitter (default: a per-thread generator).
   std::function<double()> random{};
@@ -112,8 +148,12 @@ class http_engine final : public engine {
   /// http_engine(options_from_env(defaults)).
   static http_engine from_env(http_engine_options defaults = {});
 
-  /// One chat completion, with transport retries. Throws engine_error.
-  chat_response complete(const chat_request& request) override;
+  /// One chat completion, whole or streamed (request.stream), with transport retries; returns at
+  /// once. The transfer runs on the runtime's I/O loop; the receiver is called on that loop's
+  /// thread. complete() (inherited) waits for it.
+  void start(const chat_request& request, std::shared_ptr<reply_receiver> receiver, std::stop_token stop) override;
+  /// Asynchronous and streaming.
+  [[nodiscard]] engine_capabilities capabilities() const noexcept override;
 
   /// The JSON body complete() sends for `request`.
   [[nodiscard]] boost::json::object request_body(const chat_request& request) const;
@@ -123,6 +163,7 @@ class http_engine final : public engine {
   [[nodiscard]] const http_engine_options& options() const noexcept;
 
  private:
+  void end_transfers() noexcept;
   struct impl;
   std::unique_ptr<impl> impl_;
 };
@@ -141,6 +182,17 @@ chat_response parse_chat_completion(std::string_view body);
 /// The server's error message from an error response body (error.message of an OpenAI-style error
 /// object, else the body as text): one line, trimmed, elided past `max_chars`.
 std::string server_error_message(std::string_view body, std::size_t max_chars = 300);
+
+/// One streamed chunk (an SSE event's data) of a Chat Completions stream.
+struct stream_chunk {
+  std::string content;                       ///< choices[0].delta.content ("" when none)
+  std::optional<std::string> finish_reason;  ///< choices[0].finish_reason when not null
+  std::optional<covenant::usage> usage;      ///< usage, when the chunk has it
+  std::string model;
+  std::optional<std::string> error;          ///< the server's message of an {"error": ...} chunk
+  bool malformed = false;                    ///< not a JSON object
+};
+stream_chunk parse_stream_chunk(std::string_view data);
 
 }  // namespace detail
 

@@ -1,0 +1,210 @@
+// libcurl's multi interface on a runtime's Boost.Asio loop (socket and timer callbacks).
+#include "http_transport.hpp"
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <new>
+#include <vector>
+
+#include "log.hpp"
+
+namespace covenant::detail {
+
+namespace asio = boost::asio;
+
+http_transfer::http_transfer() : easy_(curl_easy_init()) {
+  if (easy_ == nullptr) throw std::bad_alloc();
+}
+
+http_transfer::~http_transfer() { curl_easy_cleanup(easy_); }
+
+multi_loop::multi_loop(runtime& rt, const multi_options& options)
+    : rt_(&rt),
+      io_(&rt.io_context()),
+      strand_(&runtime_access::strand(rt)),
+      multi_(curl_multi_init()),
+      timer_(rt.io_context()) {
+  if (multi_ == nullptr) throw std::bad_alloc();
+  curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &multi_loop::on_socket);
+  curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
+  curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &multi_loop::on_timer);
+  curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
+  curl_multi_setopt(multi_, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+  if (options.max_connections > 0) curl_multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, options.max_connections);
+  if (options.max_host_connections > 0)
+    curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, options.max_host_connections);
+}
+
+multi_loop::~multi_loop() {
+  // shutdown() ran on the strand before the last owner let go; nothing may call curl here.
+  if (multi_ != nullptr) {
+    for (auto& [easy, t] : transfers_) curl_multi_remove_handle(multi_, easy);
+    transfers_.clear();
+    curl_multi_cleanup(multi_);
+    multi_ = nullptr;
+  }
+  for (auto& [fd, s] : sockets_) {
+    boost::system::error_code ignored;
+    s.descriptor->close(ignored);
+  }
+}
+
+void multi_loop::add(const std::shared_ptr<http_transfer>& t) {
+  if (multi_ == nullptr) {
+    t->on_done(CURLE_ABORTED_BY_CALLBACK);
+    return;
+  }
+  CURL* e = t->easy();
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, &multi_loop::open_socket);
+  curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, this);
+  curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &multi_loop::close_socket);
+  curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, this);
+  transfers_[e] = t;
+  const CURLMcode rc = curl_multi_add_handle(multi_, e);
+  if (rc != CURLM_OK) {
+    transfers_.erase(e);
+    log_error("http_engine: curl_multi_add_handle failed: {}", curl_multi_strerror(rc));
+    t->on_done(CURLE_FAILED_INIT);
+  }
+}
+
+void multi_loop::remove(http_transfer& t) {
+  auto it = transfers_.find(t.easy());
+  if (it == transfers_.end()) return;
+  std::shared_ptr<http_transfer> keep = it->second;  // alive until curl is done with its handle
+  transfers_.erase(it);
+  if (multi_ != nullptr) curl_multi_remove_handle(multi_, t.easy());
+}
+
+void multi_loop::shutdown() {
+  if (multi_ == nullptr) return;
+  std::vector<std::shared_ptr<http_transfer>> keep;
+  for (auto& [easy, t] : transfers_) {
+    curl_multi_remove_handle(multi_, easy);
+    keep.push_back(t);
+  }
+  transfers_.clear();
+  timer_.cancel();
+  curl_multi_cleanup(multi_);  // closes the cached connections through close_socket
+  multi_ = nullptr;
+  for (auto& [fd, s] : sockets_) {
+    boost::system::error_code ignored;
+    s.descriptor->close(ignored);
+  }
+  sockets_.clear();
+}
+
+curl_socket_t multi_loop::open_socket(void* clientp, curlsocktype purpose, curl_sockaddr* address) {
+  auto* self = static_cast<multi_loop*>(clientp);
+  if (purpose != CURLSOCKTYPE_IPCXN) return CURL_SOCKET_BAD;
+  const int fd = ::socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+  if (fd < 0) return CURL_SOCKET_BAD;
+  try {
+    socket_state s;
+    s.descriptor = std::make_unique<asio::posix::stream_descriptor>(*self->io_, fd);
+    s.generation = self->next_generation_++;
+    self->sockets_[fd] = std::move(s);
+  } catch (...) {
+    ::close(fd);
+    return CURL_SOCKET_BAD;
+  }
+  return fd;
+}
+
+int multi_loop::close_socket(void* clientp, curl_socket_t fd) {
+  auto* self = static_cast<multi_loop*>(clientp);
+  auto it = self->sockets_.find(fd);
+  if (it == self->sockets_.end()) return ::close(fd);
+  boost::system::error_code ec;
+  it->second.descriptor->close(ec);  // pending waits complete as aborted and find no socket
+  self->sockets_.erase(it);
+  return ec ? -1 : 0;
+}
+
+int multi_loop::on_socket(CURL*, curl_socket_t fd, int what, void* userp, void*) {
+  auto* self = static_cast<multi_loop*>(userp);
+  auto it = self->sockets_.find(fd);
+  if (it == self->sockets_.end()) return 0;  // not one of ours (never opened through open_socket)
+  it->second.wanted = what == CURL_POLL_REMOVE ? 0 : what;
+  self->arm(fd, it->second);
+  return 0;
+}
+
+void multi_loop::arm(curl_socket_t fd, socket_state& s) {
+  std::weak_ptr<multi_loop> weak = weak_from_this();
+  const std::uint64_t gen = s.generation;
+  if ((s.wanted & CURL_POLL_IN) != 0 && !s.reading) {
+    s.reading = true;
+    s.descriptor->async_wait(asio::posix::stream_descriptor::wait_read,
+                             asio::bind_executor(*strand_, [weak, fd, gen](const boost::system::error_code& ec) {
+                               if (auto self = weak.lock()) self->on_ready(fd, gen, CURL_CSELECT_IN, ec);
+                             }));
+  }
+  if ((s.wanted & CURL_POLL_OUT) != 0 && !s.writing) {
+    s.writing = true;
+    s.descriptor->async_wait(asio::posix::stream_descriptor::wait_write,
+                             asio::bind_executor(*strand_, [weak, fd, gen](const boost::system::error_code& ec) {
+                               if (auto self = weak.lock()) self->on_ready(fd, gen, CURL_CSELECT_OUT, ec);
+                             }));
+  }
+}
+
+void multi_loop::on_ready(curl_socket_t fd, std::uint64_t generation, int flag, const boost::system::error_code& ec) {
+  auto it = sockets_.find(fd);
+  if (it == sockets_.end() || it->second.generation != generation) return;  // closed (and maybe reused)
+  (flag == CURL_CSELECT_IN ? it->second.reading : it->second.writing) = false;
+  if (ec || multi_ == nullptr) return;
+  const int wanted = flag == CURL_CSELECT_IN ? CURL_POLL_IN : CURL_POLL_OUT;
+  if ((it->second.wanted & wanted) == 0) return;  // curl lost interest meanwhile
+  int running = 0;
+  curl_multi_socket_action(multi_, fd, flag, &running);
+  check_done();
+  it = sockets_.find(fd);
+  if (it != sockets_.end() && it->second.generation == generation) arm(fd, it->second);
+}
+
+int multi_loop::on_timer(CURLM*, long timeout_ms, void* userp) {
+  auto* self = static_cast<multi_loop*>(userp);
+  if (timeout_ms < 0) {
+    self->timer_.cancel();
+    return 0;
+  }
+  self->timer_.expires_after(std::chrono::milliseconds(timeout_ms));
+  std::weak_ptr<multi_loop> weak = self->weak_from_this();
+  self->timer_.async_wait(asio::bind_executor(*self->strand_, [weak](const boost::system::error_code& ec) {
+    if (ec) return;
+    if (auto s = weak.lock()) s->on_timeout();
+  }));
+  return 0;
+}
+
+void multi_loop::on_timeout() {
+  if (multi_ == nullptr) return;
+  int running = 0;
+  curl_multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
+  check_done();
+}
+
+void multi_loop::check_done() {
+  if (multi_ == nullptr) return;
+  int left = 0;
+  while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+    if (m->msg != CURLMSG_DONE) continue;
+    CURL* easy = m->easy_handle;
+    const CURLcode code = m->data.result;
+    auto it = transfers_.find(easy);
+    if (it == transfers_.end()) continue;
+    std::shared_ptr<http_transfer> t = std::move(it->second);
+    transfers_.erase(it);
+    curl_multi_remove_handle(multi_, easy);
+    t->on_done(code);  // may start new transfers (a retry): fine outside curl's callbacks
+    if (multi_ == nullptr) return;
+  }
+}
+
+}  // namespace covenant::detail
