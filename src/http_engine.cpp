@@ -497,7 +497,11 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     std::string reason;
     const bool ok_status = r.code == CURLE_OK && r.status >= 200 && r.status < 300;
     if (x.stream && x.event_stream && (ok_status || content_started_)) {
-      if (x.sse) x.sse->finish();
+      if (x.sse && !x.sse->stopped()) {
+        x.sse->finish();
+        // Some servers (llama.cpp) end with "data: [DONE]" and no empty line after it.
+        if (x.sse->unfinished_data() == "[DONE]") stream_done_ = true;
+      }
       // After the first content byte nothing is retried: what arrived goes to the contract.
       if (stream_done_ || !finish_reason_.empty()) {
         if (!stream_error_.empty() && !content_started_) {
@@ -718,7 +722,11 @@ exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const 
   if (!want_stream) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+  // Wait for a connection that may multiplex (HTTP/2) rather than open another one; only where
+  // HTTP/2 is possible: on plain http:// curl would wait for a first response before connecting again.
+  if (s.options.http_version == http_version::http2_prior_knowledge ||
+      (s.options.http_version != http_version::http1_1 && istarts_with(s.endpoint, "https://")))
+    curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
   switch (s.options.http_version) {
     case http_version::automatic: break;
     case http_version::http1_1: curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1)); break;

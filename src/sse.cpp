@@ -66,7 +66,13 @@ bool sse_parser::finish() {
     held.swap(line_);
     if (held != bom.substr(0, held.size())) feed(held);
   }
-  const bool left = incomplete();
+  if (!line_.empty() && !stopped_) {  // an unfinished last line still counts as a line of the event
+    std::string last;
+    last.swap(line_);
+    line(last);
+  }
+  const bool left = incomplete() || has_data_;
+  unfinished_ = has_data_ ? data_ : std::string();
   line_.clear();
   data_.clear();
   type_.clear();

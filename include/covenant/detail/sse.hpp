@@ -35,8 +35,12 @@ class sse_parser {
 
   /// Feeds the next bytes of the stream.
   void feed(std::string_view bytes);
-  /// The stream ended. Returns whether an event was left incomplete (not dispatched).
+  /// The stream ended. Returns whether an event was left incomplete (not dispatched); its data
+  /// (an unfinished last line included) stays readable through unfinished_data().
   bool finish();
+  /// The data of the event the stream ended in without dispatching it (after finish()): some
+  /// servers end with "data: [DONE]" and no empty line after it.
+  [[nodiscard]] const std::string& unfinished_data() const noexcept { return unfinished_; }
 
   /// An event was started but not yet dispatched (or the last line is not finished).
   [[nodiscard]] bool incomplete() const noexcept { return !line_.empty() || has_data_ || saw_field_; }
@@ -56,6 +60,7 @@ class sse_parser {
   std::string data_;
   std::string type_;
   std::string last_id_;
+  std::string unfinished_;
   std::optional<std::uint64_t> retry_;
   bool has_data_ = false;   // a data field was seen in the current event
   bool saw_field_ = false;  // any field was seen in the current event

@@ -1,0 +1,83 @@
+// An event-driven HTTP/1.1 server on 127.0.0.1 for the tests and benchmarks (Boost.Beast on one
+// Asio thread): each request is answered as a plan says - after a delay, with a status and
+// headers, a whole body, or a chunked stream written piece by piece with delays between pieces,
+// a hang, or a connection closed mid-stream - and everything is counted: requests, their arrival
+// times, connections, pieces sent, and whether the client went away before the end.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace covenant_test {
+
+/// How to answer one request.
+struct response_plan {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;  ///< extra headers (Retry-After, ...)
+  std::string body;                                          ///< the whole body (when `chunks` is empty)
+  std::chrono::milliseconds delay{0};                        ///< before anything is sent
+  std::vector<std::string> chunks;                           ///< a chunked body, written piece by piece
+  std::chrono::milliseconds chunk_delay{0};                  ///< between two pieces
+  bool close_mid_stream = false;  ///< after the pieces, close the connection without ending the body
+  bool hang = false;              ///< never answer (until the client goes away)
+  bool close_at_once = false;     ///< close the connection without any answer
+};
+
+/// A request as the server saw it.
+struct received_request {
+  std::string method;
+  std::string target;
+  std::map<std::string, std::string> headers;  ///< names in lower case
+  std::string body;
+  std::chrono::steady_clock::time_point at;
+};
+
+/// An SSE body in the OpenAI chunk format, one piece per event: the role-only first delta, each
+/// piece of `text` as a content delta, the finish reason, a usage-only chunk and [DONE].
+std::vector<std::string> openai_stream(const std::vector<std::string>& pieces, const std::string& finish = "stop",
+                                       int prompt_tokens = 10, int completion_tokens = 5);
+/// A non-streamed chat completion with `content`.
+std::string openai_completion(const std::string& content, int prompt_tokens = 10, int completion_tokens = 5,
+                              const std::string& finish = "stop");
+
+class loopback_server {
+ public:
+  using handler = std::function<response_plan(const received_request&, std::size_t index)>;
+
+  /// Listens on 127.0.0.1 (a free port) and answers each request with `h(request, index)`,
+  /// called on the server's thread.
+  explicit loopback_server(handler h);
+  ~loopback_server();
+  loopback_server(const loopback_server&) = delete;
+  loopback_server& operator=(const loopback_server&) = delete;
+
+  [[nodiscard]] unsigned short port() const noexcept;
+  /// http://127.0.0.1:<port>/v1
+  [[nodiscard]] std::string base_url() const;
+
+  [[nodiscard]] std::size_t requests() const;
+  [[nodiscard]] received_request request(std::size_t i) const;
+  [[nodiscard]] std::size_t connections() const;
+  /// Pieces of the i-th request's chunked body written so far.
+  [[nodiscard]] std::size_t chunks_sent(std::size_t i) const;
+  /// Bytes of the i-th request's body written so far.
+  [[nodiscard]] std::size_t bytes_sent(std::size_t i) const;
+  /// The client closed the i-th request's connection before its answer was complete.
+  [[nodiscard]] bool client_left_early(std::size_t i) const;
+  /// Waits until `n` requests arrived or `timeout` passed; returns whether they did.
+  bool wait_for_requests(std::size_t n, std::chrono::milliseconds timeout) const;
+
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace covenant_test
