@@ -451,7 +451,14 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
     std::uint64_t id = 0;
     std::string text{};
     std::optional<chat_response> reply{};
-    std::optional<engine_error> error{};
+    /// kind::error: the engine's failure, as plain values (an exception object is not handed
+    /// between threads: its message buffer is shared by reference count).
+    struct failure {
+      std::string what;
+      int status = 0;
+      bool cancelled = false;
+    };
+    std::optional<failure> error{};
     stage why = stage::none;
   };
 
@@ -504,7 +511,8 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
     }
     void on_error(const engine_error& error) noexcept override {
       try {
-        driver_->enqueue(event{event::kind::error, id_, {}, {}, error});
+        driver_->enqueue(
+            event{event::kind::error, id_, {}, {}, event::failure{std::string(error.what()), error.status(), error.cancelled()}});
       } catch (...) {
         log_error("contract: out of memory queueing an engine error (dropped)");
       }
@@ -583,12 +591,12 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
         return handle(phase_->on_reply(std::move(*e.reply)));
       case event::kind::error:
         if (state_ != state::attempt || e.id != attempt_id_) return;
-        if (e.error->cancelled()) {
+        if (e.error->cancelled) {
           if (auto why = stop_now()) return stop(*why, {});
-          return stop(stage::cancelled, e.error->what());  // the engine stopped on its own (destroyed)
+          return stop(stage::cancelled, e.error->what);  // the engine stopped on its own (destroyed)
         }
         state_ = state::idle;
-        return handle(phase_->on_engine_error(e.error->what(), e.error->status()));
+        return handle(phase_->on_engine_error(e.error->what, e.error->status));
     }
   }
 

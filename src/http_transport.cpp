@@ -24,8 +24,7 @@ http_transfer::http_transfer() : easy_(curl_easy_init()) {
 http_transfer::~http_transfer() { curl_easy_cleanup(easy_); }
 
 multi_loop::multi_loop(runtime& rt, const multi_options& options)
-    : rt_(&rt),
-      io_(&rt.io_context()),
+    : io_(&rt.io_context()),
       strand_(&runtime_access::strand(rt)),
       multi_(curl_multi_init()),
       timer_(rt.io_context()) {

@@ -80,7 +80,7 @@ class multi_loop : public std::enable_shared_from_this<multi_loop> {
   void on_timeout();
   void check_done();
 
-  runtime* rt_;
+
   boost::asio::io_context* io_;
   io_strand* strand_;
   CURLM* multi_ = nullptr;
