@@ -1,0 +1,309 @@
+// Partial results while a reply streams: what is shown when, states by path, "changed" only on a
+// change, any chunking giving the one-shot result, violations that justify an early stop (and the
+// ones that must not), prose and fences before the value, the lenient fallback, runtime schemas.
+#include <covenant/decode.hpp>
+#include <covenant/detail/stream_reader.hpp>
+#include <covenant/describe.hpp>
+#include <covenant/dynamic.hpp>
+#include <covenant/schema_file.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../examples/models/final_answer.hpp"
+
+namespace stream_test {
+
+enum class Priority { low, high };
+
+struct Step {
+  std::string title;
+  int minutes = 0;
+};
+
+struct Plan {
+  std::string summary;
+  Priority priority = Priority::low;
+  double confidence = 0;
+  std::vector<Step> steps;
+  std::optional<std::string> note;
+};
+
+}  // namespace stream_test
+
+template <>
+struct covenant::describe<stream_test::Plan> {
+  static constexpr auto fields = covenant::fields<stream_test::Plan>(
+      covenant::field<&stream_test::Plan::summary>("Summary.", covenant::max_length{40}),
+      covenant::field<&stream_test::Plan::confidence>("Confidence.", covenant::range{0.0, 1.0}),
+      covenant::field<&stream_test::Plan::steps>("Steps.", covenant::item_count{1, 3}));
+};
+
+template <>
+struct covenant::describe<stream_test::Step> {
+  static constexpr auto fields = covenant::fields<stream_test::Step>(
+      covenant::field<&stream_test::Step::minutes>("Minutes.", covenant::range{1, 120}));
+};
+
+namespace {
+
+using covenant::value_state;
+using covenant::detail::stream_reader;
+using stream_test::Plan;
+using stream_test::Priority;
+
+const std::string plan_json =
+    R"({"summary": "Fix the printer", "priority": "high", "confidence": 0.75, )"
+    R"("steps": [{"title": "Unplug it", "minutes": 2}, {"title": "Plug it in again", "minutes": 1}], "note": null})";
+
+std::string read_sample(const std::string& name) {
+  std::ifstream in(std::string(COVENANT_SHARED_DIR) + "/bench/python/samples/" + name);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+template <class T>
+stream_reader<T> make_reader(covenant::strictness level = covenant::strictness::coerce) {
+  return stream_reader<T>(covenant::decode_options{}, level);
+}
+
+TEST(StreamReader, WhatIsShownAsTheReplyGrows) {
+  auto r = make_reader<Plan>();
+  EXPECT_EQ(r.view().state(), value_state::absent);
+  EXPECT_TRUE(r.feed(R"({"summary": "Fix)"));
+  EXPECT_EQ(r.view().value().summary, "Fix");  // strings grow
+  EXPECT_EQ(r.view().state(), value_state::streaming);
+  EXPECT_EQ(r.view().state("summary"), value_state::streaming);
+  EXPECT_EQ(r.view().state<&Plan::confidence>(), value_state::absent);
+  EXPECT_TRUE(r.feed(R"( the printer", "priority": "hi)"));
+  EXPECT_EQ(r.view().value().summary, "Fix the printer");
+  EXPECT_EQ(r.view().state<&Plan::summary>(), value_state::complete);
+  EXPECT_EQ(r.view().value().priority, Priority::low);  // an enum only once its string is finished
+  EXPECT_EQ(r.view().state("priority"), value_state::streaming);
+  EXPECT_TRUE(r.feed(R"(gh", "confidence": 0.7)"));
+  EXPECT_EQ(r.view().value().priority, Priority::high);
+  EXPECT_EQ(r.view().value().confidence, 0.0);  // a number only once finished (0.7 may become 0.75)
+  EXPECT_TRUE(r.feed(R"(5, "steps": [{"title": "Unplug)"));
+  EXPECT_EQ(r.view().value().confidence, 0.75);
+  ASSERT_EQ(r.view().value().steps.size(), 1u);
+  EXPECT_EQ(r.view().value().steps[0].title, "Unplug");
+  EXPECT_EQ(r.view().items("steps"), 1u);
+  EXPECT_EQ(r.view().complete_items("steps"), 0u);
+  EXPECT_EQ(r.view().state("steps[0].title"), value_state::streaming);
+  EXPECT_EQ(r.view().state("steps[0].minutes"), value_state::absent);
+  EXPECT_TRUE(r.feed(R"( it", "minutes": 2}, )"));
+  EXPECT_EQ(r.view().complete_items("steps"), 1u);
+  EXPECT_EQ(r.view().state("steps[0]"), value_state::complete);
+  EXPECT_FALSE(r.feed("   \n  "));  // nothing new to show
+  EXPECT_TRUE(r.feed(R"({"title": "Plug it in again", "minutes": 1}], "note": null})"));
+  EXPECT_EQ(r.view().state(), value_state::complete);
+  EXPECT_FALSE(r.view().value().note.has_value());
+  EXPECT_TRUE(r.violations().empty());
+  EXPECT_FALSE(r.lenient());
+}
+
+TEST(StreamReader, AnyChunkingGivesTheOneShotValue) {
+  const Plan whole = *covenant::decode<Plan>(plan_json).value;
+  for (std::size_t cut = 1; cut < plan_json.size(); ++cut) {
+    auto r = make_reader<Plan>();
+    r.feed(std::string_view(plan_json).substr(0, cut));
+    r.feed(std::string_view(plan_json).substr(cut));
+    const Plan& got = r.view().value();
+    ASSERT_EQ(got.summary, whole.summary) << cut;
+    EXPECT_EQ(got.priority, whole.priority) << cut;
+    EXPECT_EQ(got.confidence, whole.confidence) << cut;
+    ASSERT_EQ(got.steps.size(), 2u) << cut;
+    EXPECT_EQ(got.steps[1].title, "Plug it in again") << cut;
+    EXPECT_EQ(r.view().state(), value_state::complete) << cut;
+  }
+}
+
+TEST(StreamReader, TheLargeSampleInManyChunksEqualsDecode) {
+  const std::string text = read_sample("large_final_answer.json");
+  if (text.empty()) GTEST_SKIP() << "../shared/bench/python/samples is absent";
+  const auto whole = covenant::decode<models::FinalAnswer>(text);
+  ASSERT_TRUE(whole.ok());
+  std::mt19937 rng(11);
+  for (int round = 0; round < 20; ++round) {
+    auto r = make_reader<models::FinalAnswer>();
+    std::size_t at = 0;
+    int changes = 0;
+    while (at < text.size()) {
+      const std::size_t n = 1 + rng() % (round < 10 ? 8 : 200);
+      changes += r.feed(std::string_view(text).substr(at, n)) ? 1 : 0;
+      at += n;
+    }
+    const models::FinalAnswer& got = r.view().value();
+    EXPECT_EQ(got.answer, whole.value->answer);
+    EXPECT_EQ(got.sources, whole.value->sources);
+    EXPECT_EQ(got.reasoning, whole.value->reasoning);
+    EXPECT_EQ(got.confidence, whole.value->confidence);
+    ASSERT_TRUE(got.metadata.has_value());
+    EXPECT_EQ(got.metadata->token_usage->input_tokens, whole.value->metadata->token_usage->input_tokens);
+    EXPECT_EQ(r.view().state(), value_state::complete);
+    EXPECT_EQ(r.view().complete_items("sources"), whole.value->sources.size());
+    EXPECT_GT(changes, 0);
+    EXPECT_TRUE(r.violations().empty());
+  }
+}
+
+TEST(StreamReader, SplitsInsideUtf8AndEscapes) {
+  const std::string text = R"({"summary": "caf\u00e9 \"ok\" )" "\xE2\x82\xAC" R"(", "steps": [{"title": "x", "minutes": 3}]})";
+  for (std::size_t cut = 1; cut < text.size(); ++cut) {
+    auto r = make_reader<Plan>();
+    r.feed(std::string_view(text).substr(0, cut));
+    r.feed(std::string_view(text).substr(cut));
+    EXPECT_EQ(r.view().value().summary, "caf\xC3\xA9 \"ok\" \xE2\x82\xAC") << cut;
+  }
+}
+
+TEST(StreamReader, AFinishedValueOutOfBoundsIsAViolationExactlyAsDecoded) {
+  const std::string text = R"({"summary": "ok", "priority": "low", "confidence": 1.5, "steps": [)";
+  auto r = make_reader<Plan>();
+  r.feed(text);
+  ASSERT_EQ(r.violations().size(), 1u);
+  // The same issue the final decoder reports for that value.
+  const auto full = covenant::decode<Plan>(text + R"({"title": "a", "minutes": 5}]})");
+  ASSERT_FALSE(full.issues.empty());
+  EXPECT_EQ(r.violations()[0], full.issues[0]);
+  EXPECT_EQ(r.violations()[0].to_string(), "confidence: must be <= 1 (got 1.5)");
+}
+
+TEST(StreamReader, NestedViolationsCarryTheirPath) {
+  auto r = make_reader<Plan>();
+  r.feed(R"({"summary": "ok", "steps": [{"title": "a", "minutes": 5}, {"title": "b", "minutes": 500}, )");
+  ASSERT_EQ(r.violations().size(), 1u);
+  EXPECT_EQ(r.violations()[0].path.to_string(), "steps[1].minutes");
+}
+
+TEST(StreamReader, AStringLongerThanItsMaximumStopsWhileStillBeingWritten) {
+  auto r = make_reader<Plan>();
+  r.feed(R"({"summary": ")" + std::string(39, 'a'));
+  EXPECT_TRUE(r.violations().empty());
+  r.feed("bb");
+  ASSERT_EQ(r.violations().size(), 1u);
+  EXPECT_EQ(r.violations()[0].path.to_string(), "summary");
+  EXPECT_THAT(r.violations()[0].message, ::testing::HasSubstr("at most 40"));
+}
+
+TEST(StreamReader, AListLongerThanItsMaximumStopsAtTheExtraElement) {
+  auto r = make_reader<Plan>();
+  r.feed(R"({"summary": "ok", "steps": [{"title": "a", "minutes": 1}, {"title": "b", "minutes": 1}, )"
+         R"({"title": "c", "minutes": 1}, )");
+  EXPECT_TRUE(r.violations().empty());
+  r.feed(R"({"ti)");
+  ASSERT_EQ(r.violations().size(), 1u);
+  EXPECT_EQ(r.violations()[0].path.to_string(), "steps");
+  EXPECT_EQ(r.violations()[0].code, covenant::issue_code::constraint_violation);
+}
+
+TEST(StreamReader, WhatTheFinalReaderMayStillAcceptIsNeverAViolation) {
+  // Coercible values, missing fields, too few items, unfinished values, unknown keys.
+  const std::vector<std::string> fine = {
+      R"({"confidence": "0.9", "summary": "ok"})",           // a number as a string (coerce)
+      R"({"priority": "HIGH", "summary": "ok"})",            // an enum spelling (coerce)
+      R"({"steps": [], "summary": "ok"})",                   // too few items: only the end decides
+      R"({"summary": "ok", "unknown": {"deep": [1, 2]}})",   // unknown key
+      R"({"confidence": 0.5)",                               // unfinished
+      R"({"summary": 42, "confidence": true})",              // wrong types: the final reader decides
+  };
+  for (const std::string& text : fine) {
+    auto r = make_reader<Plan>();
+    r.feed(text);
+    EXPECT_TRUE(r.violations().empty()) << text << ": " << (r.violations().empty() ? "" : r.violations()[0].to_string());
+  }
+  // The same enum spelling at the strict level cannot be read: it is a violation there.
+  auto strict = make_reader<Plan>(covenant::strictness::strict);
+  strict.feed(R"({"priority": "HIGH", )");
+  EXPECT_EQ(strict.violations().size(), 1u);
+}
+
+TEST(StreamReader, ProseAndAFenceBeforeTheValueAreSkipped) {
+  auto r = make_reader<Plan>();
+  r.feed("Sure! Here is the plan:\n```json\n");
+  EXPECT_EQ(r.view().state(), value_state::absent);
+  r.feed(R"({"summary": "ok", "steps": [{"title": "t", "minutes": 4}]})");
+  r.feed("\n```\nHope this helps!");
+  EXPECT_EQ(r.view().value().summary, "ok");
+  EXPECT_EQ(r.view().state(), value_state::complete);
+  EXPECT_FALSE(r.lenient());
+}
+
+TEST(StreamReader, TextThatIsNotJsonFallsBackToTheLenientReaderWithoutViolations) {
+  auto r = make_reader<Plan>();
+  r.feed(R"({'summary': 'single quotes', 'confidence': 7, 'steps': [{'title': 'x', )");
+  EXPECT_TRUE(r.lenient());
+  EXPECT_EQ(r.view().value().summary, "single quotes");
+  EXPECT_TRUE(r.violations().empty());  // the fallback never stops a stream
+  r.feed("'minutes': 1}]");
+  for (int i = 0; i < 50; ++i) r.feed(" ");  // re-read only as the text grows by half
+  EXPECT_EQ(r.view().value().steps.size(), 1u);
+  EXPECT_EQ(r.view().value().steps[0].minutes, 1);
+}
+
+TEST(StreamReader, ResetStartsAFreshReply) {
+  auto r = make_reader<Plan>();
+  r.feed(R"({"summary": "first", "confidence": 3})");
+  EXPECT_FALSE(r.violations().empty());
+  r.reset();
+  EXPECT_TRUE(r.violations().empty());
+  EXPECT_EQ(r.view().state(), value_state::absent);
+  EXPECT_EQ(r.view().value().summary, "");
+  r.feed(R"({"summary": "second"})");
+  EXPECT_EQ(r.view().value().summary, "second");
+  EXPECT_EQ(r.text(), R"({"summary": "second"})");
+}
+
+TEST(DynamicStreamReader, SchemaFileWithStreamAttributes) {
+  const auto set = covenant::schema_set::parse(R"(
+enum Tone {
+  CALM
+  URGENT
+}
+class Reply {
+  text string
+  code string @stream.done
+  tone Tone
+  score float @assert({{ this <= 1 }})
+  tags string[]
+}
+)");
+  const covenant::schema::model m = set.model("Reply");
+  covenant::detail::dynamic_stream_reader r(m, {}, covenant::strictness::coerce);
+  r.feed(R"({"text": "Hel)");
+  EXPECT_EQ(r.view().value().at("text"), "Hel");
+  r.feed(R"(lo", "code": "AB)");
+  EXPECT_FALSE(r.view().value().as_object().contains("code") && !r.view().value().at("code").is_null());
+  EXPECT_EQ(r.view().state("code"), value_state::streaming);
+  r.feed(R"(C", "tone": "URG)");
+  EXPECT_EQ(r.view().value().at("code"), "ABC");
+  r.feed(R"(ENT", "tags": ["a", "b)");
+  EXPECT_EQ(r.view().value().at("tone"), "URGENT");
+  EXPECT_EQ(r.view().items("tags"), 2u);
+  EXPECT_EQ(r.view().complete_items("tags"), 1u);
+  EXPECT_TRUE(r.violations().empty());
+  r.feed(R"("], "score": 2})");
+  ASSERT_EQ(r.violations().size(), 1u);
+  EXPECT_EQ(r.violations()[0].path.to_string(), "score");
+  EXPECT_EQ(r.view().state(), value_state::complete);
+}
+
+TEST(DynamicStreamReader, AnEnumValueThatCannotBeReadIsAViolation) {
+  const auto set = covenant::schema_set::parse("enum Tone {\n  CALM\n  URGENT\n}\nclass R {\n  tone Tone\n}\n");
+  covenant::detail::dynamic_stream_reader r(set.model("R"), {}, covenant::strictness::coerce);
+  r.feed(R"({"tone": "furious", )");
+  ASSERT_EQ(r.violations().size(), 1u);
+  const auto final_issues = covenant::decode_dynamic(R"({"tone": "furious"})", set.model("R")).issues;
+  ASSERT_EQ(final_issues.size(), 1u);
+  EXPECT_EQ(r.violations()[0], final_issues[0]);
+}
+
+}  // namespace
