@@ -165,6 +165,24 @@ TEST(StreamReader, SplitsInsideUtf8AndEscapes) {
   }
 }
 
+TEST(StreamReader, SurrogatePairsNumbersLiteralsAndTrailingCommasAtEverySplit) {
+  const std::string text =
+      R"({"summary": "\ud83d\ude00 \u00e9\n", "confidence": -1.5e-1, "steps": [{"title": "t", "minutes": 7,},],)"
+      R"( "note": null, "priority": "low"})";
+  for (std::size_t cut = 1; cut < text.size(); ++cut) {
+    auto r = make_reader<Plan>();
+    r.feed(std::string_view(text).substr(0, cut));
+    r.feed(std::string_view(text).substr(cut));
+    const Plan& got = r.view().value();
+    EXPECT_EQ(got.summary, "\xF0\x9F\x98\x80 \xC3\xA9\n") << cut;
+    EXPECT_DOUBLE_EQ(got.confidence, -0.15) << cut;
+    ASSERT_EQ(got.steps.size(), 1u) << cut;
+    EXPECT_EQ(got.steps[0].minutes, 7) << cut;
+    EXPECT_EQ(r.view().state(), value_state::complete) << cut;
+    EXPECT_FALSE(r.lenient()) << cut;
+  }
+}
+
 TEST(StreamReader, AFinishedValueOutOfBoundsIsAViolationExactlyAsDecoded) {
   const std::string text = R"({"summary": "ok", "priority": "low", "confidence": 1.5, "steps": [)";
   auto r = make_reader<Plan>();
