@@ -1,6 +1,7 @@
 #include "covenant/dynamic_contract.hpp"
 
 #include "covenant/detail/dynamic_read.hpp"
+#include "covenant/detail/stream_reader.hpp"
 
 #include "covenant/json_schema.hpp"
 #include "covenant/prompt_format.hpp"
@@ -96,26 +97,31 @@ class dynamic_reader final : public detail::reply_reader {
   void accept() override { *destination_ = std::move(last_); }
 
   void stream_start(int number, const attempt* rejected) override {
+    if (!stream_) stream_ = std::make_unique<detail::dynamic_stream_reader>(*model_, options_->decode, options_->strictness);
+    else stream_->reset();
+    number_ = number;
     if (!on_update_) return;
     stream_update<boost::json::value> u;
     u.what = stream_update<boost::json::value>::kind::attempt_started;
     u.attempt = number;
     u.rejected = rejected;
-    text_.clear();
-    number_ = number;
     on_update_(u);
   }
 
   bool stream_text(std::string_view delta, issue_list& violations) override {
-    (void)violations;
-    if (!on_update_) return false;
-    text_ += delta;
-    stream_update<boost::json::value> u;
-    u.what = stream_update<boost::json::value>::kind::text;
-    u.attempt = number_;
-    u.text = text_;
-    on_update_(u);
-    return false;
+    if (!stream_) return false;
+    const bool changed = stream_->feed(delta);
+    if (changed && on_update_) {
+      stream_update<boost::json::value> u;
+      u.what = stream_update<boost::json::value>::kind::partial;
+      u.attempt = number_;
+      u.text = stream_->text();
+      u.partial = &stream_->view();
+      on_update_(u);
+    }
+    if (stream_->violations().empty()) return false;
+    violations = stream_->violations();
+    return true;
   }
 
   std::function<void(const stream_update<boost::json::value>&)> on_update_;
@@ -131,7 +137,7 @@ class dynamic_reader final : public detail::reply_reader {
   std::optional<boost::json::value>* destination_;
   json_check check_;
   std::optional<boost::json::value> last_;
-  std::string text_;
+  std::unique_ptr<detail::dynamic_stream_reader> stream_;
   int number_ = 1;
 };
 

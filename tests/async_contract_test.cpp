@@ -538,7 +538,7 @@ TEST(StreamedContract, CancelMidStreamStopsTheTransfer) {
   std::atomic<int> updates{0};
   std::promise<void> first;
   auto f = qa.stream(question, [&](const covenant::stream_update<Answer>& u) {
-    if (u.what == covenant::stream_update<Answer>::kind::text && updates++ == 0) first.set_value();
+    if (u.what == covenant::stream_update<Answer>::kind::partial && updates++ == 0) first.set_value();
   });
   first.get_future().wait();
   f.cancel();

@@ -426,7 +426,7 @@ TEST(HttpStream, AContractStreamsOverHttp) {
   covenant::contract<Ask> c{engine, covenant::testing::instant()};
   std::vector<std::string> texts;
   auto r = c.stream(Q{"capital of France?"}, [&](const covenant::stream_update<A>& u) {
-               if (u.what == covenant::stream_update<A>::kind::text) texts.emplace_back(u.text);
+               if (u.what == covenant::stream_update<A>::kind::partial) texts.emplace_back(u.text);
              }).get();
   EXPECT_TRUE(r.outcome.success) << r.outcome.summary();
   EXPECT_EQ(r.value.answer, "Paris");

@@ -68,6 +68,7 @@
 #include "covenant/detail/call.hpp"
 #include "covenant/detail/expression.hpp"
 #include "covenant/detail/read_reply.hpp"
+#include "covenant/detail/stream_reader.hpp"
 #include "covenant/encode.hpp"
 #include "covenant/engine.hpp"
 #include "covenant/future.hpp"
@@ -75,6 +76,7 @@
 #include "covenant/json_schema.hpp"
 #include "covenant/lenient.hpp"
 #include "covenant/outcome.hpp"
+#include "covenant/partial.hpp"
 #include "covenant/perf_stats.hpp"
 #include "covenant/prompt_format.hpp"
 #include "covenant/retry.hpp"
@@ -83,12 +85,27 @@
 
 namespace covenant {
 
+namespace detail {
+template <class T>
+struct partial_type {
+  using type = partial<T>;
+};
+template <>
+struct partial_type<boost::json::value> {
+  using type = partial_json;
+};
+}  // namespace detail
+
+/// The partial view of an output type: partial<T>, or partial_json for runtime schemas.
+template <class T>
+using partial_of = typename detail::partial_type<T>::type;
+
 /// What a streaming call reports while the reply is being written (contract::stream).
 template <class Output>
 struct stream_update {
   enum class kind : std::uint8_t {
     attempt_started,  ///< attempt `attempt` starts streaming (after a rejection: clear what was shown)
-    text,             ///< more text arrived; `text` is the reply so far
+    partial,          ///< what the reply shows changed: `partial` and `text` say what it is now
   };
   kind what = kind::attempt_started;
   /// 1-based number of the output attempt.
@@ -97,6 +114,9 @@ struct stream_update {
   std::string_view text{};
   /// attempt_started after a rejection: the rejected attempt (its issues say why); else null.
   const covenant::attempt* rejected = nullptr;
+  /// kind::partial: the value so far with the state of each part (covenant/partial.hpp); valid
+  /// during the callback only.
+  const partial_of<Output>* partial = nullptr;
 };
 
 namespace detail {
@@ -189,26 +209,31 @@ class typed_reader final : public reply_reader {
   void accept() override { *destination_ = std::move(last_); }
 
   void stream_start(int number, const attempt* rejected) override {
+    if (!stream_) stream_.emplace(options_->decode, options_->strictness);
+    else stream_->reset();
+    number_ = number;
     if (!on_update_) return;
     stream_update<T> u;
     u.what = stream_update<T>::kind::attempt_started;
     u.attempt = number;
     u.rejected = rejected;
-    text_.clear();
-    number_ = number;
     on_update_(u);
   }
 
   bool stream_text(std::string_view delta, issue_list& violations) override {
-    (void)violations;
-    if (!on_update_) return false;
-    text_ += delta;
-    stream_update<T> u;
-    u.what = stream_update<T>::kind::text;
-    u.attempt = number_;
-    u.text = text_;
-    on_update_(u);
-    return false;
+    if (!stream_) return false;
+    const bool changed = stream_->feed(delta);
+    if (changed && on_update_) {
+      stream_update<T> u;
+      u.what = stream_update<T>::kind::partial;
+      u.attempt = number_;
+      u.text = stream_->text();
+      u.partial = &stream_->view();
+      on_update_(u);
+    }
+    if (stream_->violations().empty()) return false;
+    violations = stream_->violations();
+    return true;
   }
 
   void on_update(std::function<void(const stream_update<T>&)> f) { on_update_ = std::move(f); }
@@ -220,7 +245,7 @@ class typed_reader final : public reply_reader {
   Check check_;
   std::optional<T> last_;
   std::function<void(const stream_update<T>&)> on_update_;
-  std::string text_;
+  std::optional<stream_reader<T>> stream_;
   int number_ = 1;
 };
 

@@ -1,0 +1,156 @@
+// Stopping a bad stream early: a finished value that already breaks a constraint ends the
+// transfer at once and the model is asked again with that violation, instead of paying for the
+// rest of the reply.
+#include <covenant/contract.hpp>
+#include <covenant/dynamic_contract.hpp>
+#include <covenant/http_engine.hpp>
+#include <covenant/schema_file.hpp>
+#include <covenant/testing.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "loopback_server.hpp"
+
+namespace early_stop_test {
+
+struct Question {
+  std::string text;
+};
+
+struct Answer {
+  double confidence = 0;
+  std::string answer;
+  std::string reasoning;
+};
+
+struct Ask {
+  static constexpr std::string_view prompt = "Answer with your confidence first.";
+  Answer forward(const Question&, const covenant::outcome<Answer>& o) const { return o.result.value_or(Answer{}); }
+};
+
+}  // namespace early_stop_test
+
+template <>
+struct covenant::describe<early_stop_test::Answer> {
+  static constexpr auto fields = covenant::fields<early_stop_test::Answer>(
+      covenant::field<&early_stop_test::Answer::confidence>("Confidence.", covenant::range{0.0, 1.0}),
+      covenant::field<&early_stop_test::Answer::answer>("The answer.", covenant::non_empty{}));
+};
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace early_stop_test;
+using covenant::testing::instant;
+using covenant::testing::scripted_engine;
+using ::testing::HasSubstr;
+
+const std::string long_tail(600, 'x');
+const std::string bad = R"({"confidence": 1.7, "answer": "Paris", "reasoning": ")" + long_tail + R"("})";
+const std::string good = R"({"confidence": 0.9, "answer": "Paris", "reasoning": "short"})";
+
+TEST(EarlyStop, AViolationInTheStreamStopsItAndTheModelIsAskedAgainAtOnce) {
+  scripted_engine model{bad, good};
+  model.stream_in_chunks(8, 2ms);
+  covenant::contract<Ask> c{model, instant({.tries = 1})};
+  std::vector<std::string> events;
+  auto r = c.stream(Question{"capital of France?"}, [&](const covenant::stream_update<Answer>& u) {
+               if (u.what == covenant::stream_update<Answer>::kind::attempt_started)
+                 events.push_back("start " + std::to_string(u.attempt));
+             }).get();
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  EXPECT_EQ(r.value.answer, "Paris");
+  EXPECT_THAT(events, ::testing::ElementsAre("start 1", "start 2"));
+  ASSERT_EQ(r.outcome.attempts.size(), 2u);
+  const covenant::attempt& first = r.outcome.attempts[0];
+  ASSERT_EQ(first.issues.size(), 1u);
+  EXPECT_EQ(first.issues[0].to_string(), "confidence: must be <= 1 (got 1.7)");
+  EXPECT_LT(first.text.size(), bad.size() / 2);  // stopped long before the end
+  EXPECT_TRUE(std::any_of(first.notes.begin(), first.notes.end(),
+                          [](const covenant::note& n) { return n.kind == covenant::note_kind::stopped_early; }));
+  // The corrective message names the violation.
+  const std::string correction = model.last_message(1);
+  EXPECT_THAT(correction, HasSubstr("- confidence: must be <= 1 (got 1.7)"));
+  EXPECT_THAT(correction, HasSubstr("stopped as soon as it broke this rule"));
+  EXPECT_EQ(c.perf_stats().early_stops(), 1u);
+  // The engine stopped sending the first reply.
+  std::this_thread::sleep_for(20ms);
+  EXPECT_LT(model.streamed_bytes(0), bad.size());
+}
+
+TEST(EarlyStop, OffTheWholeReplyIsReadAndRejectedAsUsual) {
+  scripted_engine model{bad, good};
+  model.stream_in_chunks(64);
+  auto options = instant({.tries = 1});
+  options.early_stop = false;
+  covenant::contract<Ask> c{model, options};
+  auto r = c.stream(Question{"?"}, [](const covenant::stream_update<Answer>&) {}).get();
+  ASSERT_TRUE(r.outcome.success);
+  EXPECT_EQ(r.outcome.attempts[0].text, bad);
+  EXPECT_EQ(r.outcome.attempts[0].issues.at(0).to_string(), "confidence: must be <= 1 (got 1.7)");
+  EXPECT_EQ(c.perf_stats().early_stops(), 0u);
+}
+
+TEST(EarlyStop, ValuesTheFinalReaderCoercesDoNotStopTheStream) {
+  // "0.9" as a string is read as 0.9 at the coerce level: no early stop, accepted.
+  const std::string quoted = R"({"confidence": "0.9", "answer": "Paris", "reasoning": ")" + long_tail + R"("})";
+  scripted_engine model{quoted};
+  model.stream_in_chunks(16);
+  covenant::contract<Ask> c{model, instant()};
+  auto r = c.stream(Question{"?"}, [](const covenant::stream_update<Answer>&) {}).get();
+  EXPECT_TRUE(r.outcome.success) << r.outcome.summary();
+  EXPECT_EQ(r.outcome.attempts.size(), 1u);
+  EXPECT_EQ(c.perf_stats().early_stops(), 0u);
+}
+
+TEST(EarlyStop, OverHttpTheConnectionIsClosedBeforeTheEndAndFewerTokensArePaidFor) {
+  // Each piece is one "token", 10 ms apart; the first reply breaks the bound in its first pieces.
+  std::vector<std::string> bad_pieces = {"{\"confidence\": ", "1.7", ", \"answer\": \"Paris\", \"reasoning\": \""};
+  for (int i = 0; i < 100; ++i) bad_pieces.push_back("word ");
+  bad_pieces.push_back("\"}");
+  const auto bad_stream = covenant_test::openai_stream(bad_pieces, "stop", 50, static_cast<int>(bad_pieces.size()));
+  const auto good_stream = covenant_test::openai_stream({good}, "stop", 60, 1);
+  covenant_test::loopback_server server([&](const covenant_test::received_request&, std::size_t i) {
+    covenant_test::response_plan p;
+    p.content_type = "text/event-stream";
+    p.chunks = i == 0 ? bad_stream : good_stream;
+    p.chunk_delay = 10ms;
+    return p;
+  });
+  covenant::http_engine engine({.base_url = server.base_url(), .sleep = [](std::chrono::nanoseconds) {}});
+  covenant::contract<Ask> c{engine, instant({.tries = 1})};
+  auto r = c.stream(Question{"?"}, [](const covenant::stream_update<Answer>&) {}).get();
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  ASSERT_EQ(server.requests(), 2u);
+  for (int i = 0; i < 200 && !server.client_left_early(0); ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(server.client_left_early(0));                 // the connection was closed mid-reply
+  EXPECT_LT(server.chunks_sent(0), bad_stream.size() / 4);  // most of the reply was never sent
+  const auto second = boost::json::parse(server.request(1).body);
+  const auto& messages = second.at("messages").as_array();
+  const std::string correction(messages.back().at("content").as_string());
+  EXPECT_THAT(correction, HasSubstr("confidence: must be <= 1 (got 1.7)"));
+  EXPECT_EQ(c.perf_stats().early_stops(), 1u);
+}
+
+TEST(EarlyStop, DynamicContractsStopEarlyToo) {
+  const auto set = covenant::schema_set::parse(
+      "enum Level {\n  LOW\n  HIGH\n}\nclass Out {\n  level Level\n  text string\n}\n");
+  scripted_engine model{R"({"level": "EXTREME", "text": ")" + long_tail + R"("})", R"({"level": "HIGH", "text": "ok"})"};
+  model.stream_in_chunks(6, 1ms);
+  covenant::dynamic_contract c{model, {.name = "levels", .prompt = "Rate.", .output = set.model("Out")},
+                               instant({.tries = 1})};
+  auto o = c.stream(boost::json::object{{"q", "x"}}, [](const covenant::stream_update<boost::json::value>&) {}).get();
+  ASSERT_TRUE(o.success) << o.summary();
+  ASSERT_EQ(o.attempts.size(), 2u);
+  EXPECT_THAT(o.attempts[0].issues.at(0).to_string(), HasSubstr("level: must be one of"));
+  EXPECT_LT(o.attempts[0].text.size(), 100u);
+}
+
+}  // namespace
