@@ -325,6 +325,8 @@ struct http_shared {
   std::string shown_url;  // the URL as logged and put into messages
   std::string user_agent;
   header_list headers;
+  std::string proxy;     // "" : none
+  std::string no_proxy;
   runtime* rt = nullptr;
   std::shared_ptr<detail::multi_loop> loop;
   // On the strand only:
@@ -704,7 +706,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
 };
 
 exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const std::string& body, bool want_stream)
-    : stream(want_stream), owner_(std::move(call)) {
+    : detail::http_transfer(*s.loop), stream(want_stream), owner_(std::move(call)) {
   max_bytes = s.options.max_response_bytes;
   CURL* h = easy();
   curl_easy_setopt(h, CURLOPT_URL, s.endpoint.c_str());
@@ -714,6 +716,10 @@ exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const 
   curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  // The proxy settings of the environment, read once by the engine (curl would read them again
+  // for every transfer).
+  curl_easy_setopt(h, CURLOPT_PROXY, s.proxy.c_str());
+  if (!s.no_proxy.empty()) curl_easy_setopt(h, CURLOPT_NOPROXY, s.no_proxy.c_str());
   curl_easy_setopt(h, CURLOPT_POST, 1L);
   curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
   curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
@@ -874,6 +880,23 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
   if (!options.api_key.empty() && !own_authorization) append("Authorization: Bearer " + options.api_key);
   for (const auto& [name, value] : options.headers) append(name + (value.empty() ? ";" : ": " + value));
   s.headers.reset(list);
+  // The environment's proxy for this endpoint, as libcurl itself would read it: https_proxy (or
+  // HTTPS_PROXY) for https, http_proxy for http (its upper-case form is not trusted), else
+  // all_proxy / ALL_PROXY; no_proxy / NO_PROXY.
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
+    return v == nullptr ? std::string() : std::string(v);
+  };
+  if (istarts_with(s.endpoint, "https://")) {
+    s.proxy = env("https_proxy");
+    if (s.proxy.empty()) s.proxy = env("HTTPS_PROXY");
+  } else {
+    s.proxy = env("http_proxy");
+  }
+  if (s.proxy.empty()) s.proxy = env("all_proxy");
+  if (s.proxy.empty()) s.proxy = env("ALL_PROXY");
+  s.no_proxy = env("no_proxy");
+  if (s.no_proxy.empty()) s.no_proxy = env("NO_PROXY");
   s.rt = options.runtime != nullptr ? options.runtime : &runtime::shared();
   s.loop = std::make_shared<detail::multi_loop>(
       *s.rt, detail::multi_options{options.max_connections, options.max_host_connections});

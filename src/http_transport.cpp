@@ -17,11 +17,37 @@ namespace covenant::detail {
 
 namespace asio = boost::asio;
 
-http_transfer::http_transfer() : easy_(curl_easy_init()) {
-  if (easy_ == nullptr) throw std::bad_alloc();
+http_transfer::http_transfer(multi_loop& loop) : easy_(loop.take_handle()), loop_(loop.weak_from_this()) {}
+
+http_transfer::~http_transfer() {
+  if (auto loop = loop_.lock(); loop && loop->strand().running_in_this_thread()) loop->give_back(easy_);
+  else curl_easy_cleanup(easy_);
 }
 
-http_transfer::~http_transfer() { curl_easy_cleanup(easy_); }
+CURL* multi_loop::take_handle() {
+  if (!pool_.empty()) {
+    CURL* h = pool_.back();
+    pool_.pop_back();
+    return h;
+  }
+  CURL* h = curl_easy_init();
+  if (h == nullptr) throw std::bad_alloc();
+  return h;
+}
+
+void multi_loop::give_back(CURL* easy) noexcept {
+  constexpr std::size_t max_pooled = 256;
+  if (pool_.size() >= max_pooled || multi_ == nullptr) {
+    curl_easy_cleanup(easy);
+    return;
+  }
+  curl_easy_reset(easy);
+  try {
+    pool_.push_back(easy);
+  } catch (...) {
+    curl_easy_cleanup(easy);
+  }
+}
 
 multi_loop::multi_loop(runtime& rt, const multi_options& options)
     : io_(&rt.io_context()),
@@ -51,6 +77,7 @@ multi_loop::~multi_loop() {
     boost::system::error_code ignored;
     s.descriptor->close(ignored);
   }
+  for (CURL* h : pool_) curl_easy_cleanup(h);
 }
 
 void multi_loop::add(const std::shared_ptr<http_transfer>& t) {
@@ -91,6 +118,8 @@ void multi_loop::shutdown() {
   timer_.cancel();
   curl_multi_cleanup(multi_);  // closes the cached connections through close_socket
   multi_ = nullptr;
+  for (CURL* h : pool_) curl_easy_cleanup(h);
+  pool_.clear();
   for (auto& [fd, s] : sockets_) {
     boost::system::error_code ignored;
     s.descriptor->close(ignored);

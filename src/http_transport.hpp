@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "asio_runtime.hpp"
 
@@ -21,9 +22,12 @@ namespace covenant::detail {
 
 /// One HTTP exchange run by a multi_loop. Its owner configures `easy()`; the loop calls
 /// on_done() on the strand when the exchange ended (not after remove()).
+class multi_loop;
+
 class http_transfer {
  public:
-  http_transfer();
+  /// Takes an easy handle from `loop`'s pool (on the strand).
+  explicit http_transfer(multi_loop& loop);
   virtual ~http_transfer();
   http_transfer(const http_transfer&) = delete;
   http_transfer& operator=(const http_transfer&) = delete;
@@ -34,6 +38,7 @@ class http_transfer {
 
  private:
   CURL* easy_;
+  std::weak_ptr<multi_loop> loop_;
 };
 
 struct multi_options {
@@ -60,6 +65,10 @@ class multi_loop : public std::enable_shared_from_this<multi_loop> {
   /// Aborts every transfer and releases the multi handle. Idempotent.
   void shutdown();
   [[nodiscard]] std::size_t active() const noexcept { return transfers_.size(); }
+  /// An easy handle: a pooled one (reset) or a new one. On the strand.
+  CURL* take_handle();
+  /// Back to the pool (reset), or freed when the pool is full. On the strand.
+  void give_back(CURL* easy) noexcept;
 
  private:
   struct socket_state {
@@ -88,6 +97,7 @@ class multi_loop : public std::enable_shared_from_this<multi_loop> {
   std::unordered_map<curl_socket_t, socket_state> sockets_;
   std::unordered_map<CURL*, std::shared_ptr<http_transfer>> transfers_;
   std::uint64_t next_generation_ = 1;
+  std::vector<CURL*> pool_;
 };
 
 }  // namespace covenant::detail

@@ -86,7 +86,10 @@ class delayed_engine final : public covenant::engine {
     auto state = std::make_shared<call>();
     state->receiver = std::move(receiver);
     state->owner = this;
-    state->watch.emplace(stop, [state] { state->end(covenant::engine_error::cancellation(), nullptr); });
+    std::weak_ptr<call> weak = state;  // not the state itself: it would own itself
+    state->watch.emplace(stop, [weak] {
+      if (auto s = weak.lock()) s->end(covenant::engine_error::cancellation(), nullptr);
+    });
     covenant::runtime::shared().schedule(std::chrono::milliseconds(delay), [state, id, fail] {
       if (fail) return state->end(covenant::engine_error("record failed on purpose", 500, true), nullptr);
       covenant::chat_response r;

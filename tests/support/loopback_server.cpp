@@ -10,9 +10,12 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/json.hpp>
 
+#include <time.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -86,9 +89,11 @@ struct loopback_server::impl {
     std::size_t chunks = 0;
     std::size_t bytes = 0;
     bool left_early = false;
+    std::vector<std::chrono::steady_clock::time_point> chunk_at;
   };
 
   handler answer;
+  bool keep_requests = true;
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
   std::thread thread;
@@ -127,7 +132,13 @@ struct loopback_server::impl {
       {
         std::lock_guard lock(s_.mutex);
         index_ = s_.records.size();
-        s_.records.push_back({r, 0, 0, false});
+        if (s_.keep_requests) {
+          s_.records.push_back({r, 0, 0, false, {}});
+        } else {
+          received_request brief;
+          brief.at = r.at;
+          s_.records.push_back({std::move(brief), 0, 0, false, {}});
+        }
       }
       s_.arrived.notify_all();
       try {
@@ -210,6 +221,7 @@ struct loopback_server::impl {
           auto& rec = self->s_.records[self->index_];
           ++rec.chunks;
           rec.bytes += self->plan_.chunks[i].size();
+          rec.chunk_at.push_back(std::chrono::steady_clock::now());
         }
         if (self->plan_.chunk_delay.count() > 0 && i + 1 <= self->plan_.chunks.size()) {
           self->timer_.expires_after(self->plan_.chunk_delay);
@@ -271,8 +283,9 @@ struct loopback_server::impl {
   }
 };
 
-loopback_server::loopback_server(handler h) : impl_(std::make_unique<impl>()) {
+loopback_server::loopback_server(handler h, bool keep_requests) : impl_(std::make_unique<impl>()) {
   impl_->answer = std::move(h);
+  impl_->keep_requests = keep_requests;
   tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
   impl_->acceptor.open(ep.protocol());
   impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
@@ -319,6 +332,22 @@ std::size_t loopback_server::bytes_sent(std::size_t i) const {
 bool loopback_server::client_left_early(std::size_t i) const {
   std::lock_guard lock(impl_->mutex);
   return impl_->records.at(i).left_early;
+}
+
+double loopback_server::cpu_seconds() const {
+  std::promise<double> cpu;
+  std::future<double> out = cpu.get_future();
+  asio::post(impl_->io, [&cpu] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    cpu.set_value(static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9);
+  });
+  return out.get();
+}
+
+std::vector<std::chrono::steady_clock::time_point> loopback_server::chunk_times(std::size_t i) const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->records.at(i).chunk_at;
 }
 
 bool loopback_server::wait_for_requests(std::size_t n, std::chrono::milliseconds timeout) const {

@@ -52,8 +52,9 @@ class loopback_server {
   using handler = std::function<response_plan(const received_request&, std::size_t index)>;
 
   /// Listens on 127.0.0.1 (a free port) and answers each request with `h(request, index)`,
-  /// called on the server's thread.
-  explicit loopback_server(handler h);
+  /// called on the server's thread. With `keep_requests` false, request() returns only the
+  /// arrival time of each request (benchmarks of many requests keep their memory flat).
+  explicit loopback_server(handler h, bool keep_requests = true);
   ~loopback_server();
   loopback_server(const loopback_server&) = delete;
   loopback_server& operator=(const loopback_server&) = delete;
@@ -73,6 +74,11 @@ class loopback_server {
   [[nodiscard]] bool client_left_early(std::size_t i) const;
   /// Waits until `n` requests arrived or `timeout` passed; returns whether they did.
   bool wait_for_requests(std::size_t n, std::chrono::milliseconds timeout) const;
+  /// CPU time the server's own thread has used so far, in seconds (to tell it apart from the
+  /// client's in a benchmark that runs both in one process).
+  [[nodiscard]] double cpu_seconds() const;
+  /// When each piece of the i-th request's chunked body was written (steady clock).
+  [[nodiscard]] std::vector<std::chrono::steady_clock::time_point> chunk_times(std::size_t i) const;
 
   struct impl;
 
