@@ -200,13 +200,32 @@ int multi_loop::on_timer(CURLM*, long timeout_ms, void* userp) {
   auto* self = static_cast<multi_loop*>(userp);
   if (timeout_ms < 0) {
     self->timer_.cancel();
+    self->timer_armed_ = false;
     return 0;
   }
-  self->timer_.expires_after(std::chrono::milliseconds(timeout_ms));
   std::weak_ptr<multi_loop> weak = self->weak_from_this();
+  if (timeout_ms == 0) {
+    // "Call me back at once": a posted callback, not a timer (no timerfd system call).
+    self->timer_.cancel();
+    self->timer_armed_ = false;
+    asio::post(*self->strand_, [weak] {
+      if (auto s = weak.lock()) s->on_timeout();
+    });
+    return 0;
+  }
+  // A timer already due no later than asked for is kept: firing early is harmless (curl finds
+  // nothing due and asks again), and re-arming costs a system call each time.
+  const auto due = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  if (self->timer_armed_ && self->timer_due_ <= due) return 0;
+  self->timer_armed_ = true;
+  self->timer_due_ = due;
+  self->timer_.expires_at(due);
   self->timer_.async_wait(asio::bind_executor(*self->strand_, [weak](const boost::system::error_code& ec) {
     if (ec) return;
-    if (auto s = weak.lock()) s->on_timeout();
+    if (auto s = weak.lock()) {
+      s->timer_armed_ = false;
+      s->on_timeout();
+    }
   }));
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <curl/curl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -94,6 +95,8 @@ class multi_loop : public std::enable_shared_from_this<multi_loop> {
   io_strand* strand_;
   CURLM* multi_ = nullptr;
   boost::asio::steady_timer timer_;
+  bool timer_armed_ = false;
+  std::chrono::steady_clock::time_point timer_due_{};
   std::unordered_map<curl_socket_t, socket_state> sockets_;
   std::unordered_map<CURL*, std::shared_ptr<http_transfer>> transfers_;
   std::uint64_t next_generation_ = 1;
