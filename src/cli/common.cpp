@@ -11,6 +11,8 @@
 
 #include "cli.hpp"
 
+#include <CLI/CLI.hpp>
+
 namespace covenant::cli {
 
 namespace {
@@ -171,39 +173,52 @@ std::optional<std::string> arguments::get(std::string_view name) const {
 }
 
 arguments parse_arguments(const std::vector<std::string>& args, std::initializer_list<option_spec> specs) {
+  // CLI11 reads the command line; the help texts stay the tool's own (printed by the commands).
+  CLI::App app;
+  app.set_help_flag();
+  app.allow_extras(false);
+  app.allow_windows_style_options(false);
   arguments out;
-  bool only_positional = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (only_positional || a == "-" || a.empty() || a[0] != '-') {
-      out.positional.push_back(a);
-      continue;
-    }
-    if (a == "--") {
-      only_positional = true;
-      continue;
-    }
-    if (a == "-h" || a == "--help") {
-      out.help = true;
-      continue;
-    }
-    const std::size_t eq = a.find('=');
-    const std::string name = a.substr(0, eq);
-    const option_spec* spec = nullptr;
-    for (const auto& s : specs)
-      if (s.name == name) spec = &s;
-    if (spec == nullptr) throw usage_error("unknown option '" + name + "'");
-    if (!spec->takes_value) {
-      if (eq != std::string::npos) throw usage_error("option '" + name + "' takes no value");
-      out.options[name] = "";
-      continue;
-    }
-    if (eq != std::string::npos) {
-      out.options[name] = a.substr(eq + 1);
-    } else if (i + 1 < args.size()) {
-      out.options[name] = args[++i];
+  app.add_flag("-h,--help", out.help);
+  std::map<std::string, std::string, std::less<>> values;
+  std::map<std::string, bool, std::less<>> flags;
+  for (const option_spec& spec : specs) {
+    const std::string name(spec.name);
+    if (spec.takes_value) {
+      app.add_option(name, values[name])->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->allow_extra_args(false);
     } else {
-      throw usage_error("option '" + name + "' needs a value");
+      app.add_flag(name, flags[name])->disable_flag_override()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
+  }
+  app.add_option("arguments", out.positional)->expected(0, -1);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 reads from the back
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    // CLI11's finding, in the tool's words: an unknown option, a flag given a value, an option
+    // without its value.
+    for (const std::string& a : args) {
+      if (a.size() < 2 || a[0] != '-' || a == "--") continue;
+      const std::string name = a.substr(0, a.find('='));
+      const option_spec* spec = nullptr;
+      for (const option_spec& s : specs)
+        if (s.name == name) spec = &s;
+      if (spec == nullptr && name != "-h" && name != "--help") throw usage_error("unknown option '" + name + "'");
+      if (spec != nullptr && !spec->takes_value && a.find('=') != std::string::npos)
+        throw usage_error("option '" + name + "' takes no value");
+    }
+    const std::string what = e.what();
+    for (const option_spec& spec : specs)
+      if (spec.takes_value && what.find(std::string(spec.name)) != std::string::npos)
+        throw usage_error("option '" + std::string(spec.name) + "' needs a value");
+    throw usage_error(what);
+  }
+  for (const option_spec& spec : specs) {
+    const std::string name(spec.name);
+    if (spec.takes_value) {
+      if (app.count(name) > 0) out.options[name] = values[name];
+    } else if (app.count(name) > 0) {
+      out.options[name] = "";
     }
   }
   return out;
