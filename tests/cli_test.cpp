@@ -627,3 +627,21 @@ TEST_F(Cli, NeverCrashesOnBadInput) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(Cli, ParseKeysDeclaredOrJson) {
+  // ticket.baml: enum value HIGH has @alias("urgent").
+  const std::string input = R"({"title": "Printer", "priority": "urgent", "tags": []})";
+  const auto json_keys = run({"parse", "--schema", file("ticket.baml"), "--compact"}, input);
+  EXPECT_EQ(json_keys.status, 0) << json_keys.err;
+  EXPECT_THAT(json_keys.out, HasSubstr(R"("priority":"urgent")"));
+  const auto declared = run({"parse", "--schema", file("ticket.baml"), "--compact", "--keys", "declared"}, input);
+  EXPECT_EQ(declared.status, 0) << declared.err;
+  EXPECT_THAT(declared.out, HasSubstr(R"("priority":"HIGH")"));
+  const auto bad = run({"parse", "--schema", file("ticket.baml"), "--keys", "both"}, input);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_THAT(bad.err, HasSubstr("unknown --keys 'both'"));
+}
+
+}  // namespace

@@ -101,6 +101,7 @@ void print_diagnostics(std::ostream& out, const schema_diagnostics& ds);
 int run_schema(const std::vector<std::string>& args);
 int run_parse(const std::vector<std::string>& args);
 int run_check(const std::vector<std::string>& args);
+int run_run(const std::vector<std::string>& args);
 
 /// Help texts ("" = the tool's); empty view for an unknown command.
 std::string_view help_text(std::string_view command);

@@ -31,6 +31,7 @@ commands:
   schema    print a type's JSON Schema, OpenAI strict schema or prompt text
   parse     read model output against a type and print the validated value as JSON
   check     validate schema files and list every problem
+  run       run a contract over every record of a JSON Lines file against a model server
   help CMD  show the help of a command
 
 options:
@@ -66,10 +67,10 @@ exit status: 0 printed; 2 usage, file or schema error (every problem on stderr).
 
 constexpr std::string_view parse_usage =
     "usage: covenant parse --schema FILE [--type TYPE] [--strictness strict|repair|coerce] [--partial]\n"
-    "                      [--json] [--compact] [INPUT]\n";
+    "                      [--json] [--compact] [--keys json|declared] [INPUT]\n";
 
 constexpr std::string_view parse_help = R"(usage: covenant parse --schema FILE [--type TYPE] [--strictness strict|repair|coerce] [--partial]
-                      [--json] [--compact] [INPUT]
+                      [--json] [--compact] [--keys json|declared] [INPUT]
 
 Read model output against a type the way contracts do: as strict JSON first; then with
 schema-guided coercions ("0.9" for a number, "HIGH" for the enum value high); then the values
@@ -92,10 +93,63 @@ options:
                    "expected", "actual", "message"}], "notes": [{"kind", "path", "detail"}]};
                    the notes list every extraction, repair, coercion and truncation
   --compact        print JSON on one line
+  --keys K         json (default): keys and enum values as spelled in JSON (@alias applied);
+                   declared: as declared in the schema (what a program sees, as BAML returns them)
   -h, --help       show this help
 
 exit status: 0 valid; 1 not valid (every issue on stderr, one per line: `path: message`, or
 in the --json report); 2 usage, file or schema error.
+)";
+
+constexpr std::string_view run_usage =
+    "usage: covenant run --schema FILE [--type TYPE] --prompt TEXT|@FILE [options] [INPUT.jsonl]\n";
+
+constexpr std::string_view run_help = R"(usage: covenant run --schema FILE [--type TYPE] --prompt TEXT|@FILE [options] [INPUT.jsonl]
+
+Run a contract over every record of a JSON Lines file: each record (a JSON object, or one field
+of it) is the input, the type of FILE is the output the model must produce, and the reply is read,
+validated and asked for again exactly as a contract does. One JSON line per record is written as
+soon as the record is finished: {"id", "line", "ok", "value", "failed_stage", "issues", "notes",
+"attempts", "usage": {"input_tokens", "output_tokens"}, "latency_ms"}. The model server is the
+OpenAI-compatible endpoint of COVENANT_BASE_URL (COVENANT_API_KEY, COVENANT_MODEL,
+COVENANT_TIMEOUT_S), or the flags below.
+
+arguments:
+  INPUT.jsonl        one JSON object per line; - or nothing: standard input
+
+options:
+  --schema FILE      schema file (BAML syntax) or JSON Schema document with the output type
+  --type TYPE        the output type (default: the only class of FILE)
+  --prompt TEXT      the task, or @FILE to read it from a file
+  --input-field F    the input is field F of each record (default: the whole record)
+  --id-field F       the record's id is field F (default: id; records without one: their line)
+  --output FILE      write the results to FILE (default: standard output)
+  --resume           with --output: skip the records FILE already has a line for
+  --base-url URL     the API root (default: COVENANT_BASE_URL)
+  --model NAME       the model (default: COVENANT_MODEL)
+  --timeout S        seconds allowed for one HTTP exchange (default: COVENANT_TIMEOUT_S, else 120)
+  --tries N          times to ask again after a rejected reply (default 2)
+  --delay S          seconds before the first new attempt (default 0.5)
+  --backoff X        factor of each further delay (default 2)
+  --max-delay S      longest delay (default 15)
+  --jitter X         relative random spread of each delay, 0 to 1 (default 0.1)
+  --strictness L     strict, repair or coerce (default): how replies are read
+  --concurrency N    records in flight at most (default 8)
+  --rpm N            requests per minute at most (default: no limit)
+  --tpm N            tokens per minute at most (estimated, corrected by the reported usage)
+  --shard I/N        only the records whose id hashes to I modulo N (0 <= I < N)
+  --stream           one record at a time, each changed partial value printed as
+                     {"partial": VALUE, "attempt": N} before the record's line
+  --quiet            no progress and no summary on standard error
+  -h, --help         show this help
+
+Progress goes to standard error: a line redrawn in place on a terminal, a line every 5 seconds
+otherwise, and a summary at the end. Ctrl-C stops reading, cancels the records in flight (their
+lines are not written) and exits 1; run again with --resume to finish.
+
+exit status: 0 every record succeeded; 1 some records failed (or the run was interrupted); 2
+usage, schema, input-file or output errors (a bad input line is reported with its line number
+and skipped; the other records still run).
 )";
 
 constexpr std::string_view check_usage = "usage: covenant check FILE...\n";
@@ -146,6 +200,7 @@ int run(const std::vector<std::string>& args) {
   if (first == "schema") command = run_schema;
   else if (first == "parse") command = run_parse;
   else if (first == "check") command = run_check;
+  else if (first == "run") command = run_run;
   if (command == nullptr) {
     return usage_failure("", first.starts_with("-") ? "unknown option '" + first + "'"
                                                     : "unknown command '" + first + "'");
@@ -167,6 +222,7 @@ std::string_view help_text(std::string_view command) {
   if (command == "schema") return schema_help;
   if (command == "parse") return parse_help;
   if (command == "check") return check_help;
+  if (command == "run") return run_help;
   return {};
 }
 
@@ -174,6 +230,7 @@ std::string_view usage_text(std::string_view command) {
   if (command == "schema") return schema_usage;
   if (command == "parse") return parse_usage;
   if (command == "check") return check_usage;
+  if (command == "run") return run_usage;
   return main_usage;
 }
 

@@ -54,7 +54,8 @@ int run_parse(const std::vector<std::string>& args) {
                                              {"--strictness", true},
                                              {"--partial", false},
                                              {"--json", false},
-                                             {"--compact", false}});
+                                             {"--compact", false},
+                                             {"--keys", true}});
   if (a.help) {
     std::cout << help_text("parse");
     return exit_ok;
@@ -65,6 +66,9 @@ int run_parse(const std::vector<std::string>& args) {
   read_options options;
   options.level = strictness_named(a.get("--strictness").value_or("coerce"));
   options.partial = a.has("--partial");
+  const std::string keys = a.get("--keys").value_or("json");
+  if (keys == "declared") options.keys = output_keys::declared;
+  else if (keys != "json") throw usage_error("unknown --keys '" + keys + "' (json or declared)");
   const bool as_report = a.has("--json");
   const bool compact = a.has("--compact");
 

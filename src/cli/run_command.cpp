@@ -1,0 +1,450 @@
+// covenant run --schema FILE [--type TYPE] --prompt TEXT|@FILE [options] [INPUT.jsonl]
+//
+// A dynamic contract per record of a JSON Lines file, run as a batch (covenant/batch.hpp) against
+// an OpenAI-compatible server, one JSON line out per record, written and flushed as records
+// finish; --resume skips what an earlier run already wrote.
+#include <covenant/batch.hpp>
+#include <covenant/dynamic.hpp>
+#include <covenant/dynamic_contract.hpp>
+#include <covenant/http_engine.hpp>
+#include <covenant/logging.hpp>
+
+#include <boost/json/parse.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_set>
+
+#include "cli.hpp"
+
+namespace covenant::cli {
+
+namespace {
+
+namespace json = boost::json;
+
+double seconds_named(const arguments& a, std::string_view name, double fallback) {
+  const auto v = a.get(name);
+  if (!v) return fallback;
+  double d = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
+  if (ec != std::errc() || end != v->data() + v->size() || !std::isfinite(d) || d < 0)
+    throw usage_error(std::string(name) + " takes a number of seconds, such as 0.5 (got '" + *v + "')");
+  return d;
+}
+
+double number_named(const arguments& a, std::string_view name, double fallback, double min, double max) {
+  const auto v = a.get(name);
+  if (!v) return fallback;
+  double d = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
+  if (ec != std::errc() || end != v->data() + v->size() || !std::isfinite(d) || d < min || d > max)
+    throw usage_error(std::string(name) + " takes a number from " + json_text(json::value(min)) + " to " +
+                      json_text(json::value(max)) + " (got '" + *v + "')");
+  return d;
+}
+
+strictness strictness_of(const std::string& name) {
+  if (name == "strict") return strictness::strict;
+  if (name == "repair") return strictness::repair;
+  if (name == "coerce") return strictness::coerce;
+  throw usage_error("unknown strictness '" + name + "' (strict, repair or coerce)");
+}
+
+/// "I/N": this process takes the records whose id hashes to I modulo N.
+std::pair<std::uint64_t, std::uint64_t> shard_of(const std::string& text) {
+  const auto slash = text.find('/');
+  std::uint64_t i = 0;
+  std::uint64_t n = 0;
+  auto number = [](std::string_view s, std::uint64_t& out) {
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+  };
+  if (slash == std::string::npos || !number(std::string_view(text).substr(0, slash), i) ||
+      !number(std::string_view(text).substr(slash + 1), n) || n == 0 || i >= n)
+    throw usage_error("--shard takes I/N with 0 <= I < N, such as 0/4 (got '" + text + "')");
+  return {i, n};
+}
+
+/// FNV-1a: the same shard for the same id on every machine.
+std::uint64_t stable_hash(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/// The id of a record: its id field when it has one (a string or a number), else its line number.
+json::value id_of(const json::value& record, const std::string& field, std::size_t line) {
+  if (const json::object* o = record.if_object()) {
+    if (const json::value* v = o->if_contains(field)) {
+      if (v->is_string() || v->is_int64() || v->is_uint64()) return *v;
+    }
+  }
+  return static_cast<std::uint64_t>(line);
+}
+
+std::string id_key(const json::value& id) { return id.is_string() ? std::string(id.get_string()) : json_text(id); }
+
+json::array issues_json(const issue_list& issues) {
+  json::array out;
+  for (const issue& i : issues) {
+    json::object x;
+    x["path"] = valid_utf8(i.path.to_string());
+    x["code"] = to_string(i.code);
+    x["message"] = valid_utf8(i.message);
+    if (!i.expected.empty()) x["expected"] = valid_utf8(i.expected);
+    if (!i.actual.empty()) x["actual"] = valid_utf8(i.actual);
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+json::array notes_json(const note_list& notes) {
+  json::array out;
+  for (const note& n : notes) {
+    json::object x;
+    x["kind"] = to_string(n.kind);
+    x["path"] = valid_utf8(n.path.to_string());
+    x["detail"] = valid_utf8(n.detail);
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+/// Where the result lines go: one write() per line, so a crash loses at most the line being
+/// written, and a line is either whole in the file or not there.
+class line_sink {
+ public:
+  explicit line_sink(int fd) : fd_(fd) {}
+  bool write(std::string line) {
+    line.push_back('\n');
+    std::size_t done = 0;
+    while (done < line.size()) {
+      const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return false;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+};
+
+/// The ids an earlier run wrote complete lines for; an unfinished last line is cut off the file.
+std::unordered_set<std::string> finished_ids(const std::string& file) {
+  std::unordered_set<std::string> ids;
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return ids;
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  std::size_t complete = content.rfind('\n');
+  complete = complete == std::string::npos ? 0 : complete + 1;
+  if (complete < content.size()) {
+    // The line a crash cut: not a finished record; drop it so that the file stays JSON Lines.
+    if (::truncate(file.c_str(), static_cast<off_t>(complete)) != 0)
+      throw fatal_error("cannot repair '" + file + "' (an unfinished last line): " + std::strerror(errno));
+  }
+  std::size_t at = 0;
+  while (at < complete) {
+    const std::size_t end = content.find('\n', at);
+    const std::string_view line(content.data() + at, end - at);
+    at = end + 1;
+    json::error_code ec;
+    json::value v = json::parse(line, ec);
+    if (ec || !v.is_object()) continue;
+    if (const json::value* id = v.as_object().if_contains("id")) ids.insert(id_key(*id));
+  }
+  return ids;
+}
+
+std::size_t count_lines(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::size_t n = 0;
+  char buffer[1 << 16];
+  bool last_newline = true;
+  while (in) {
+    in.read(buffer, sizeof buffer);
+    const std::streamsize got = in.gcount();
+    for (std::streamsize i = 0; i < got; ++i) n += buffer[i] == '\n' ? 1 : 0;
+    if (got > 0) last_newline = buffer[got - 1] == '\n';
+  }
+  return n + (last_newline ? 0 : 1);
+}
+
+std::atomic<bool> interrupted{false};
+
+extern "C" void on_interrupt(int) { interrupted.store(true); }
+
+}  // namespace
+
+int run_run(const std::vector<std::string>& args) {
+  const arguments a = parse_arguments(args, {{"--schema", true},     {"--type", true},      {"--prompt", true},
+                                             {"--input-field", true}, {"--id-field", true},  {"--output", true},
+                                             {"--resume", false},     {"--base-url", true},  {"--model", true},
+                                             {"--timeout", true},     {"--tries", true},     {"--delay", true},
+                                             {"--backoff", true},     {"--max-delay", true}, {"--jitter", true},
+                                             {"--strictness", true},  {"--concurrency", true}, {"--rpm", true},
+                                             {"--tpm", true},         {"--shard", true},     {"--stream", false},
+                                             {"--quiet", false}});
+  if (a.help) {
+    std::cout << help_text("run");
+    return exit_ok;
+  }
+  const auto schema_file = a.get("--schema");
+  if (!schema_file) throw usage_error("missing --schema FILE");
+  const auto prompt_arg = a.get("--prompt");
+  if (!prompt_arg || prompt_arg->empty()) throw usage_error("missing --prompt TEXT (or --prompt @FILE)");
+  if (a.positional.size() > 1) throw usage_error("unexpected argument '" + a.positional[1] + "'");
+  const std::string input_file = a.positional.empty() ? std::string("-") : a.positional.front();
+  const std::optional<std::string> output_file = a.get("--output");
+  const bool resume = a.has("--resume");
+  if (resume && !output_file) throw usage_error("--resume needs --output FILE (the file to resume)");
+  const std::string id_field = a.get("--id-field").value_or("id");
+  const std::optional<std::string> input_field = a.get("--input-field");
+  const bool stream = a.has("--stream");
+  const bool quiet = a.has("--quiet");
+
+  contract_options options;
+  options.retry.tries = static_cast<int>(number_named(a, "--tries", 2, 0, 100));
+  options.retry.delay = std::chrono::duration<double>(seconds_named(a, "--delay", 0.5));
+  options.retry.backoff = number_named(a, "--backoff", 2.0, 1.0, 100.0);
+  options.retry.max_delay = std::chrono::duration<double>(seconds_named(a, "--max-delay", 15.0));
+  options.retry.jitter = number_named(a, "--jitter", 0.1, 0.0, 1.0);
+  options.retry.graceful = true;
+  options.strictness = strictness_of(a.get("--strictness").value_or("coerce"));
+  covenant::batch_options batch;
+  batch.concurrency = static_cast<std::size_t>(number_named(a, "--concurrency", 8, 1, 100000));
+  batch.requests_per_minute = number_named(a, "--rpm", 0, 0, 1e9);
+  batch.tokens_per_minute = number_named(a, "--tpm", 0, 0, 1e12);
+  batch.order = covenant::batch_order::completion;
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> shard;
+  if (const auto s = a.get("--shard")) shard = shard_of(*s);
+  if (stream) batch.concurrency = 1;
+
+  // The task: its prompt (inline or from a file) and the output schema.
+  std::string prompt = *prompt_arg;
+  if (prompt.front() == '@') prompt = read_input(prompt.substr(1), 1u << 20);
+  const loaded_schema s = load_schema_arg(*schema_file);
+  if (!s.ok()) {
+    print_diagnostics(std::cerr, s.errors);
+    return exit_error;
+  }
+  const schema::model m = select_model(s, a.get("--type"));
+
+  // The engine: the environment, then the flags.
+  http_engine_options eo;
+  if (const auto v = a.get("--base-url")) eo.base_url = *v;
+  std::unique_ptr<http_engine> engine;
+  try {
+    eo = http_engine::options_from_env(eo);
+    if (const auto v = a.get("--base-url")) eo.base_url = *v;
+    if (const auto v = a.get("--model")) eo.model = *v;
+    if (a.has("--timeout"))
+      eo.request_timeout = std::chrono::milliseconds(std::llround(seconds_named(a, "--timeout", 120) * 1000.0));
+    engine = std::make_unique<http_engine>(eo);
+  } catch (const std::invalid_argument& e) {
+    throw fatal_error(e.what());
+  }
+  if (std::getenv("COVENANT_LOG_LEVEL") == nullptr) set_log_level(log_level::warn);  // NOLINT(concurrency-mt-unsafe)
+  const dynamic_contract contract{*engine, {.name = m.title(), .prompt = prompt, .output = m}, options};
+
+  // The output, and what an earlier run finished.
+  std::unordered_set<std::string> done_ids;
+  int out_fd = STDOUT_FILENO;
+  if (output_file) {
+    if (resume) done_ids = finished_ids(*output_file);
+    out_fd = ::open(output_file->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (resume ? 0 : O_TRUNC), 0644);
+    if (out_fd < 0) throw fatal_error("cannot write '" + *output_file + "': " + std::strerror(errno));
+  }
+  line_sink out(out_fd);
+
+  // The input, read one line at a time.
+  std::ifstream file_in;
+  std::istream* in = &std::cin;
+  if (input_file != "-") {
+    struct stat st {};
+    if (::stat(input_file.c_str(), &st) != 0 || S_ISDIR(st.st_mode))
+      throw fatal_error("cannot read '" + input_file + "': " + (S_ISDIR(st.st_mode) ? "a directory" : std::strerror(errno)));
+    file_in.open(input_file, std::ios::binary);
+    if (!file_in) throw fatal_error("cannot read '" + input_file + "': " + std::strerror(errno));
+    in = &file_in;
+    if (!quiet) batch.total = count_lines(input_file);
+  }
+  const std::string shown_input = input_file == "-" ? std::string("standard input") : input_file;
+  std::size_t line_no = 0;
+  std::size_t bad_lines = 0;
+  std::size_t skipped = 0;
+  struct pending {
+    json::value id;
+    std::size_t line = 0;
+  };
+  std::map<std::size_t, pending> in_flight;  // batch index -> the record's id and line
+  std::size_t next_index = 0;
+  auto next_record = [&]() -> std::optional<json::value> {
+    std::string line;
+    while (!interrupted.load() && std::getline(*in, line)) {
+      ++line_no;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      json::error_code ec;
+      json::value record = json::parse(line, ec);
+      if (ec || !record.is_object()) {
+        ++bad_lines;
+        std::cerr << "covenant run: " << shown_input << ":" << line_no << ": skipped: "
+                  << (ec ? "not JSON (" + ec.message() + ")" : std::string("not a JSON object")) << "\n";
+        continue;
+      }
+      json::value id = id_of(record, id_field, line_no);
+      const std::string key = id_key(id);
+      if (shard && stable_hash(key) % shard->second != shard->first) continue;
+      if (done_ids.count(key) != 0) {
+        ++skipped;
+        continue;
+      }
+      json::value input = record;
+      if (input_field) {
+        const json::value* v = record.as_object().if_contains(*input_field);
+        if (v == nullptr) {
+          ++bad_lines;
+          std::cerr << "covenant run: " << shown_input << ":" << line_no << ": skipped: no field '" << *input_field
+                    << "'\n";
+          continue;
+        }
+        input = *v;
+      }
+      in_flight[next_index++] = pending{std::move(id), line_no};
+      return input;
+    }
+    if (in->bad()) {
+      ++bad_lines;
+      std::cerr << "covenant run: cannot read " << shown_input << "\n";
+    }
+    return std::nullopt;
+  };
+
+  std::size_t failed = 0;
+  bool write_failed = false;
+  auto result_line = [&](const pending& p, const outcome<json::value>& o) {
+    json::object line;
+    line["id"] = p.id;
+    line["line"] = p.line;
+    line["ok"] = o.success;
+    line["value"] = o.success && o.result ? *o.result : json::value(nullptr);
+    if (!o.success) line["failed_stage"] = to_string(o.failed_stage);
+    line["issues"] = issues_json(o.issues);
+    line["notes"] = notes_json(o.notes);
+    line["attempts"] = o.attempts.size();
+    line["usage"] = json::object{{"input_tokens", o.usage.input_tokens}, {"output_tokens", o.usage.output_tokens}};
+    line["latency_ms"] = std::chrono::duration<double, std::milli>(o.elapsed).count();
+    return json_text(line);
+  };
+
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  if (!quiet) {
+    batch.progress_every = terminal ? std::chrono::milliseconds(200) : std::chrono::seconds(5);
+    batch.on_progress = [&](const batch_progress& p) {
+      if (terminal) std::cerr << "\r\x1b[2K" << p.line() << std::flush;
+      else std::cerr << "covenant run: " << p.line() << "\n";
+    };
+  }
+  std::stop_source stop;
+  batch.stop = stop.get_token();
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  std::thread watcher([&stop] {
+    while (!stop.stop_requested()) {
+      if (interrupted.load()) {
+        stop.request_stop();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+
+  covenant::batch_progress summary;
+  if (stream) {
+    // One record at a time, each changed partial value printed as it is written.
+    auto started = std::chrono::steady_clock::now();
+    while (auto input = next_record()) {
+      const std::size_t index = next_index - 1;
+      auto f = contract.stream(std::move(*input), [&](const stream_update<json::value>& u) {
+        if (u.what != stream_update<json::value>::kind::partial) return;
+        json::object line{{"partial", u.partial->value()}, {"attempt", u.attempt}};
+        write_failed = !out.write(json_text(line)) || write_failed;
+      });
+      outcome<json::value> o = f.get();
+      write_failed = !out.write(result_line(in_flight[index], o)) || write_failed;
+      in_flight.erase(index);
+      ++summary.started;
+      ++summary.done;
+      (o.success ? summary.succeeded : summary.failed) += 1;
+      summary.tokens_in += o.usage.input_tokens;
+      summary.tokens_out += o.usage.output_tokens;
+      if (o.attempts.size() > 1) summary.retries += o.attempts.size() - 1;
+      if (interrupted.load()) break;
+    }
+    summary.elapsed = std::chrono::steady_clock::now() - started;
+    failed = summary.failed;
+  } else {
+    summary = run_batch(
+        contract, next_record,
+        [&](std::size_t index, outcome<json::value>&& o) {
+          auto it = in_flight.find(index);
+          if (it == in_flight.end()) return;
+          if (o.failed_stage == stage::cancelled && interrupted.load()) {
+            in_flight.erase(it);  // not finished: a run with --resume does it again
+            return;
+          }
+          if (!o.success) ++failed;
+          write_failed = !out.write(result_line(it->second, o)) || write_failed;
+          in_flight.erase(it);
+        },
+        batch);
+  }
+  stop.request_stop();
+  watcher.join();
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (out_fd != STDOUT_FILENO) ::close(out_fd);
+
+  if (!quiet) {
+    if (terminal) std::cerr << "\r\x1b[2K";
+    std::cerr << "covenant run: " << summary.done << " records (" << summary.succeeded << " ok, " << summary.failed
+              << " failed)";
+    if (skipped > 0) std::cerr << ", " << skipped << " already done";
+    if (bad_lines > 0) std::cerr << ", " << bad_lines << " bad input lines";
+    std::cerr << " in " << std::chrono::duration<double>(summary.elapsed).count() << " s; tokens "
+              << summary.tokens_in << " in / " << summary.tokens_out << " out";
+    if (summary.stopped || interrupted.load()) std::cerr << "; stopped early (run again with --resume)";
+    std::cerr << "\n";
+  }
+  if (write_failed) {
+    std::cerr << "covenant run: cannot write the results\n";
+    return exit_error;
+  }
+  if (bad_lines > 0) return exit_error;
+  if (interrupted.load()) return exit_invalid;
+  return failed > 0 ? exit_invalid : exit_ok;
+}
+
+}  // namespace covenant::cli

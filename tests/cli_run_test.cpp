@@ -1,0 +1,355 @@
+// `covenant run`: a contract over a JSON Lines file against a loopback server on 127.0.0.1:
+// results per record, failures, bad lines, resuming after kill -9, shards, rate limits, streaming.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "loopback_server.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+#ifdef COVENANT_CLI_PATH
+const char* const cli_path = COVENANT_CLI_PATH;
+#else
+const char* const cli_path = nullptr;
+#endif
+
+const char* label_baml = R"(class Label {
+  label string @assert({{ this|length > 0 }})
+}
+)";
+
+/// The record a request is about: the JSON between <input> and </input> in its user message.
+json::value record_of(const std::string& body) {
+  const json::value v = json::parse(body);
+  const std::string user(v.at("messages").as_array().at(1).at("content").as_string());
+  const auto b = user.find('\n');
+  const auto e = user.rfind("\n</input>");
+  return json::parse(user.substr(b + 1, e - b - 1));
+}
+
+/// Answers {"label": "L<n>"} for record n, an empty label (rejected) when "bad" is true.
+covenant_test::response_plan label_reply(const covenant_test::received_request& r, std::chrono::milliseconds delay) {
+  const json::value rec = record_of(r.body);
+  covenant_test::response_plan p;
+  p.delay = delay;
+  const bool bad = rec.as_object().contains("bad") && rec.at("bad").as_bool();
+  const std::string label = bad ? "" : "L" + json::serialize(rec.at("n"));
+  p.body = covenant_test::openai_completion(json::serialize(json::value{{"label", label}}));
+  return p;
+}
+
+struct run_result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+class CliRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cli_path == nullptr) GTEST_SKIP() << "the covenant tool is not built";
+    static std::atomic<int> counter{0};
+    dir_ = fs::temp_directory_path() / ("covenant_run_test_" + std::to_string(::getpid()) + "_" +
+                                        std::to_string(counter++));
+    fs::create_directories(dir_);
+    write("label.baml", label_baml);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  std::string write(const std::string& name, const std::string& content) {
+    std::ofstream f(dir_ / name, std::ios::binary);
+    f << content;
+    return (dir_ / name).string();
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  static std::string read(const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  }
+  static std::vector<json::value> json_lines(const std::string& text) {
+    std::vector<json::value> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) out.push_back(json::parse(line));
+    return out;
+  }
+
+  std::string records(int n, std::set<int> bad = {}) {
+    std::string text;
+    for (int i = 0; i < n; ++i) {
+      json::object o{{"id", "r" + std::to_string(i)}, {"n", i}};
+      if (bad.count(i) != 0) o["bad"] = true;
+      text += json::serialize(o) + "\n";
+    }
+    return text;
+  }
+
+  /// The tool with COVENANT_BASE_URL pointing at `server`.
+  std::vector<char*> env_for(const covenant_test::loopback_server& server, std::vector<std::string>& storage) const {
+    storage.clear();
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry = *e;
+      if (entry.rfind("COVENANT_", 0) == 0) continue;
+      storage.push_back(entry);
+    }
+    storage.push_back("COVENANT_BASE_URL=" + server.base_url());
+    std::vector<char*> out;
+    for (auto& s : storage) out.push_back(s.data());
+    out.push_back(nullptr);
+    return out;
+  }
+
+  /// Starts the tool; returns its pid. stdout/stderr go to files.
+  pid_t spawn(const covenant_test::loopback_server& server, std::vector<std::string> args, const std::string& tag) {
+    std::vector<std::string> env_storage;
+    std::vector<char*> env = env_for(server, env_storage);
+    args.insert(args.begin(), cli_path);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    const std::string out = path(tag + ".out");
+    const std::string err = path(tag + ".err");
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, cli_path, &fa, nullptr, argv.data(), env.data());
+    posix_spawn_file_actions_destroy(&fa);
+    EXPECT_EQ(rc, 0);
+    return pid;
+  }
+
+  run_result run(const covenant_test::loopback_server& server, std::vector<std::string> args) {
+    static std::atomic<int> runs{0};
+    const std::string tag = "run" + std::to_string(runs++);
+    const pid_t pid = spawn(server, std::move(args), tag);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    run_result r;
+    if (WIFEXITED(status)) r.status = WEXITSTATUS(status);
+    r.out = read(path(tag + ".out"));
+    r.err = read(path(tag + ".err"));
+    EXPECT_THAT(r.err, ::testing::AllOf(::testing::Not(HasSubstr("Sanitizer")), ::testing::Not(HasSubstr("runtime error"))));
+    return r;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliRun, OneLinePerRecordWithTheValidatedValue) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);
+  });
+  const std::string input = write("in.jsonl", records(6));
+  const auto r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label the record.", "--quiet", input});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto out = json_lines(r.out);
+  ASSERT_EQ(out.size(), 6u);
+  std::set<std::string> ids;
+  for (const auto& line : out) {
+    ids.insert(std::string(line.at("id").as_string()));
+    EXPECT_EQ(line.at("ok"), true);
+    const std::string id(line.at("id").as_string());
+    EXPECT_EQ(std::string(line.at("value").at("label").as_string()), "L" + id.substr(1));
+    EXPECT_EQ(line.at("attempts"), 1);
+    EXPECT_EQ(line.at("usage").at("input_tokens"), 10);
+    EXPECT_TRUE(line.as_object().contains("latency_ms"));
+  }
+  EXPECT_EQ(ids.size(), 6u);
+  EXPECT_EQ(r.err, "");  // --quiet
+  // The prompt and the input reached the server.
+  const auto body = json::parse(server.request(0).body);
+  EXPECT_THAT(std::string(body.at("messages").as_array().at(0).at("content").as_string()), HasSubstr("Label the record."));
+}
+
+TEST_F(CliRun, FailedRecordsAreReportedAndTheExitStatusIsOne) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);
+  });
+  const std::string input = write("in.jsonl", records(5, {1, 3}));
+  const auto r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--tries", "1", "--delay",
+                              "0", "--output", path("out.jsonl"), input});
+  EXPECT_EQ(r.status, 1);
+  const auto out = json_lines(read(path("out.jsonl")));
+  ASSERT_EQ(out.size(), 5u);
+  int failed = 0;
+  for (const auto& line : out) {
+    if (line.at("ok") == true) continue;
+    ++failed;
+    EXPECT_EQ(line.at("failed_stage"), "validate");
+    EXPECT_EQ(line.at("attempts"), 2);  // asked again once
+    EXPECT_THAT(json::serialize(line.at("issues")), HasSubstr("label"));
+    EXPECT_TRUE(line.at("value").is_null());
+  }
+  EXPECT_EQ(failed, 2);
+  EXPECT_THAT(r.err, HasSubstr("5 records (3 ok, 2 failed)"));
+}
+
+TEST_F(CliRun, ABadInputLineIsReportedWithItsNumberAndSkipped) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);
+  });
+  const std::string input = write("in.jsonl", R"({"id": "a", "n": 1})" "\n" "not json\n" "[1, 2]\n" R"({"id": "b", "n": 2})" "\n");
+  const auto r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", input});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("in.jsonl:2: skipped: not JSON"));
+  EXPECT_THAT(r.err, HasSubstr("in.jsonl:3: skipped: not a JSON object"));
+  EXPECT_EQ(json_lines(r.out).size(), 2u);
+}
+
+TEST_F(CliRun, UsageAndSchemaErrorsExitTwo) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);
+  });
+  EXPECT_EQ(run(server, {"run", "--prompt", "x"}).status, 2);
+  EXPECT_EQ(run(server, {"run", "--schema", path("label.baml")}).status, 2);
+  EXPECT_EQ(run(server, {"run", "--schema", path("label.baml"), "--prompt", "x", "--resume"}).status, 2);
+  EXPECT_EQ(run(server, {"run", "--schema", path("label.baml"), "--prompt", "x", "--shard", "3/2"}).status, 2);
+  EXPECT_EQ(run(server, {"run", "--schema", path("label.baml"), "--prompt", "x", "--delay", "soon"}).status, 2);
+  EXPECT_EQ(run(server, {"run", "--schema", write("bad.baml", "class {"), "--prompt", "x"}).status, 2);
+  EXPECT_EQ(run(server, {"run", "--schema", path("label.baml"), "--prompt", "x", path("missing.jsonl")}).status, 2);
+}
+
+TEST_F(CliRun, ResumeAfterKillNineWritesEveryRecordExactlyOnce) {
+  std::mutex m;
+  std::map<std::string, int> asked;  // record id -> requests for it
+  covenant_test::loopback_server server([&](const covenant_test::received_request& r, std::size_t) {
+    const json::value rec = record_of(r.body);
+    {
+      std::lock_guard lock(m);
+      ++asked[std::string(rec.at("id").as_string())];
+    }
+    return label_reply(r, 40ms);
+  });
+  constexpr int total = 40;
+  const std::string input = write("in.jsonl", records(total));
+  const std::string output = path("out.jsonl");
+  const std::vector<std::string> args = {"run",      "--schema",        path("label.baml"), "--prompt", "Label.",
+                                         "--output", output,            "--concurrency",    "2",        "--quiet",
+                                         input};
+  const pid_t pid = spawn(server, args, "first");
+  // Let some records finish, then kill it without warning.
+  for (int i = 0; i < 400; ++i) {
+    if (json_lines(read(output)).size() >= 8) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const auto first = json_lines(read(output));
+  ASSERT_GE(first.size(), 8u);
+  ASSERT_LT(first.size(), static_cast<std::size_t>(total));
+  std::set<std::string> finished_first;
+  for (const auto& line : first) finished_first.insert(std::string(line.at("id").as_string()));
+  std::map<std::string, int> asked_first;
+  {
+    std::lock_guard lock(m);
+    asked_first = asked;
+  }
+
+  std::vector<std::string> again = args;
+  again.insert(again.end() - 1, "--resume");
+  const auto r = run(server, again);
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto all = json_lines(read(output));
+  std::map<std::string, int> seen;
+  for (const auto& line : all) ++seen[std::string(line.at("id").as_string())];
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(total));
+  for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << id;
+  // No record finished by the first run was asked for again.
+  std::lock_guard lock(m);
+  for (const std::string& id : finished_first) EXPECT_EQ(asked[id], asked_first[id]) << id;
+}
+
+TEST_F(CliRun, ShardsSplitTheRecordsWithoutOverlap) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);
+  });
+  const std::string input = write("in.jsonl", records(30));
+  std::set<std::string> ids;
+  std::size_t lines = 0;
+  for (const char* shard : {"0/3", "1/3", "2/3"}) {
+    const auto r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--shard", shard, "--quiet",
+                                input});
+    EXPECT_EQ(r.status, 0);
+    const auto out = json_lines(r.out);
+    EXPECT_GT(out.size(), 0u) << shard;
+    lines += out.size();
+    for (const auto& line : out) ids.insert(std::string(line.at("id").as_string()));
+  }
+  EXPECT_EQ(lines, 30u);
+  EXPECT_EQ(ids.size(), 30u);
+}
+
+TEST_F(CliRun, RequestsPerMinuteAreRespectedAtTheServer) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);
+  });
+  const std::string input = write("in.jsonl", records(30));
+  const auto r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--rpm", "1200",
+                              "--concurrency", "30", "--quiet", input});
+  EXPECT_EQ(r.status, 0);
+  ASSERT_EQ(server.requests(), 30u);
+  // 1200 per minute: 20 at once (one second's worth), then 20 per second.
+  const auto first = server.request(0).at;
+  const auto last = server.request(29).at;
+  EXPECT_GE(last - first, 400ms);  // the last ten waited for the buckets to refill
+  std::size_t early = 0;
+  for (std::size_t i = 0; i < 30; ++i) early += server.request(i).at - first < 100ms ? 1 : 0;
+  EXPECT_LE(early, 23u);  // the burst of 20, and 20 per second for 0.1 s
+}
+
+TEST_F(CliRun, StreamPrintsEachChangedPartialThenTheRecord) {
+  covenant_test::loopback_server server([](const covenant_test::received_request&, std::size_t) {
+    covenant_test::response_plan p;
+    p.content_type = "text/event-stream";
+    p.chunks = covenant_test::openai_stream({"{\"label\": \"Ab", "cd\"}"});
+    p.chunk_delay = 20ms;  // separate reads: separate partials
+    return p;
+  });
+  const std::string input = write("in.jsonl", records(1));
+  const auto r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--stream", "--quiet", input});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto out = json_lines(r.out);
+  ASSERT_GE(out.size(), 3u);
+  EXPECT_EQ(out[0].at("attempt"), 1);
+  EXPECT_TRUE(out[0].as_object().contains("partial"));
+  EXPECT_EQ(out[out.size() - 2].at("partial").at("label"), "Abcd");
+  EXPECT_EQ(out.back().at("value").at("label"), "Abcd");
+}
+
+}  // namespace
