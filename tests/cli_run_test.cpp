@@ -124,7 +124,7 @@ class CliRun : public ::testing::Test {
       if (entry.rfind("COVENANT_", 0) == 0) continue;
       storage.push_back(entry);
     }
-    storage.push_back("COVENANT_BASE_URL=" + server.base_url());
+    if (with_base_url_) storage.push_back("COVENANT_BASE_URL=" + server.base_url());
     std::vector<char*> out;
     for (auto& s : storage) out.push_back(s.data());
     out.push_back(nullptr);
@@ -168,6 +168,7 @@ class CliRun : public ::testing::Test {
   }
 
   fs::path dir_;
+  bool with_base_url_ = true;
 };
 
 TEST_F(CliRun, OneLinePerRecordWithTheValidatedValue) {
@@ -217,6 +218,8 @@ TEST_F(CliRun, FailedRecordsAreReportedAndTheExitStatusIsOne) {
   }
   EXPECT_EQ(failed, 2);
   EXPECT_THAT(r.err, HasSubstr("5 records (3 ok, 2 failed)"));
+  // Standard error is not a terminal and the run took less than 5 s: the summary only.
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("in flight")));
 }
 
 TEST_F(CliRun, ABadInputLineIsReportedWithItsNumberAndSkipped) {
@@ -242,6 +245,22 @@ TEST_F(CliRun, UsageAndSchemaErrorsExitTwo) {
   EXPECT_EQ(run(server, {"run", "--schema", path("label.baml"), "--prompt", "x", "--delay", "soon"}).status, 2);
   EXPECT_EQ(run(server, {"run", "--schema", write("bad.baml", "class {"), "--prompt", "x"}).status, 2);
   EXPECT_EQ(run(server, {"run", "--schema", path("label.baml"), "--prompt", "x", path("missing.jsonl")}).status, 2);
+}
+
+TEST_F(CliRun, WithoutAServerTheMessageNamesTheSettingAndTheFlag) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);
+  });
+  with_base_url_ = false;
+  const std::string input = write("in.jsonl", records(2));
+  auto r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "x", input});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("covenant run: COVENANT_BASE_URL is not set"));
+  EXPECT_THAT(r.err, HasSubstr("or pass --base-url URL"));
+  EXPECT_EQ(r.out, "");
+  r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "x", "--base-url", server.base_url(), "--quiet", input});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json_lines(r.out).size(), 2u);
 }
 
 TEST_F(CliRun, ResumeAfterKillNineWritesEveryRecordExactlyOnce) {

@@ -25,7 +25,8 @@ constexpr std::string_view main_usage = "usage: covenant <command> [options]\n";
 constexpr std::string_view main_help = R"(usage: covenant <command> [options]
 
 Schemas and model output from the command line: print a type's JSON Schema or prompt text,
-read a model's reply against a type the way contracts do, and check schema files.
+read a model's reply against a type the way contracts do, check schema files, and run a
+contract over every record of a JSON Lines file against a model server.
 
 commands:
   schema    print a type's JSON Schema, OpenAI strict schema or prompt text
@@ -41,7 +42,8 @@ options:
 A schema FILE is a schema file in BAML syntax (classes, enums, type aliases, the `model` form)
 or a JSON Schema document (a .json file, or any file that starts with '{').
 
-exit status: 0 success; 1 the input does not validate (parse); 2 usage, file or schema error.
+exit status: 0 success; 1 the input does not validate (parse), some records failed (run); 2
+usage, file or schema error.
 )";
 
 constexpr std::string_view schema_usage =
@@ -145,7 +147,8 @@ options:
 
 Progress goes to standard error: a line redrawn in place on a terminal, a line every 5 seconds
 otherwise, and a summary at the end. Ctrl-C stops reading, cancels the records in flight (their
-lines are not written) and exits 1; run again with --resume to finish.
+lines are not written) and exits 1; run again with --resume to finish. The library's own log is
+off unless COVENANT_LOG_LEVEL is set (warn also shows transport retries).
 
 exit status: 0 every record succeeded; 1 some records failed (or the run was interrupted); 2
 usage, schema, input-file or output errors (a bad input line is reported with its line number

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <cmath>
@@ -263,9 +264,17 @@ int run_run(const std::vector<std::string>& args) {
       eo.request_timeout = std::chrono::milliseconds(std::llround(seconds_named(a, "--timeout", 120) * 1000.0));
     engine = std::make_unique<http_engine>(eo);
   } catch (const std::invalid_argument& e) {
-    throw fatal_error(e.what());
+    // The library names itself in its messages; the tool's user wants the setting and the flag.
+    std::string what = e.what();
+    constexpr std::string_view prefix = "covenant::http_engine::from_env: ";
+    if (what.starts_with(prefix)) what.erase(0, prefix.size());
+    if (what.starts_with("COVENANT_BASE_URL is not set")) what += "; or pass --base-url URL";
+    throw fatal_error(what);
   }
-  if (std::getenv("COVENANT_LOG_LEVEL") == nullptr) set_log_level(log_level::warn);  // NOLINT(concurrency-mt-unsafe)
+  // Each record's result (issues included) is its output line, and the progress line counts
+  // retries: the library's own log would repeat them between progress updates. COVENANT_LOG_LEVEL
+  // brings it back.
+  if (std::getenv("COVENANT_LOG_LEVEL") == nullptr) set_log_level(log_level::off);  // NOLINT(concurrency-mt-unsafe)
   const dynamic_contract contract{*engine, {.name = m.title(), .prompt = prompt, .output = m}, options};
 
   // The output, and what an earlier run finished.
@@ -364,7 +373,7 @@ int run_run(const std::vector<std::string>& args) {
     batch.progress_every = terminal ? std::chrono::milliseconds(200) : std::chrono::seconds(5);
     batch.on_progress = [&](const batch_progress& p) {
       if (terminal) std::cerr << "\r\x1b[2K" << p.line() << std::flush;
-      else std::cerr << "covenant run: " << p.line() << "\n";
+      else if (p.in_flight > 0 || p.done < p.started) std::cerr << "covenant run: " << p.line() << "\n";  // the summary says the rest
     };
   }
   std::stop_source stop;
@@ -433,8 +442,9 @@ int run_run(const std::vector<std::string>& args) {
               << " failed)";
     if (skipped > 0) std::cerr << ", " << skipped << " already done";
     if (bad_lines > 0) std::cerr << ", " << bad_lines << " bad input lines";
-    std::cerr << " in " << std::chrono::duration<double>(summary.elapsed).count() << " s; tokens "
-              << summary.tokens_in << " in / " << summary.tokens_out << " out";
+    std::array<char, 32> secs{};
+    std::snprintf(secs.data(), secs.size(), "%.2f", std::chrono::duration<double>(summary.elapsed).count());
+    std::cerr << " in " << secs.data() << " s; tokens " << summary.tokens_in << " in / " << summary.tokens_out << " out";
     if (summary.stopped || interrupted.load()) std::cerr << "; stopped early (run again with --resume)";
     std::cerr << "\n";
   }
