@@ -605,14 +605,24 @@ struct stream_core::impl {
           case schema::constraint_kind::format:
           case schema::constraint_kind::one_of: keep.push_back(c); break;
           case schema::constraint_kind::predicate:
-            // A rule on the JSON value of a @stream.done value (schema files' @assert).
-            if (stream_done(t) && c.custom && c.custom->has_json()) keep.push_back(c);
+            // A rule on the JSON value of a @stream.done value (schema files' @assert), or a C++
+            // predicate marked streaming_safe() (judged on the typed value, see native_of()).
+            if (c.custom && ((stream_done(t) && c.custom->has_json()) || (c.streaming_safe && c.custom->has_native())))
+              keep.push_back(c);
             break;
           default: break;
         }
       }
     }
     return check_cache.emplace(t, std::move(keep)).first->second;
+  }
+
+  /// The typed value a finished scalar was stored into, for a C++ predicate: the slot's target
+  /// when it is a string or number of the output type, else none (a JSON value, another shape).
+  static const void* native_of(const slot& s, sink_kind kind) noexcept {
+    if (s.ops == nullptr || s.ops->kind != kind) return nullptr;
+    if (kind != sink_kind::string && kind != sink_kind::integer && kind != sink_kind::floating) return nullptr;
+    return s.target;
   }
 
   /// Only the maximum (of a length or a count): already broken while the value grows.
@@ -941,7 +951,7 @@ struct stream_core::impl {
         if (!cs.empty() && !within_length_bounds(cs, value)) {
           const std::string raw = raw_of();
           with_path([&](decode_context& ctx, const path_frame* at) {
-            check_string(cs, value, raw, nullptr, ctx, at);
+            check_string(cs, value, raw, grow_visible ? native_of(current, sink_kind::string) : nullptr, ctx, at);
           });
         }
       }
@@ -1019,7 +1029,9 @@ struct stream_core::impl {
     if (!violations_frozen && stored && numeric_node && !(s.node->kind == schema::kind::integer && v.is_double())) {
       const auto& cs = final_checks(s.node);
       if (!cs.empty() && !number_within_bounds(cs, d))
-        with_path([&](decode_context& ctx, const path_frame* at) { check_number(cs, d, raw, nullptr, ctx, at); });
+        with_path([&](decode_context& ctx, const path_frame* at) {
+          check_number(cs, d, raw, native_of(s, s.ops != nullptr ? s.ops->kind : sink_kind::opaque), ctx, at);
+        });
     } else if (!violations_frozen && s.node != nullptr && s.node->kind == schema::kind::literal) {
       check_scalar_alone(s.node, raw);
     }

@@ -2,6 +2,7 @@
 // transfer at once and the model is asked again with that violation, instead of paying for the
 // rest of the reply.
 #include <covenant/contract.hpp>
+#include <covenant/decode.hpp>
 #include <covenant/dynamic_contract.hpp>
 #include <covenant/http_engine.hpp>
 #include <covenant/schema_file.hpp>
@@ -12,6 +13,7 @@
 #include <boost/json.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,7 +37,56 @@ struct Ask {
   Answer forward(const Question&, const covenant::outcome<Answer>& o) const { return o.result.value_or(Answer{}); }
 };
 
+struct Headline {
+  std::string headline;
+  int words = 0;
+  std::string body;
+};
+struct Write {
+  static constexpr std::string_view prompt = "Write the headline first.";
+  Headline forward(const Question&, const covenant::outcome<Headline>& o) const {
+    return o.result.value_or(Headline{});
+  }
+};
+
+// The same output with the same checks, not marked streaming-safe.
+struct PlainHeadline {
+  std::string headline;
+  int words = 0;
+  std::string body;
+};
+struct WritePlain {
+  static constexpr std::string_view prompt = "Write the headline first.";
+  PlainHeadline forward(const Question&, const covenant::outcome<PlainHeadline>& o) const {
+    return o.result.value_or(PlainHeadline{});
+  }
+};
+
+constexpr auto no_shouting = [](const std::string& s) { return s.find('!') == std::string::npos; };
+constexpr auto even = [](const int& n) -> std::optional<std::string> {
+  if (n % 2 == 0) return std::nullopt;
+  return n < 0 ? "must be even and not negative" : "must be even";
+};
+
 }  // namespace early_stop_test
+
+template <>
+struct covenant::describe<early_stop_test::Headline> {
+  static constexpr auto fields = covenant::fields<early_stop_test::Headline>(
+      covenant::field<&early_stop_test::Headline::headline>(
+          "The headline.", covenant::predicate{early_stop_test::no_shouting, "must not contain '!'"}.streaming_safe()),
+      covenant::field<&early_stop_test::Headline::words>(
+          "Words in the body.", covenant::predicate{early_stop_test::even, "must be even"}.streaming_safe()));
+};
+
+template <>
+struct covenant::describe<early_stop_test::PlainHeadline> {
+  static constexpr auto fields = covenant::fields<early_stop_test::PlainHeadline>(
+      covenant::field<&early_stop_test::PlainHeadline::headline>(
+          "The headline.", covenant::predicate{early_stop_test::no_shouting, "must not contain '!'"}),
+      covenant::field<&early_stop_test::PlainHeadline::words>(
+          "Words in the body.", covenant::predicate{early_stop_test::even, "must be even"}));
+};
 
 template <>
 struct covenant::describe<early_stop_test::Answer> {
@@ -151,6 +202,39 @@ TEST(EarlyStop, DynamicContractsStopEarlyToo) {
   ASSERT_EQ(o.attempts.size(), 2u);
   EXPECT_THAT(o.attempts[0].issues.at(0).to_string(), HasSubstr("level: must be one of"));
   EXPECT_LT(o.attempts[0].text.size(), 100u);
+}
+
+TEST(EarlyStop, PredicatesMarkedStreamingSafeStopTheStream) {
+  const std::string body(600, 'x');
+  const std::string shouting = R"({"headline": "Rates cut!", "words": 2, "body": ")" + body + R"("})";
+  const std::string odd = R"({"headline": "Rates cut", "words": 3, "body": ")" + body + R"("})";
+  const std::string fine = R"({"headline": "Rates cut", "words": 2, "body": "ok"})";
+  scripted_engine model{shouting, odd, fine};
+  model.stream_in_chunks(8);
+  covenant::contract<Write> c{model, instant({.tries = 2})};
+  auto r = c.stream(Question{"news"}, [](const covenant::stream_update<Headline>&) {}).get();
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  ASSERT_EQ(r.outcome.attempts.size(), 3u);
+  // Each issue is exactly what the final decoder reports for that value.
+  EXPECT_EQ(r.outcome.attempts[0].issues.at(0).to_string(), "headline: must not contain '!' (got \"Rates cut!\")");
+  EXPECT_EQ(r.outcome.attempts[1].issues.at(0).to_string(), "words: must be even (got 3)");
+  EXPECT_LT(r.outcome.attempts[0].text.size(), shouting.size() / 2);
+  EXPECT_LT(r.outcome.attempts[1].text.size(), odd.size() / 2);
+  EXPECT_EQ(c.perf_stats().early_stops(), 2u);
+  EXPECT_EQ(covenant::decode<Headline>(shouting).issues.at(0).to_string(),
+            r.outcome.attempts[0].issues.at(0).to_string());
+}
+
+TEST(EarlyStop, PredicatesNotMarkedWaitForTheWholeReply) {
+  const std::string shouting = R"({"headline": "Rates cut!", "words": 2, "body": ")" + std::string(600, 'x') + R"("})";
+  scripted_engine model{shouting, R"({"headline": "Rates cut", "words": 2, "body": "ok"})"};
+  model.stream_in_chunks(8);
+  covenant::contract<WritePlain> c{model, instant({.tries = 1})};
+  auto r = c.stream(Question{"news"}, [](const covenant::stream_update<PlainHeadline>&) {}).get();
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  EXPECT_EQ(r.outcome.attempts[0].text, shouting);  // read to the end
+  EXPECT_EQ(r.outcome.attempts[0].issues.at(0).to_string(), "headline: must not contain '!' (got \"Rates cut!\")");
+  EXPECT_EQ(c.perf_stats().early_stops(), 0u);
 }
 
 }  // namespace

@@ -67,6 +67,9 @@ struct constraint {
   std::shared_ptr<const custom_check> custom;      ///< predicate, unique_by (native), invariants
   std::string label;                               ///< optional name (schema-file @assert(name, ...))
   bool soft = false;  ///< reported as a note, not an issue (schema-file @check)
+  /// predicate: judged as soon as its value is finished while the reply streams, so a violation
+  /// stops the stream early (the check only ever depends on that value).
+  bool streaming_safe = false;
 };
 
 enum class kind : std::uint8_t {

@@ -486,12 +486,23 @@ struct unique_by {
 /// A custom check with the rule the model is shown: predicate{[](double x) { ... }, "must be ..."}.
 /// The callable takes the field's value (const F&) and returns bool, or std::optional<std::string>
 /// (nullopt = satisfied, otherwise the violation message).
+///
+/// predicate{...}.streaming_safe() says the verdict depends on nothing but the value itself, so a
+/// streamed reply is judged by it as soon as that value is finished and a violation stops the
+/// stream early (contract_options::early_stop). For fields that are strings or numbers.
 template <class Fn>
 struct predicate {
   static constexpr bool is_covenant_validator = true;
   Fn fn;
   std::string_view rule;
+  bool while_streaming = false;
   constexpr predicate(Fn f, std::string_view r) : fn(f), rule(r) {}
+  /// The same check, also judged while the reply streams.
+  [[nodiscard]] constexpr predicate streaming_safe() const {
+    predicate p = *this;
+    p.while_streaming = true;
+    return p;
+  }
   template <class F>
   void apply(schema::type& t) const {
     static_assert(std::is_invocable_v<const Fn&, const F&>,
@@ -503,6 +514,7 @@ struct predicate {
     c.kind = schema::constraint_kind::predicate;
     c.text = std::string(rule);
     c.custom = std::make_shared<detail::native_predicate<F, Fn>>(fn);
+    c.streaming_safe = while_streaming;
     t.constraints.push_back(std::move(c));
   }
 };
