@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <stdexcept>
@@ -327,6 +328,7 @@ struct http_shared {
   header_list headers;
   std::string proxy;     // "" : none
   std::string no_proxy;
+  bool h2c_reuse = true;  // libcurl can reuse HTTP/2 prior-knowledge connections (7.89 and later)
   runtime* rt = nullptr;
   std::shared_ptr<detail::multi_loop> loop;
   // On the strand only:
@@ -730,9 +732,15 @@ exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const 
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   // Wait for a connection that may multiplex (HTTP/2) rather than open another one; only where
   // HTTP/2 is possible: on plain http:// curl would wait for a first response before connecting again.
-  if (s.options.http_version == http_version::http2_prior_knowledge ||
+  if ((s.options.http_version == http_version::http2_prior_knowledge && s.h2c_reuse) ||
       (s.options.http_version != http_version::http1_1 && istarts_with(s.endpoint, "https://")))
     curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+  // libcurl before 7.89 fails every request that reuses an HTTP/2 prior-knowledge connection.
+  if (s.options.http_version == http_version::http2_prior_knowledge && !s.h2c_reuse) {
+    curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+  }
+  if (!s.options.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, s.options.ca_file.c_str());
   switch (s.options.http_version) {
     case http_version::automatic: break;
     case http_version::http1_1: curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1)); break;
@@ -834,6 +842,8 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
   auto bad = [](const std::string& what) { throw std::invalid_argument("covenant::http_engine: " + what); };
   std::string base(trim(options.base_url));
   if (base.empty()) bad("base_url is empty (the API root, e.g. https://api.openai.com/v1)");
+  if (!options.ca_file.empty() && !std::ifstream(options.ca_file).good())
+    bad("ca_file \"" + one_line(options.ca_file, 200) + "\" cannot be read");
   if (!istarts_with(base, "http://") && !istarts_with(base, "https://"))
     bad("base_url must start with http:// or https:// (got \"" + one_line(safe_url(base), 100) + "\")");
   if (has_crlf(base) || base.find(' ') != std::string::npos) bad("base_url must not contain spaces or line breaks");
@@ -897,6 +907,18 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
   if (s.proxy.empty()) s.proxy = env("ALL_PROXY");
   s.no_proxy = env("no_proxy");
   if (s.no_proxy.empty()) s.no_proxy = env("NO_PROXY");
+  if (options.http_version == http_version::http2_prior_knowledge) {
+    const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
+    s.h2c_reuse = info != nullptr && info->version_num >= 0x075900;  // 7.89.0
+    if (!s.h2c_reuse) {
+      static std::once_flag said;
+      std::call_once(said, [&] {
+        detail::log_warn("http_engine: libcurl {} cannot reuse HTTP/2 prior-knowledge connections (curl issue 10634): "
+                         "each request to {} opens its own connection (https:// negotiates HTTP/2 and is not affected)",
+                         info != nullptr ? info->version : "?", s.shown_url);
+      });
+    }
+  }
   s.rt = options.runtime != nullptr ? options.runtime : &runtime::shared();
   s.loop = std::make_shared<detail::multi_loop>(
       *s.rt, detail::multi_options{options.max_connections, options.max_host_connections});
@@ -961,6 +983,7 @@ http_engine_options http_engine::options_from_env(http_engine_options defaults) 
         "https://api.openai.com/v1 or http://localhost:8080/v1)");
   if (auto v = get("COVENANT_API_KEY")) defaults.api_key = std::move(*v);
   if (auto v = get("COVENANT_MODEL")) defaults.model = std::move(*v);
+  if (auto v = get("COVENANT_CA_FILE")) defaults.ca_file = std::move(*v);
   if (auto v = get("COVENANT_TIMEOUT_S")) {
     const auto s = parse_number(*v);
     if (!s || *s <= 0 || *s > 1e6)

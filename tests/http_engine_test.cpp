@@ -536,6 +536,9 @@ TEST(HttpEngine, InvalidOptionsAreRejectedWithoutShowingTheKey) {
   http_engine_options bad_jitter{.base_url = "http://localhost/v1"};
   bad_jitter.jitter = 1.5;
   rejects(bad_jitter, "jitter");
+  http_engine_options bad_ca{.base_url = "https://localhost/v1"};
+  bad_ca.ca_file = "/nonexistent/ca.pem";
+  rejects(bad_ca, "ca_file \"/nonexistent/ca.pem\" cannot be read");
 
   http_engine e({.base_url = "HTTP://localhost:8080/v1/"});
   EXPECT_EQ(e.endpoint(), "HTTP://localhost:8080/v1/chat/completions");
@@ -558,7 +561,8 @@ TEST(HttpEngine, ParsesRetryAfterSecondsAndHttpDates) {
 TEST(HttpEngine, FromEnvReadsTheVariablesAndNamesTheMissingOne) {
   struct env_guard {
     ~env_guard() {
-      for (const char* n : {"COVENANT_BASE_URL", "COVENANT_API_KEY", "COVENANT_MODEL", "COVENANT_TIMEOUT_S"}) ::unsetenv(n);
+      for (const char* n : {"COVENANT_BASE_URL", "COVENANT_API_KEY", "COVENANT_MODEL", "COVENANT_TIMEOUT_S", "COVENANT_CA_FILE"})
+        ::unsetenv(n);
     }
   } guard;
   ::unsetenv("COVENANT_BASE_URL");
@@ -578,6 +582,9 @@ TEST(HttpEngine, FromEnvReadsTheVariablesAndNamesTheMissingOne) {
   EXPECT_EQ(e.options().model, "local-model");
   EXPECT_EQ(e.options().request_timeout, 2500ms);
   EXPECT_EQ(e.options().max_retries, 1);
+  EXPECT_EQ(e.options().ca_file, "");
+  ::setenv("COVENANT_CA_FILE", "/etc/hostname", 1);
+  EXPECT_EQ(http_engine::options_from_env().ca_file, "/etc/hostname");
   ::setenv("COVENANT_TIMEOUT_S", "soon", 1);
   EXPECT_THROW((void)http_engine::options_from_env(), std::invalid_argument);
 }

@@ -67,7 +67,11 @@ enum class http_version : std::uint8_t {
   automatic,              ///< libcurl's choice: HTTP/2 over TLS when the server offers it (ALPN), else HTTP/1.1
   http1_1,                ///< HTTP/1.1 only
   http2,                  ///< HTTP/2 over TLS when offered, HTTP/1.1 otherwise (the same as automatic today)
-  http2_prior_knowledge,  ///< HTTP/2 without negotiation (h2c on plain http://, for servers known to speak it)
+  /// HTTP/2 without negotiation (h2c on plain http://, for servers known to speak it). libcurl
+  /// before 7.89 cannot reuse such connections (curl issue 10634): with it, every request opens
+  /// its own connection (the engine says so once in the log); https:// negotiates HTTP/2 and is
+  /// not affected.
+  http2_prior_knowledge,
 };
 
 struct http_engine_options {
@@ -113,6 +117,9 @@ struct http_engine_options {
   /// The HTTP version asked for; requests to one host share connections, and with HTTP/2 they
   /// are multiplexed over one connection.
   covenant::http_version http_version = covenant::http_version::automatic;
+  /// PEM file of the certificate authorities to trust instead of the system's (a private CA, a
+  /// TLS-inspecting proxy); empty: the system's. COVENANT_CA_FILE in from_env().
+  std::string ca_file{};
   /// Most connections open at once, in all and per host (0: no limit); further transfers wait.
   long max_connections = 0;
   long max_host_connections = 0;
@@ -143,6 +150,7 @@ class http_engine final : public engine {
   ///   COVENANT_API_KEY   (optional)
   ///   COVENANT_MODEL     (optional)
   ///   COVENANT_TIMEOUT_S (optional, request timeout in seconds, e.g. 30 or 2.5)
+  ///   COVENANT_CA_FILE (optional, ca_file)
   /// Throws std::invalid_argument naming the variable when one is missing or malformed.
   static http_engine_options options_from_env(http_engine_options defaults = {});
   /// http_engine(options_from_env(defaults)).
