@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "covenant/rate_limiter.hpp"
+#include "asio_runtime.hpp"
 #include "covenant/runtime.hpp"
 #include "log.hpp"
 
@@ -862,7 +863,7 @@ void start_async(std::shared_ptr<call_steps> steps, std::shared_ptr<const contra
   executor_fn exec = options.executor;
   if (!exec) {
     runtime* rt = core->options.runtime != nullptr ? core->options.runtime : &runtime::shared();
-    exec = [rt](std::function<void()> f) { rt->post(std::move(f)); };
+    exec = runtime_access::poster(*rt);
   }
   auto driver = std::make_shared<async_driver>(std::move(steps), std::move(core), std::move(options),
                                                std::move(cancel), stream, std::move(exec));

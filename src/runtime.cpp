@@ -74,14 +74,20 @@ class worker_pool {
     bool wake = false;
     {
       std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(f));
-      pending_.fetch_add(1, std::memory_order_release);
-      wake = sleeping_ > 0 && spinning_.load(std::memory_order_acquire) == 0;
+      if (!exited_) {
+        queue_.push_back(std::move(f));
+        pending_.fetch_add(1, std::memory_order_release);
+        wake = sleeping_ > 0 && spinning_.load(std::memory_order_acquire) == 0;
+      }
+    }
+    if (f) {
+      run_guarded(f);  // the workers have stopped: run it here rather than lose it
+      return;
     }
     if (wake) cv_.notify_one();
   }
 
-  /// Runs what is queued, then stops the threads.
+  /// Runs what is queued, then stops the threads; what is posted later runs on its poster.
   void join() {
     {
       std::lock_guard lock(mutex_);
@@ -91,6 +97,13 @@ class worker_pool {
     cv_.notify_all();
     for (auto& t : threads_)
       if (t.joinable()) t.join();
+    std::deque<std::function<void()>> rest;
+    {
+      std::lock_guard lock(mutex_);
+      exited_ = true;
+      rest.swap(queue_);
+    }
+    for (auto& f : rest) run_guarded(f);
   }
 
  private:
@@ -138,6 +151,7 @@ class worker_pool {
   std::atomic<int> spinning_{0};
   int sleeping_ = 0;
   bool stopping_ = false;
+  bool exited_ = false;
   std::vector<std::thread> threads_;
 };
 
@@ -148,7 +162,7 @@ struct runtime::impl {
       : own_io(app_io == nullptr ? std::make_unique<asio::io_context>(1) : nullptr),
         io(app_io != nullptr ? app_io : own_io.get()),
         strand(asio::make_strand(*io)),
-        pool(worker_count(workers)),
+        pool(std::make_shared<worker_pool>(worker_count(workers))),
         worker_threads(worker_count(workers)) {
     if (own_io) {
       guard.emplace(io->get_executor());
@@ -171,7 +185,7 @@ struct runtime::impl {
       io->stop();
       if (io_thread.joinable()) io_thread.join();
     }
-    pool.join();
+    pool->join();
   }
 
   std::unique_ptr<asio::io_context> own_io;
@@ -179,7 +193,7 @@ struct runtime::impl {
   detail::io_strand strand;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
   std::thread io_thread;
-  worker_pool pool;
+  std::shared_ptr<worker_pool> pool;  // shared with poster(): see there
   unsigned worker_threads;
 };
 
@@ -207,7 +221,7 @@ runtime& runtime::shared() {
   return *instance;
 }
 
-void runtime::post(std::function<void()> f) { impl_->pool.post(std::move(f)); }
+void runtime::post(std::function<void()> f) { impl_->pool->post(std::move(f)); }
 
 void runtime::post_io(std::function<void()> f) {
   asio::post(impl_->strand, [f = std::move(f)] { run_guarded(f); });
@@ -216,7 +230,7 @@ void runtime::post_io(std::function<void()> f) {
 timer runtime::schedule(std::chrono::nanoseconds delay, std::function<void()> f) {
   auto s = std::make_shared<timer::state>(*impl_->io);
   if (delay.count() <= 0) {
-    impl_->pool.post([s, f = std::move(f)] {
+    impl_->pool->post([s, f = std::move(f)] {
       if (!s->cancelled.load()) run_guarded(f);
     });
     return timer(s);
@@ -232,7 +246,7 @@ timer runtime::schedule(std::chrono::nanoseconds delay, std::function<void()> f)
     s->wait.async_wait(asio::bind_executor(impl_->strand, [s, this](const boost::system::error_code& ec) {
       std::function<void()> cb = std::move(s->callback);
       if (ec || s->cancelled.load() || !cb) return;
-      impl_->pool.post([s, cb = std::move(cb)] {
+      impl_->pool->post([s, cb = std::move(cb)] {
         if (!s->cancelled.load()) run_guarded(cb);
       });
     }));
@@ -245,6 +259,9 @@ unsigned runtime::workers() const noexcept { return impl_->worker_threads; }
 
 namespace detail {
 io_strand& runtime_access::strand(runtime& rt) noexcept { return rt.impl_->strand; }
+std::function<void(std::function<void()>)> runtime_access::poster(runtime& rt) {
+  return [pool = rt.impl_->pool](std::function<void()> f) { pool->post(std::move(f)); };
+}
 }  // namespace detail
 
 }  // namespace covenant

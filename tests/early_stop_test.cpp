@@ -210,7 +210,7 @@ TEST(EarlyStop, PredicatesMarkedStreamingSafeStopTheStream) {
   const std::string odd = R"({"headline": "Rates cut", "words": 3, "body": ")" + body + R"("})";
   const std::string fine = R"({"headline": "Rates cut", "words": 2, "body": "ok"})";
   scripted_engine model{shouting, odd, fine};
-  model.stream_in_chunks(8);
+  model.stream_in_chunks(8, 2ms);  // slow enough that the stop comes before the end
   covenant::contract<Write> c{model, instant({.tries = 2})};
   auto r = c.stream(Question{"news"}, [](const covenant::stream_update<Headline>&) {}).get();
   ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
