@@ -191,22 +191,27 @@ class typed_reader final : public reply_reader {
     if (!r.ok()) {
       a.issues = std::move(r.issues);
       if (a.issues.front().code == issue_code::parse_error) failed_at = stage::parse;
-      last_.reset();
+      destination_->reset();
       return failed_at;
     }
+    // Straight into the destination (one move of the value): a rejected value is taken back
+    // below, and the call drops the result of a call that failed after a read (call::finish).
+    *destination_ = std::move(r.value);
     perf_stage where = perf_stage::validate;
-    check_(*r.value, a.issues, where);
+    check_(**destination_, a.issues, where);
     if (where != perf_stage::total) {
       const time_point t = options_->clock ? options_->clock() : std::chrono::steady_clock::now();
       times.add(repairing_ ? perf_stage::pre_remedy : where, t - mark);
       mark = t;
     }
-    if (!a.issues.empty()) failed_at = where == perf_stage::post ? stage::post : stage::validate;
-    last_ = std::move(r.value);
+    if (!a.issues.empty()) {
+      failed_at = where == perf_stage::post ? stage::post : stage::validate;
+      destination_->reset();
+    }
     return failed_at;
   }
 
-  void accept() override { *destination_ = std::move(last_); }
+  void accept() override {}
 
   void stream_start(int number, const attempt* rejected) override {
     if (!stream_) stream_.emplace(options_->decode, options_->strictness);
@@ -243,7 +248,6 @@ class typed_reader final : public reply_reader {
   bool repairing_;
   std::optional<T>* destination_;
   Check check_;
-  std::optional<T> last_;
   std::function<void(const stream_update<T>&)> on_update_;
   std::optional<stream_reader<T>> stream_;
   int number_ = 1;
@@ -287,7 +291,7 @@ class contract {
   call_result run(const input_type& input) const {
     call c(*core_, input);
     detail::run_blocking(c, *core_);
-    return std::move(*c.result);
+    return c.take();
   }
   /// run() with a stop token or a deadline: a stop request or the deadline aborts the engine call
   /// in progress (or the wait between attempts) and forward runs with a failed outcome at stage
@@ -295,7 +299,7 @@ class contract {
   call_result run(const input_type& input, const call_options& options) const {
     call c(*core_, input);
     detail::run_blocking(c, *core_, &options);
-    return std::move(*c.result);
+    return c.take();
   }
 
   /// Starts the contract and returns at once. The future gives run()'s result (or forward's
@@ -470,8 +474,12 @@ class contract {
     void discard() override { oc_.result.reset(); }
 
     void finish(stage failed) override {
-      if (failed == stage::none) oc_.success = true;
-      else oc_.failed_stage = failed;
+      if (failed == stage::none) {
+        oc_.success = true;
+      } else {
+        oc_.failed_stage = failed;
+        oc_.result.reset();  // a reply read but then rejected (cut off, say) is no result
+      }
       const input_type& forward_input = [&]() -> const input_type& {
         if constexpr (std::is_same_v<intermediate_type, input_type> && traits::with_act) {
           if (oc_.success) return *acted_;
@@ -482,9 +490,8 @@ class contract {
       const detail::time_point f0 = c_->now();
       oc_.elapsed = f0 - start;
       if (!promise_) {
-        result_type value = c_->expr.forward(forward_input, oc_);
+        value_.emplace(c_->expr.forward(forward_input, oc_));
         record(f0);
-        result.emplace(call_result{std::move(value), std::move(oc_)});
         return;
       }
       try {
@@ -499,8 +506,9 @@ class contract {
 
     void on_update(std::function<void(const stream_update<output_type>&)> f) { output_reader_.on_update(std::move(f)); }
 
-    /// The blocking call's result, once finish() ran.
-    std::optional<call_result> result;
+    /// The blocking call's result, once finish() ran (built in the caller's return value: the
+    /// outcome is moved once).
+    call_result take() { return call_result{std::move(*value_), std::move(oc_)}; }
 
    private:
     template <class T, class Check>
@@ -526,6 +534,7 @@ class contract {
       detail::log_call_result(c_->name, oc_, c_->options.retry.graceful);
     }
 
+    std::optional<result_type> value_;  // forward's value (blocking calls)
     const core* c_;
     std::optional<input_type> owned_;
     const input_type* input_;
