@@ -365,6 +365,19 @@ TEST(Parse, AcceptTruncatedFalseAsksAgainForACutReply) {
   EXPECT_EQ(r.outcome.attempts.at(0).issues.at(0).code, covenant::issue_code::parse_error);
 }
 
+TEST(Parse, ACutReplyRejectedWithNoTriesLeftLeavesNoResult) {
+  // The cut reply reads and validates (its last list item is dropped), but accept_truncated is
+  // off: the call fails, and the value read from the rejected reply is not its result.
+  scripted_engine model{R"({"answer": "Paris", "confidence": 0.9, "sources": ["atlas", "encyclo)"};
+  auto options = instant({.tries = 0, .graceful = true});
+  options.accept_truncated = false;
+  covenant::contract<QA> qa{model, options};
+  auto r = qa.run(question);
+  EXPECT_FALSE(r.outcome.success);
+  EXPECT_EQ(r.outcome.failed_stage, covenant::stage::parse);
+  EXPECT_FALSE(r.outcome.result.has_value());
+}
+
 TEST(Forward, AlwaysRunsAndGetsTheFailureAndOriginalInput) {
   const char* no_sources = R"({"answer": "Paris", "confidence": 0.9, "sources": []})";
   scripted_engine model{no_sources, no_sources};
