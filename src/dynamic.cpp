@@ -178,6 +178,10 @@ class dynamic_decoder {
         std::optional<json::value> v = read_wrapped(t, c, ctx, at);
         if (r_.failed()) return nullptr;
         if (v) return std::move(*v);
+      } else if (c == '"' && wants_container(t, ctx)) {
+        std::optional<json::value> v = read_json_in_string(t, ctx, at);
+        if (r_.failed()) return nullptr;
+        if (v) return std::move(*v);
       }
     }
     switch (t.kind) {
@@ -248,6 +252,40 @@ class dynamic_decoder {
       }
     }
     return nullptr;
+  }
+
+  // A list, a map or an object (not through a union: each alternative decides for itself).
+  static bool wants_container(const schema::type& t, const decode_context& ctx) {
+    if (t.kind == kind::array || t.kind == kind::map) return true;
+    if (t.kind != kind::ref) return false;
+    const schema::definition* d = ctx.s.resolve(t);
+    if (d == nullptr) return false;
+    if (d->object() != nullptr) return true;
+    return d->alias() != nullptr && wants_container(d->alias()->target, ctx);
+  }
+
+  // Coerce mode: a string holding the JSON text of an object or a list where the target is one,
+  // decoded from that text at the same path. nullopt (the reader back at the string) when the
+  // string holds no such value.
+  std::optional<json::value> read_json_in_string(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    const char* start = r_.position();
+    std::string scratch;
+    std::string_view text;
+    if (!r_.read_string_view(text, scratch)) return std::nullopt;
+    std::string json;
+    std::string how;
+    if (!detail::json_in_string(text, ctx.opts.max_depth, json, how)) {
+      r_.rewind(start);
+      return std::nullopt;
+    }
+    ctx.note(at, note_kind::coerced, std::move(how));
+    json_reader inner(json, ctx.opts.max_depth);
+    dynamic_decoder d(inner, keys_);
+    d.depth_ = depth_;
+    d.stats_ = std::exchange(stats_, nullptr);
+    json::value v = d.read_inner(t, ctx, at);
+    ignored_keys_ += d.ignored_keys_;
+    return v;
   }
 
   // What a target takes a value wrapped in a list or an object for (coerce mode).

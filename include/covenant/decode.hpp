@@ -68,6 +68,27 @@ inline void mismatch_and_skip(json_reader& r, const schema::type& node, decode_c
   if (r.skip_value(raw)) type_mismatch(ctx, at, node, raw);
 }
 
+// Coerce mode: a string holding the JSON text of an object or a list, where the schema wants
+// one, decoded from that text at the same path. False (the reader back at the string) when the
+// string holds no such value.
+template <class T>
+bool read_json_in_string(json_reader& r, T& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  const char* start = r.position();
+  std::string scratch;
+  std::string_view text;
+  if (!r.read_string_view(text, scratch)) return true;
+  std::string json;
+  std::string detail;
+  if (!json_in_string(text, ctx.opts.max_depth, json, detail)) {
+    r.rewind(start);
+    return false;
+  }
+  ctx.note(at, note_kind::coerced, std::move(detail));
+  json_reader inner(json, ctx.opts.max_depth);
+  read_value(inner, out, node, ctx, at);
+  return true;
+}
+
 template <class I>
 COVENANT_ALWAYS_INLINE bool integer_from_token(const number_token& tok, I& out) noexcept {
   if (tok.integral) {
@@ -372,7 +393,10 @@ struct object_codec {
   }
 
   static void read(json_reader& r, S& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
-    if (r.peek() != '{') return mismatch_and_skip(r, node, ctx, at);
+    if (r.peek() != '{') {
+      if (r.peek() == '"' && ctx.opts.coerce && read_json_in_string(r, out, node, ctx, at)) return;
+      return mismatch_and_skip(r, node, ctx, at);
+    }
     const char* start = r.position();
     const schema::object_def& def = *std::get_if<schema::object_def>(&ctx.s.defs[node.def].body);
     const std::size_t issues_before = ctx.issues.size();
@@ -617,6 +641,7 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
     if (ec) ctx.add(at, issue_code::type_mismatch, "JSON value", actual_of(raw), ec.message());
   } else if constexpr (is_vector<T>::value) {
     const char c = r.peek();
+    if (c == '"' && ctx.opts.coerce && read_json_in_string(r, out, node, ctx, at)) return;
     if (c != '[' && c != 'n' && ctx.opts.coerce) {
       // A single value where a list is expected: a one-item list.
       const std::size_t before = ctx.issues.size();
@@ -650,7 +675,10 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
     if (!count_within_bounds(node.constraints, n))
       check_count(node.constraints, n, false, span_from(r, start), &out, ctx, at);
   } else if constexpr (is_string_map<T>::value) {
-    if (r.peek() != '{') return mismatch_and_skip(r, node, ctx, at);
+    if (r.peek() != '{') {
+      if (r.peek() == '"' && ctx.opts.coerce && read_json_in_string(r, out, node, ctx, at)) return;
+      return mismatch_and_skip(r, node, ctx, at);
+    }
     const char* start = r.position();
     if (!r.begin_object()) return;
     out.clear();

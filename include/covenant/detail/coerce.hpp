@@ -47,4 +47,10 @@ std::size_t match_enum_value(const schema::enum_def& e, std::string_view text, s
 /// also accents ("direccion" for "dirección"), when exactly one field matches; no_match otherwise.
 std::size_t match_field_key(const schema::object_def& o, std::string_view key);
 
+/// The JSON object or list a string holds ("{\"model\": \"x\"}", "[1, 2]"), read by the lenient
+/// reader (repairs allowed) and written as strict JSON into `json`; `detail` says what was done
+/// (for the note). False when the text, apart from surrounding whitespace, is not one object or
+/// list: other text around it, a value cut off, a scalar.
+bool json_in_string(std::string_view text, std::size_t max_depth, std::string& json, std::string& detail);
+
 }  // namespace covenant::detail
