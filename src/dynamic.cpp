@@ -901,8 +901,9 @@ class dynamic_decoder {
         }
       }
       if (j == n && ctx.opts.coerce) {
+        // Not when the field's own key is written too, before or after.
         const std::size_t m = detail::match_field_key(def, key);
-        if (m != detail::no_match && !seen[m]) {
+        if (m != detail::no_match && !seen[m] && !r_.later_key_is(def.fields[m].key)) {
           j = m;
           path_frame f{at, def.fields[j].key, 0, false};
           ctx.note(&f, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");

@@ -438,8 +438,9 @@ struct object_codec {
         }
       }
       if (COVENANT_UNLIKELY(j == N) && ctx.opts.coerce) {
+        // Not when the field's own key is written too, before or after.
         const std::size_t m = match_field_key(def, key);
-        if (m != no_match && !marked(seen, m)) {
+        if (m != no_match && !marked(seen, m) && !r.later_key_is(table.keys[m])) {
           j = m;
           path_frame g{at, def.fields[j].key, 0, false};
           ctx.note(&g, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");

@@ -185,6 +185,34 @@ class json_reader {
     return next_key(first, key, scratch, {}, matched);
   }
 
+  /// Whether a later member of the object being read (after the value the reader is at) has the
+  /// key `key`. Looks ahead without moving the reader; a syntax error on the way is left for the
+  /// caller's own reading to find.
+  bool later_key_is(std::string_view key) {
+    const char* p = p_;
+    const std::size_t depth = depth_;
+    const char* error = error_;
+    const char* error_at = error_at_;
+    std::string scratch;
+    std::string_view k;
+    std::string_view ignored;
+    bool found = false;
+    if (skip_value(ignored)) {
+      while (next_key(false, k, scratch)) {
+        if (k == key) {
+          found = true;
+          break;
+        }
+        if (!skip_value(ignored)) break;
+      }
+    }
+    p_ = p;
+    depth_ = depth;
+    error_ = error;
+    error_at_ = error_at;
+    return found;
+  }
+
   /// Fast path in front of next_key for the member the caller expects next. `pattern` is the
   /// key in double quotes followed by ':' (`"key":`, the key without '"' or '\\'). When the next
   /// member (after the ',' unless `first`) starts with exactly that text, consumes it, and one
