@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -115,10 +116,15 @@ TEST(MultiDocQA, CutOffReplyThenPostViolationFedBackThenValidAnswer) {
   ASSERT_THAT(outcome, covenant::testing::Succeeded());
   ASSERT_EQ(outcome.attempts.size(), 3u);
   EXPECT_EQ(outcome.usage, (covenant::usage{1500, 150}));
-  // 1: cut off inside a snippet: the unfinished string is dropped, never completed, which leaves
-  // required fields missing: rejected at validation, and the model is told it was cut off.
-  EXPECT_THAT(outcome.attempts[0].issues, ElementsAre(IssueRendered("evidence[0].snippet: required field is missing"),
-                                                      IssueRendered("coverage_score: required field is missing")));
+  // 1: cut off inside a snippet: the unfinished string is dropped, never completed, and so is the
+  // evidence item left without its snippet; coverage_score is missing: rejected at validation,
+  // and the model is told it was cut off.
+  EXPECT_THAT(outcome.attempts[0].issues, ElementsAre(IssueRendered("coverage_score: required field is missing")));
+  EXPECT_TRUE(std::any_of(outcome.attempts[0].notes.begin(), outcome.attempts[0].notes.end(), [](const auto& n) {
+    return n.to_string() ==
+           "truncated at evidence[0]: dropped the unfinished last item, which does not read: evidence[0].snippet: "
+           "required field is missing";
+  }));
   EXPECT_THAT(model.request(1).messages.back().content,
               HasSubstr("- coverage_score: required field is missing\nYour reply was cut off before its end"));
   // 2: valid JSON, rejected by post(); the violation reaches attempt 3 with attempt 1's issues.
@@ -129,7 +135,6 @@ TEST(MultiDocQA, CutOffReplyThenPostViolationFedBackThenValidAnswer) {
             "Reply 1 (" +
                 covenant::elide(outcome.attempts[0].text) +
                 "):\n"
-                "  - evidence[0].snippet: required field is missing\n"
                 "  - coverage_score: required field is missing\n"
                 "Reply again with the complete corrected JSON object only, fixing every problem listed.");
   // 3: accepted; forward returns it.

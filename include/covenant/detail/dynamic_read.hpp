@@ -72,8 +72,12 @@ decoded<boost::json::value> read_dynamic_reply(std::string_view text, const deco
   const candidate* chosen = nullptr;
   std::size_t best_shapes = 0;
   bool chosen_ok = false;  // the best so far reads without (settled) issues
+  note_list dropped;       // unfinished list items dropped from the candidate being read
+  note_list best_dropped;  // ... from the best one
   for (const candidate& c : candidates) {
     result d = decode(c.json, lenient);
+    dropped.clear();
+    if (!reading.partial) drop_unfinished_items(c, d, lenient, decode, dropped);
     // Partial mode: a candidate whose only issues are pending ones (fields not written yet)
     // ranks as one without issues; read_dynamic sets them aside.
     if (d.ok() || (reading.partial && d.value && settled_issues(d.issues, c.notes) == 0)) {
@@ -83,6 +87,7 @@ decoded<boost::json::value> read_dynamic_reply(std::string_view text, const deco
         chosen = &c;
         best_shapes = shapes;
         chosen_ok = true;
+        best_dropped.swap(dropped);
       }
       if (shapes == 0) break;
       continue;
@@ -96,11 +101,13 @@ decoded<boost::json::value> read_dynamic_reply(std::string_view text, const deco
     if (!best || d.issues.size() < best->issues.size()) {
       best = std::move(d);
       chosen = &c;
+      best_dropped.swap(dropped);
     }
   }
   validate_time += now() - t1;
   if (!best) return r;
   for (const note& n : chosen->notes) notes.push_back(n);
+  for (auto& n : best_dropped) notes.push_back(std::move(n));
   for (auto& n : best->notes) notes.push_back(std::move(n));
   return std::move(*best);
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -17,6 +18,30 @@
 namespace covenant::detail {
 
 using time_point = std::chrono::steady_clock::time_point;
+
+/// Final mode, a candidate of a reply cut off inside the last item of a list (the item a
+/// `truncated` "closed ... brackets" note's path runs through): when some of `issues` lie inside
+/// such an item, writes `json` without the innermost one into `out`, sets `dropped` to the
+/// `truncated` note that says so, and returns true. False when no issue lies inside one.
+bool drop_unfinished_item(std::string_view json, const note_list& candidate_notes, const issue_list& issues,
+                          std::string& out, note& dropped);
+
+/// Final mode: re-decodes candidate `c` without the unfinished last items of lists that `d` has
+/// issues in (drop_unfinished_item), innermost first, adding a note for each item dropped.
+template <class R, class Decode>
+void drop_unfinished_items(const candidate& c, R& d, const decode_options& options, Decode& decode,
+                           note_list& dropped) {
+  if (d.ok() || !c.truncated) return;
+  std::string json = c.json;
+  std::string next;
+  note n;
+  while (!d.issues.empty() && d.issues.front().code != issue_code::parse_error &&
+         drop_unfinished_item(json, c.notes, d.issues, next, n)) {
+    d = decode(std::string_view(next), options);
+    json.swap(next);
+    dropped.push_back(std::move(n));
+  }
+}
 
 /// Reads a model reply into T. Strict JSON first (one pass, the fast path); then, unless the
 /// strictness is `strict`: for well-formed JSON with issues, the same text with schema-guided
@@ -64,11 +89,16 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
   parse_time += t1 - t0;
   std::optional<decoded<T>> best;
   const candidate* chosen = nullptr;
+  note_list dropped;       // unfinished list items dropped from the candidate being read
+  note_list best_dropped;  // ... from the best one
   for (const candidate& c : candidates) {
     decoded<T> d = decode(c.json, lenient);
+    dropped.clear();
+    if (!reading.partial) drop_unfinished_items(c, d, lenient, decode, dropped);
     if (d.ok()) {
       best = std::move(d);
       chosen = &c;
+      best_dropped.swap(dropped);
       break;
     }
     if (d.issues.front().code == issue_code::parse_error) continue;
@@ -79,11 +109,13 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
     if (!best || d.issues.size() < best->issues.size()) {
       best = std::move(d);
       chosen = &c;
+      best_dropped.swap(dropped);
     }
   }
   done(t1);
   if (!best) return r;
   for (const note& n : chosen->notes) notes.push_back(n);
+  for (auto& n : best_dropped) notes.push_back(std::move(n));
   for (auto& n : best->notes) notes.push_back(std::move(n));
   r = std::move(*best);
   return r;  // every path returns r: no copy or move of the value on the way out
