@@ -31,6 +31,10 @@ struct Report {
   std::string raw;  // a string field: JSON text in it stays text
 };
 
+struct Tags {
+  std::vector<std::string> tags;
+};
+
 }  // namespace json_in_string_test
 
 namespace {
@@ -130,9 +134,6 @@ TEST(JsonInString, StrictDecodingReadsNothingInStrings) {
 }
 
 TEST(JsonInString, AListOfStringsGivenTheTextOfAList) {
-  struct Tags {
-    std::vector<std::string> tags;
-  };
   // The text of a list is read as the list, not as a one-item list holding the text.
   const auto r = covenant::decode<Tags>(R"({"tags": "[\"a\", \"b\"]"})", coerce());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);

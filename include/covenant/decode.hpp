@@ -72,7 +72,8 @@ inline void mismatch_and_skip(json_reader& r, const schema::type& node, decode_c
 // one, decoded from that text at the same path. False (the reader back at the string) when the
 // string holds no such value.
 template <class T>
-bool read_json_in_string(json_reader& r, T& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+COVENANT_NOINLINE bool read_json_in_string(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
+                                           const path_frame* at) {
   const char* start = r.position();
   std::string scratch;
   std::string_view text;
@@ -642,8 +643,8 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
     if (ec) ctx.add(at, issue_code::type_mismatch, "JSON value", actual_of(raw), ec.message());
   } else if constexpr (is_vector<T>::value) {
     const char c = r.peek();
-    if (c == '"' && ctx.opts.coerce && read_json_in_string(r, out, node, ctx, at)) return;
     if (c != '[' && c != 'n' && ctx.opts.coerce) {
+      if (c == '"' && read_json_in_string(r, out, node, ctx, at)) return;
       // A single value where a list is expected: a one-item list.
       const std::size_t before = ctx.issues.size();
       out.resize(1);
