@@ -198,6 +198,38 @@ std::size_t numbers_in_text(std::string_view s, number_in_text* found, std::size
   return n;
 }
 
+// The JSON object or list `text` holds as a whole (apart from surrounding whitespace), as strict
+// JSON in `json`, and what was done for the note in `detail`.
+bool json_in_string(std::string_view text, std::size_t max_depth, std::string& json, std::string& detail) {
+  const std::string_view t = trim(text);
+  if (t.size() < 2 || (t.front() != '{' && t.front() != '[')) return false;
+  lenient_options o;
+  o.level = strictness::repair;
+  o.max_depth = max_depth;
+  o.max_candidates = 1;
+  extraction x = extract(t, o);
+  if (x.candidates.empty()) return false;
+  candidate& c = x.candidates.front();
+  // The whole text, read to its end: nothing cut off, no text after the value.
+  if (c.kind != candidate_kind::whole_text || c.truncated || c.source_offset != 0 || c.source_length != t.size())
+    return false;
+  if (c.json.empty() || (c.json.front() != '{' && c.json.front() != '[')) return false;
+  detail = t.front() == '{' ? "a string holding a JSON object read as the object"
+                            : "a string holding a JSON list read as the list";
+  std::size_t repairs = 0;
+  for (const note& n : c.notes) {
+    if (n.kind != note_kind::repaired) continue;
+    if (repairs++ == 0) {
+      detail += " (";
+      detail += n.to_string();
+    }
+  }
+  if (repairs > 1) detail += " and " + std::to_string(repairs - 1) + (repairs == 2 ? " more repair" : " more repairs");
+  if (repairs > 0) detail += ")";
+  json = std::move(c.json);
+  return true;
+}
+
 }  // namespace
 
 std::size_t match_name(const std::vector<named_value>& names, std::string_view text, std::string& how) {
@@ -345,33 +377,17 @@ std::size_t match_field_key(const schema::object_def& o, std::string_view key) {
   return no_match;
 }
 
-bool json_in_string(std::string_view text, std::size_t max_depth, std::string& json, std::string& detail) {
-  const std::string_view t = trim(text);
-  if (t.size() < 2 || (t.front() != '{' && t.front() != '[')) return false;
-  lenient_options o;
-  o.level = strictness::repair;
-  o.max_depth = max_depth;
-  o.max_candidates = 1;
-  extraction x = extract(t, o);
-  if (x.candidates.empty()) return false;
-  candidate& c = x.candidates.front();
-  // The whole text, read to its end: nothing cut off, no text after the value.
-  if (c.kind != candidate_kind::whole_text || c.truncated || c.source_offset != 0 || c.source_length != t.size())
+bool take_json_in_string(json_reader& r, decode_context& ctx, const path_frame* at, std::string& json) {
+  const char* start = r.position();
+  std::string scratch;
+  std::string_view text;
+  if (!r.read_string_view(text, scratch)) return false;
+  std::string detail;
+  if (!json_in_string(text, ctx.opts.max_depth, json, detail)) {
+    r.rewind(start);
     return false;
-  if (c.json.empty() || (c.json.front() != '{' && c.json.front() != '[')) return false;
-  detail = t.front() == '{' ? "a string holding a JSON object read as the object"
-                            : "a string holding a JSON list read as the list";
-  std::size_t repairs = 0;
-  for (const note& n : c.notes) {
-    if (n.kind != note_kind::repaired) continue;
-    if (repairs++ == 0) {
-      detail += " (";
-      detail += n.to_string();
-    }
   }
-  if (repairs > 1) detail += " and " + std::to_string(repairs - 1) + (repairs == 2 ? " more repair" : " more repairs");
-  if (repairs > 0) detail += ")";
-  json = std::move(c.json);
+  ctx.note(at, note_kind::coerced, std::move(detail));
   return true;
 }
 

@@ -268,23 +268,15 @@ class dynamic_decoder {
   // decoded from that text at the same path. nullopt (the reader back at the string) when the
   // string holds no such value.
   std::optional<json::value> read_json_in_string(const schema::type& t, decode_context& ctx, const path_frame* at) {
-    const char* start = r_.position();
-    std::string scratch;
-    std::string_view text;
-    if (!r_.read_string_view(text, scratch)) return std::nullopt;
     std::string json;
-    std::string how;
-    if (!detail::json_in_string(text, ctx.opts.max_depth, json, how)) {
-      r_.rewind(start);
-      return std::nullopt;
-    }
-    ctx.note(at, note_kind::coerced, std::move(how));
+    if (!detail::take_json_in_string(r_, ctx, at, json)) return std::nullopt;
     json_reader inner(json, ctx.opts.max_depth);
     dynamic_decoder d(inner, keys_);
     d.depth_ = depth_;
     d.stats_ = std::exchange(stats_, nullptr);
     json::value v = d.read_inner(t, ctx, at);
     ignored_keys_ += d.ignored_keys_;
+    if (inner.failed()) detail::type_mismatch(ctx, at, t, json);  // strict JSON within the depth: not expected
     return v;
   }
 
@@ -888,6 +880,7 @@ class dynamic_decoder {
     if (!r_.begin_object()) return nullptr;
     std::vector<json::value> slots(n);
     std::vector<bool> seen(n, false);
+    std::vector<bool> follows(n, false);  // fields whose own key was found written later (key spellings)
     std::string scratch;
     std::string_view key;
     bool first = true;
@@ -901,12 +894,17 @@ class dynamic_decoder {
         }
       }
       if (j == n && ctx.opts.coerce) {
-        // Not when the field's own key is written too, before or after.
+        // Not when the field's own key is written too, before or after (looked for once per
+        // field: many spellings of one key must not make the object quadratic to read).
         const std::size_t m = detail::match_field_key(def, key);
-        if (m != detail::no_match && !seen[m] && !r_.later_key_is(def.fields[m].key)) {
-          j = m;
-          path_frame f{at, def.fields[j].key, 0, false};
-          ctx.note(&f, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
+        if (m != detail::no_match && !seen[m] && !follows[m]) {
+          if (r_.later_key_is(def.fields[m].key)) {
+            follows[m] = true;
+          } else {
+            j = m;
+            path_frame f{at, def.fields[j].key, 0, false};
+            ctx.note(&f, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
+          }
         }
       }
       if (stats != nullptr) {

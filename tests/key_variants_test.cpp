@@ -98,6 +98,24 @@ TEST(KeyVariants, TheDeclaredKeyWrittenTooWinsWhereverItIs) {
   }
 }
 
+TEST(KeyVariants, ManySpellingsBeforeTheDeclaredKeyAreAllLeftUnknown) {
+  // Each spelling of model_used finds the declared key written later; none is read as it.
+  std::string reply = "{";
+  for (int i = 0; i < 2000; ++i) reply += std::string(i % 2 == 0 ? "\"modelUsed\"" : "\"Model-Used\"") + ": \"guess\", ";
+  reply += R"("total_tokens": 3, "model_used": "gpt-4o"})";
+  const auto r = covenant::decode<Usage>(reply, coerce(true));
+  EXPECT_EQ(r.issues.size(), 2000u);  // the spellings, unknown keys
+  for (const auto& i : r.issues) ASSERT_EQ(i.code, covenant::issue_code::unknown_field);
+  const auto lax = covenant::decode<Usage>(reply, coerce());
+  ASSERT_TRUE(lax.ok()) << rendered(lax.issues);
+  EXPECT_EQ(lax.value->model_used, "gpt-4o");
+  EXPECT_TRUE(lax.notes.empty());
+
+  const auto d = covenant::read_dynamic(reply, usage_model());
+  ASSERT_TRUE(d.ok()) << rendered(d.issues);
+  EXPECT_EQ(d.value.at("model_used").as_string(), "gpt-4o");
+}
+
 TEST(KeyVariants, TwoDeclaredKeysThatCouldMatchMeanNoGuess) {
   const auto r = covenant::decode<Clash>(R"({"ModelUsed": 1})", coerce());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);

@@ -74,20 +74,36 @@ inline void mismatch_and_skip(json_reader& r, const schema::type& node, decode_c
 template <class T>
 COVENANT_NOINLINE bool read_json_in_string(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
                                            const path_frame* at) {
-  const char* start = r.position();
-  std::string scratch;
-  std::string_view text;
-  if (!r.read_string_view(text, scratch)) return true;
   std::string json;
-  std::string detail;
-  if (!json_in_string(text, ctx.opts.max_depth, json, detail)) {
-    r.rewind(start);
-    return false;
-  }
-  ctx.note(at, note_kind::coerced, std::move(detail));
+  if (!take_json_in_string(r, ctx, at, json)) return r.failed();
   json_reader inner(json, ctx.opts.max_depth);
   read_value(inner, out, node, ctx, at);
+  if (inner.failed()) type_mismatch(ctx, at, node, json);  // strict JSON within the depth: not expected
   return true;
+}
+
+// An object or a map expected, something else written: in coerce mode a string holding its JSON
+// text is read as it; anything else is a type mismatch. Out of line, off the decoder's fast path.
+template <class T>
+COVENANT_NOINLINE void not_a_container(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
+                                       const path_frame* at) {
+  if (ctx.opts.coerce && r.peek() == '"' && read_json_in_string(r, out, node, ctx, at)) return;
+  mismatch_and_skip(r, node, ctx, at);
+}
+
+// Coerce mode, a list expected and neither a list nor null written: a string holding the JSON
+// text of a list is read as that list; any other single value as a one-item list.
+template <class V>
+COVENANT_NOINLINE void read_list_coerced(json_reader& r, V& out, const schema::type& node, decode_context& ctx,
+                                         const path_frame* at) {
+  if (r.peek() == '"' && read_json_in_string(r, out, node, ctx, at)) return;
+  const std::size_t before = ctx.issues.size();
+  out.resize(1);
+  path_frame f{at, {}, 0, true};
+  read_value(r, out[0], node.args[0], ctx, &f);
+  if (r.failed()) return;
+  if (ctx.issues.size() == before) ctx.note(at, note_kind::coerced, "a single value read as a one-item list");
+  if (!node.constraints.empty()) check_count(node.constraints, 1, false, "[...]", &out, ctx, at);
 }
 
 template <class I>
@@ -394,10 +410,7 @@ struct object_codec {
   }
 
   static void read(json_reader& r, S& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
-    if (r.peek() != '{') {
-      if (r.peek() == '"' && ctx.opts.coerce && read_json_in_string(r, out, node, ctx, at)) return;
-      return mismatch_and_skip(r, node, ctx, at);
-    }
+    if (r.peek() != '{') return not_a_container(r, out, node, ctx, at);
     const char* start = r.position();
     const schema::object_def& def = *std::get_if<schema::object_def>(&ctx.s.defs[node.def].body);
     const std::size_t issues_before = ctx.issues.size();
@@ -411,6 +424,7 @@ struct object_codec {
     }(std::make_index_sequence<N>{});
     if (r.failed()) return;
     field_set seen{};
+    field_set follows{};  // fields whose own key was found written later (key spellings)
     if constexpr (N <= 64) {
       seen = in_order == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << in_order) - 1;
     } else {
@@ -439,12 +453,17 @@ struct object_codec {
         }
       }
       if (COVENANT_UNLIKELY(j == N) && ctx.opts.coerce) {
-        // Not when the field's own key is written too, before or after.
+        // Not when the field's own key is written too, before or after (looked for once per
+        // field: many spellings of one key must not make the object quadratic to read).
         const std::size_t m = match_field_key(def, key);
-        if (m != no_match && !marked(seen, m) && !r.later_key_is(table.keys[m])) {
-          j = m;
-          path_frame g{at, def.fields[j].key, 0, false};
-          ctx.note(&g, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
+        if (m != no_match && !marked(seen, m) && !marked(follows, m)) {
+          if (r.later_key_is(table.keys[m])) {
+            mark(follows, m);
+          } else {
+            j = m;
+            path_frame g{at, def.fields[j].key, 0, false};
+            ctx.note(&g, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
+          }
         }
       }
       if (COVENANT_UNLIKELY(j == N)) {
@@ -643,18 +662,7 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
     if (ec) ctx.add(at, issue_code::type_mismatch, "JSON value", actual_of(raw), ec.message());
   } else if constexpr (is_vector<T>::value) {
     const char c = r.peek();
-    if (c != '[' && c != 'n' && ctx.opts.coerce) {
-      if (c == '"' && read_json_in_string(r, out, node, ctx, at)) return;
-      // A single value where a list is expected: a one-item list.
-      const std::size_t before = ctx.issues.size();
-      out.resize(1);
-      path_frame f{at, {}, 0, true};
-      read_value(r, out[0], node.args[0], ctx, &f);
-      if (r.failed()) return;
-      if (ctx.issues.size() == before) ctx.note(at, note_kind::coerced, "a single value read as a one-item list");
-      if (!node.constraints.empty()) check_count(node.constraints, 1, false, "[...]", &out, ctx, at);
-      return;
-    }
+    if (c != '[' && c != 'n' && ctx.opts.coerce) return read_list_coerced(r, out, node, ctx, at);
     if (c != '[') return mismatch_and_skip(r, node, ctx, at);
     const char* start = r.position();
     if (!r.begin_array()) return;
@@ -677,10 +685,7 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
     if (!count_within_bounds(node.constraints, n))
       check_count(node.constraints, n, false, span_from(r, start), &out, ctx, at);
   } else if constexpr (is_string_map<T>::value) {
-    if (r.peek() != '{') {
-      if (r.peek() == '"' && ctx.opts.coerce && read_json_in_string(r, out, node, ctx, at)) return;
-      return mismatch_and_skip(r, node, ctx, at);
-    }
+    if (r.peek() != '{') return not_a_container(r, out, node, ctx, at);
     const char* start = r.position();
     if (!r.begin_object()) return;
     out.clear();

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "covenant/detail/decode_context.hpp"
+#include "covenant/detail/json_reader.hpp"
 #include "covenant/schema.hpp"
 
 namespace covenant::detail {
@@ -47,10 +49,10 @@ std::size_t match_enum_value(const schema::enum_def& e, std::string_view text, s
 /// also accents ("direccion" for "dirección"), when exactly one field matches; no_match otherwise.
 std::size_t match_field_key(const schema::object_def& o, std::string_view key);
 
-/// The JSON object or list a string holds ("{\"model\": \"x\"}", "[1, 2]"), read by the lenient
-/// reader (repairs allowed) and written as strict JSON into `json`; `detail` says what was done
-/// (for the note). False when the text, apart from surrounding whitespace, is not one object or
-/// list: other text around it, a value cut off, a scalar.
-bool json_in_string(std::string_view text, std::size_t max_depth, std::string& json, std::string& detail);
+/// The reader at a string that holds the JSON text of one object or list ("{\"model\": \"x\"}",
+/// "[1, 2]"; repairs allowed, read by the lenient reader; nothing else around it, not cut off):
+/// consumes the string, notes the reading at `at`, writes the value as strict JSON into `json` and
+/// returns true. Otherwise false, with the reader back at the string (or failed on bad syntax).
+bool take_json_in_string(json_reader& r, decode_context& ctx, const path_frame* at, std::string& json);
 
 }  // namespace covenant::detail

@@ -188,7 +188,7 @@ class json_reader {
   /// Whether a later member of the object being read (after the value the reader is at) has the
   /// key `key`. Looks ahead without moving the reader; a syntax error on the way is left for the
   /// caller's own reading to find.
-  bool later_key_is(std::string_view key) {
+  COVENANT_NOINLINE bool later_key_is(std::string_view key) {
     const char* p = p_;
     const std::size_t depth = depth_;
     const char* error = error_;
