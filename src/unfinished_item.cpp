@@ -66,13 +66,14 @@ bool locate(std::string_view json, const path& at, std::size_t& begin, std::size
 
 bool drop_unfinished_item(std::string_view json, const note_list& candidate_notes, const issue_list& issues,
                           std::string& out, note& dropped) {
-  // The innermost container left open where the text ended.
-  const note* closed = nullptr;
+  // Every truncated note is at the end of the text (a value dropped there, the brackets closed
+  // there), so the deepest one's path runs through every item left unfinished.
+  const note* deepest = nullptr;
   for (const note& n : candidate_notes)
-    if (n.kind == note_kind::truncated && n.detail.rfind("closed ", 0) == 0) closed = &n;
-  if (closed == nullptr) return false;
-  // The list items on its path, innermost first: the first one holding an issue goes.
-  const std::vector<path_segment>& segs = closed->path.segments();
+    if (n.kind == note_kind::truncated && (deepest == nullptr || n.path.size() > deepest->path.size())) deepest = &n;
+  if (deepest == nullptr) return false;
+  // The list items on that path, innermost first: the first one holding an issue goes.
+  const std::vector<path_segment>& segs = deepest->path.segments();
   for (std::size_t n = segs.size(); n > 0; --n) {
     if (!segs[n - 1].is_index) continue;
     const path item(std::vector<path_segment>(segs.begin(), segs.begin() + static_cast<std::ptrdiff_t>(n)));

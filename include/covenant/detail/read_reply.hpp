@@ -19,8 +19,8 @@ namespace covenant::detail {
 
 using time_point = std::chrono::steady_clock::time_point;
 
-/// Final mode, a candidate of a reply cut off inside the last item of a list (the item a
-/// `truncated` "closed ... brackets" note's path runs through): when some of `issues` lie inside
+/// Final mode, a candidate of a reply cut off inside the last item of a list (an item the path
+/// of its deepest `truncated` note runs through): when some of `issues` lie inside
 /// such an item, writes `json` without the innermost one into `out`, sets `dropped` to the
 /// `truncated` note that says so, and returns true. False when no issue lies inside one.
 bool drop_unfinished_item(std::string_view json, const note_list& candidate_notes, const issue_list& issues,
