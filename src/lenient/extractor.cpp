@@ -271,20 +271,7 @@ bool has_huge_exponent(std::string_view text) noexcept {
 // JSON whitespace run starting at q (space, line feed, carriage return, tab only).
 [[gnu::always_inline]] inline const char* skip_json_ws(const char* q, const char* e) noexcept {
   if (q < e && static_cast<uchar>(*q) > 0x20) return q;
-#if defined(__SSE2__)
-  const __m128i sp = _mm_set1_epi8(' ');
-  const __m128i nl = _mm_set1_epi8('\n');
-  const __m128i tab = _mm_set1_epi8('\t');
-  const __m128i cr = _mm_set1_epi8('\r');
-  while (e - q >= 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-    const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)),
-                                   _mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, cr)));
-    const unsigned other = ~static_cast<unsigned>(_mm_movemask_epi8(m)) & 0xFFFFu;
-    if (other != 0) return q + __builtin_ctz(other);
-    q += 16;
-  }
-#endif
+  q = skip_json_ws_blocks(q, e);
   while (q < e && detail::is_json_ws(*q)) ++q;
   return q;
 }

@@ -133,24 +133,7 @@ inline bool ws_byte(char c) noexcept {
 
 // End of the whitespace run starting at q (indentation of pretty-printed JSON: often 16+ bytes).
 inline const char* skip_ws_run(const char* q, const char* e) noexcept {
-#if defined(__SSE2__)
-  const __m128i sp = _mm_set1_epi8(' ');
-  const __m128i nl = _mm_set1_epi8('\n');
-  const __m128i tab = _mm_set1_epi8('\t');
-  const __m128i cr = _mm_set1_epi8('\r');
-  while (e - q >= 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-    const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)),
-                                   _mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, cr)));
-    const unsigned other = ~static_cast<unsigned>(_mm_movemask_epi8(m)) & 0xFFFFu;
-    if (other != 0) {
-      q += __builtin_ctz(other);
-      if (static_cast<uchar>(*q) > 0x20) return q;
-      break;
-    }
-    q += 16;
-  }
-#endif
+  q = skip_json_ws_blocks(q, e);
   while (q < e && ws_byte(*q)) ++q;
   return q;
 }

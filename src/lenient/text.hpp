@@ -11,6 +11,10 @@
 #include "covenant/detail/lenient_text.hpp"
 #include "covenant/lenient.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace covenant::lenient_impl {
 
 using detail::is_digit;
@@ -28,6 +32,27 @@ inline bool is_word_char(char c) noexcept {
 // [q, e) starts with the n bytes at s.
 inline bool is_seq(const char* q, const char* e, const char* s, std::size_t n) noexcept {
   return static_cast<std::size_t>(e - q) >= n && std::memcmp(q, s, n) == 0;
+}
+
+// Where the first byte in [q, e) that is not JSON whitespace (space, line feed, carriage return,
+// tab) is, looked for 16 bytes at a time while 16 are left: that byte, or where fewer than 16
+// bytes were left, for the caller's own byte loop to go on from.
+[[gnu::always_inline]] inline const char* skip_json_ws_blocks(const char* q, const char* e) noexcept {
+#if defined(__SSE2__)
+  const __m128i sp = _mm_set1_epi8(' ');
+  const __m128i nl = _mm_set1_epi8('\n');
+  const __m128i tab = _mm_set1_epi8('\t');
+  const __m128i cr = _mm_set1_epi8('\r');
+  while (e - q >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, cr)));
+    const unsigned other = ~static_cast<unsigned>(_mm_movemask_epi8(m)) & 0xFFFFu;
+    if (other != 0) return q + __builtin_ctz(other);
+    q += 16;
+  }
+#endif
+  return q;
 }
 
 // ---- notes -----------------------------------------------------------------------------------
