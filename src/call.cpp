@@ -201,6 +201,49 @@ remedy_phase::next remedy_phase::on_reply(chat_response&& reply) {
   return judge(a, failed_at);
 }
 
+namespace {
+
+// Applies what the contract does with the actions of an attempt's issues; returns exception or
+// refrain when one of those decides the call, else reask.
+fail_action settle_actions(attempt& a) {
+  bool any = false;
+  for (const issue& i : a.issues) any = any || i.action != fail_action::reask;
+  if (!any) return fail_action::reask;
+  fail_action decided = fail_action::reask;
+  issue_list kept;
+  kept.reserve(a.issues.size());
+  for (issue& i : a.issues) {
+    switch (i.action) {
+      case fail_action::noop: {
+        note n;
+        n.kind = note_kind::check_failed;
+        n.path = i.path;
+        n.detail = "check failed: " + i.message;
+        if (!i.actual.empty()) n.detail += " (got " + i.actual + ")";
+        a.notes.push_back(std::move(n));
+        continue;
+      }
+      case fail_action::fix:
+      case fail_action::filter:
+        i.action = fail_action::reask;
+        break;
+      case fail_action::exception:
+        decided = fail_action::exception;
+        break;
+      case fail_action::refrain:
+        if (decided != fail_action::exception) decided = fail_action::refrain;
+        break;
+      case fail_action::reask:
+        break;
+    }
+    kept.push_back(std::move(i));
+  }
+  a.issues = std::move(kept);
+  return decided;
+}
+
+}  // namespace
+
 remedy_phase::next remedy_phase::judge(attempt& a, stage failed_at) {
   const bool repairing = kind_ == attempt_kind::input_repair;
   if (a.finish_reason == "length") {
@@ -208,6 +251,19 @@ remedy_phase::next remedy_phase::judge(attempt& a, stage failed_at) {
     n.kind = note_kind::truncated;
     n.detail = "the reply was cut off by the engine's token limit";
     a.notes.push_back(std::move(n));
+  }
+  // On-fail actions left to the contract (fix, filter and noop of schema checks were applied
+  // while reading): noop issues become notes; a fix or filter with nothing to apply it to is a
+  // reask; refrain and exception end the call now.
+  const fail_action decided = settle_actions(a);
+  if (decided == fail_action::refrain || decided == fail_action::exception) {
+    for (const issue& i : a.issues) {
+      if (i.action != decided) continue;
+      oc_->reason = !i.reason.empty() ? i.reason : decided == fail_action::refrain ? "refrained" : "exception";
+      break;
+    }
+    fail(std::move(a), repairing ? stage::pre_remedy : failed_at);
+    return next::failed;
   }
   const bool cut =
       std::any_of(a.notes.begin(), a.notes.end(), [](const note& n) { return n.kind == note_kind::truncated; });

@@ -24,7 +24,7 @@ covenant::path to_path(const path_frame* at) {
 }
 
 void decode_context::add(const path_frame* at, issue_code code, std::string expected, std::string actual,
-                         std::string message) {
+                         std::string message, fail_action action) {
   if (issues.capacity() == 0) issues.reserve(4);
   issue i;
   i.path = to_path(at);
@@ -32,7 +32,41 @@ void decode_context::add(const path_frame* at, issue_code code, std::string expe
   i.expected = std::move(expected);
   i.actual = std::move(actual);
   i.message = std::move(message);
+  i.action = action;
   issues.push_back(std::move(i));
+}
+
+void decode_context::failed(const path_frame* at, fail_action action, issue_code code, std::string expected,
+                            std::string actual, std::string message) {
+  if (action == fail_action::noop) {
+    std::string detail = "check failed: " + message;
+    if (!actual.empty()) detail += " (got " + actual + ")";
+    note(at, note_kind::check_failed, std::move(detail));
+    return;
+  }
+  add(at, code, std::move(expected), std::move(actual), std::move(message),
+      action == fail_action::fix ? fail_action::reask : action);
+}
+
+bool take_filtered(decode_context& ctx, std::size_t before, const path_frame* at) {
+  const issue* first = nullptr;
+  for (std::size_t k = before; k < ctx.issues.size() && first == nullptr; ++k)
+    if (ctx.issues[k].action == fail_action::filter) first = &ctx.issues[k];
+  if (first == nullptr) return false;
+  std::string detail = "dropped: ";
+  const covenant::path here = to_path(at);
+  if (first->path.size() > here.size()) {
+    covenant::path rest(std::vector<path_segment>(first->path.begin() + static_cast<std::ptrdiff_t>(here.size()),
+                                                  first->path.end()));
+    detail += rest.to_string();
+    detail += first->path.segments()[here.size()].is_index ? " " : ": ";
+    if (detail.size() > 9 && detail[9] == '[') detail.insert(9, "item");
+  }
+  detail += first->message;
+  if (!first->actual.empty()) detail += " (got " + first->actual + ")";
+  ctx.issues.erase(ctx.issues.begin() + static_cast<std::ptrdiff_t>(before), ctx.issues.end());
+  ctx.note(at, note_kind::filtered, std::move(detail));
+  return true;
 }
 
 void decode_context::note(const path_frame* at, note_kind kind, std::string detail) {
@@ -91,7 +125,7 @@ void custom(const schema::constraint& c, std::string_view raw, const void* nativ
   auto r = c.custom->check_native(native);
   if (!r) return;
   std::string message = r->empty() ? (c.text.empty() ? std::string("must satisfy its rule") : c.text) : std::move(*r);
-  ctx.add(at, issue_code::constraint_violation, c.text, actual_of(raw), std::move(message));
+  ctx.failed(at, c.on_fail, issue_code::constraint_violation, c.text, actual_of(raw), std::move(message));
 }
 
 const char* format_message(const std::string& format) {
@@ -106,11 +140,37 @@ const char* format_message(const std::string& format) {
 
 }  // namespace
 
-void check_number(const std::vector<schema::constraint>& cs, double v, std::string_view raw, const void* native,
-                  decode_context& ctx, const path_frame* at) {
+namespace {
+
+// The fix of a failed number constraint: true when `v` was changed to satisfy it.
+bool fix_number(const schema::constraint& c, double& v, bool integral) {
+  switch (c.kind) {
+    case schema::constraint_kind::minimum: v = integral ? std::ceil(c.number) : c.number; return true;
+    case schema::constraint_kind::maximum: v = integral ? std::floor(c.number) : c.number; return true;
+    case schema::constraint_kind::exclusive_minimum:
+      v = integral ? std::floor(c.number) + 1 : std::nextafter(c.number, HUGE_VAL);
+      return true;
+    case schema::constraint_kind::exclusive_maximum:
+      v = integral ? std::ceil(c.number) - 1 : std::nextafter(c.number, -HUGE_VAL);
+      return true;
+    case schema::constraint_kind::multiple_of:
+      if (c.number == 0 || !std::isfinite(c.number)) return false;
+      v = std::round(v / c.number) * c.number;
+      return !integral || std::trunc(v) == v;
+    default:
+      return false;
+  }
+}
+
+bool number_checks(const std::vector<schema::constraint>& cs, double& v, bool integral, bool can_fix,
+                   std::string_view raw, const void* native, decode_context& ctx, const path_frame* at) {
+  bool changed = false;
+  std::string now;  // the value as it reads after a fix
   for (const auto& c : cs) {
     const char* op = nullptr;
     bool bad = false;
+    std::string expected;
+    std::string message;
     switch (c.kind) {
       case schema::constraint_kind::minimum: bad = v < c.number; op = ">= "; break;
       case schema::constraint_kind::maximum: bad = v > c.number; op = "<= "; break;
@@ -121,11 +181,10 @@ void check_number(const std::vector<schema::constraint>& cs, double v, std::stri
           const double q = v / c.number;
           bad = std::fabs(q - std::round(q)) > 1e-9 * std::fmax(1.0, std::fabs(q));
         }
-        if (bad) {
-          const std::string b = number_text(c.number);
-          ctx.add(at, issue_code::constraint_violation, "multiple of " + b, actual_of(raw), "must be a multiple of " + b);
-        }
-        continue;
+        if (!bad) continue;
+        expected = "multiple of " + number_text(c.number);
+        message = "must be a " + expected;
+        break;
       }
       case schema::constraint_kind::one_of: {
         bool found = false;
@@ -135,31 +194,111 @@ void check_number(const std::vector<schema::constraint>& cs, double v, std::stri
           else if (val.is_double()) found = val.get_double() == v;
           if (found) break;
         }
-        if (!found) {
-          const std::string list = one_of_text(c.values);
-          ctx.add(at, issue_code::constraint_violation, "one of " + list, actual_of(raw), "must be one of " + list);
-        }
+        if (found) continue;
+        const std::string list = one_of_text(c.values);
+        ctx.failed(at, c.on_fail, issue_code::constraint_violation, "one of " + list,
+                   actual_of(changed ? std::string_view(now) : raw), "must be one of " + list);
         continue;
       }
       case schema::constraint_kind::predicate:
       case schema::constraint_kind::unique_by:
       case schema::constraint_kind::unique_items:
-        custom(c, raw, native, ctx, at);
+        custom(c, changed ? std::string_view(now) : raw, changed ? nullptr : native, ctx, at);
         continue;
       default:
         continue;
     }
-    if (bad) {
-      std::string expected = op + number_text(c.number);
-      std::string message = "must be " + expected;
-      ctx.add(at, issue_code::constraint_violation, std::move(expected), actual_of(raw), std::move(message));
+    if (!bad) continue;
+    if (op != nullptr) {
+      expected = op + number_text(c.number);
+      message = "must be " + expected;
     }
+    const std::string_view shown = changed ? std::string_view(now) : raw;
+    if (can_fix && c.on_fail == fail_action::fix) {
+      double w = v;
+      if (fix_number(c, w, integral)) {
+        std::string to = number_text(w);
+        ctx.note(at, note_kind::fixed, std::string(shown) + " changed to " + to + " (" + message + ")");
+        v = w;
+        now = std::move(to);
+        changed = true;
+        continue;
+      }
+    }
+    ctx.failed(at, c.on_fail, issue_code::constraint_violation, std::move(expected), actual_of(shown), std::move(message));
   }
+  return changed;
 }
 
-void check_string(const std::vector<schema::constraint>& cs, std::string_view v, std::string_view raw,
-                  const void* native, decode_context& ctx, const path_frame* at) {
+}  // namespace
+
+void check_number(const std::vector<schema::constraint>& cs, double v, std::string_view raw, const void* native,
+                  decode_context& ctx, const path_frame* at) {
+  number_checks(cs, v, false, false, raw, native, ctx, at);
+}
+
+bool check_number_fix(const std::vector<schema::constraint>& cs, double& v, bool integral, std::string_view raw,
+                      const void* native, decode_context& ctx, const path_frame* at) {
+  return number_checks(cs, v, integral, true, raw, native, ctx, at);
+}
+
+namespace {
+
+std::string_view trim_ws(std::string_view v) noexcept {
+  const auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!v.empty() && ws(v.front())) v.remove_prefix(1);
+  while (!v.empty() && ws(v.back())) v.remove_suffix(1);
+  return v;
+}
+
+bool iequal_ascii(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char x = a[i];
+    char y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+// The first `n` code points of `v`.
+std::string_view first_code_points(std::string_view v, std::size_t n) noexcept {
+  std::size_t cps = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if ((static_cast<unsigned char>(v[i]) & 0xC0) != 0x80) {
+      if (cps == n) return v.substr(0, i);
+      ++cps;
+    }
+  }
+  return v;
+}
+
+bool string_checks(const std::vector<schema::constraint>& cs, std::string_view v, std::string_view raw,
+                   const std::string* native, bool can_fix, decode_context& ctx, const path_frame* at,
+                   std::string* fixed) {
+  bool changed = false;
+  std::string work;
+  std::string shown_after;
+  // Replaces the value by `to` and notes why.
+  auto apply = [&](std::string to, std::string why) {
+    ctx.note(at, note_kind::fixed, std::move(why));
+    work = std::move(to);
+    v = work;
+    native = &work;
+    shown_after = "\"" + work + "\"";
+    changed = true;
+  };
+  auto shown = [&]() { return changed ? std::string_view(shown_after) : raw; };
+  const bool fixing = [&] {
+    if (!can_fix) return false;
+    for (const auto& c : cs)
+      if (c.on_fail == fail_action::fix) return true;
+    return false;
+  }();
   for (const auto& c : cs) {
+    const bool fix = fixing && c.on_fail == fail_action::fix;
     switch (c.kind) {
       case schema::constraint_kind::min_length: {
         if (v.size() >= 4 * c.count) break;
@@ -168,11 +307,11 @@ void check_string(const std::vector<schema::constraint>& cs, std::string_view v,
         const bool exact = exact_count(cs, schema::constraint_kind::min_length, schema::constraint_kind::max_length) ==
                            c.count;
         if (c.count == 1 && !exact) {
-          ctx.add(at, issue_code::constraint_violation, "non-empty string", "\"\"", "must not be empty");
+          ctx.failed(at, c.on_fail, issue_code::constraint_violation, "non-empty string", "\"\"", "must not be empty");
         } else {
           const std::string bound = (exact ? "exactly " : "at least ") + plural(c.count, "character", "characters");
-          ctx.add(at, issue_code::constraint_violation, bound,
-                  n == 0 ? std::string("\"\"") : plural(n, "character", "characters"), "must have " + bound);
+          ctx.failed(at, c.on_fail, issue_code::constraint_violation, bound,
+                     n == 0 ? std::string("\"\"") : plural(n, "character", "characters"), "must have " + bound);
         }
         break;
       }
@@ -183,18 +322,35 @@ void check_string(const std::vector<schema::constraint>& cs, std::string_view v,
         const bool exact = exact_count(cs, schema::constraint_kind::min_length, schema::constraint_kind::max_length) ==
                            c.count;
         const std::string bound = (exact ? "exactly " : "at most ") + plural(c.count, "character", "characters");
-        ctx.add(at, issue_code::constraint_violation, bound, plural(n, "character", "characters"), "must have " + bound);
+        if (fix) {
+          apply(std::string(first_code_points(v, c.count)),
+                "cut to " + plural(c.count, "character", "characters") + " (was " + std::to_string(n) + ")");
+          break;
+        }
+        ctx.failed(at, c.on_fail, issue_code::constraint_violation, bound, plural(n, "character", "characters"),
+                   "must have " + bound);
         break;
       }
       case schema::constraint_kind::pattern:
         if (c.regex && !schema::pattern_matches(*c.regex, v)) {
-          ctx.add(at, issue_code::constraint_violation, "matches " + c.text, actual_of(raw),
-                  "must match the regular expression " + c.text);
+          const std::string_view t = trim_ws(v);
+          if (fix && t.size() != v.size() && schema::pattern_matches(*c.regex, t)) {
+            apply(std::string(t), "surrounding whitespace removed (must match the regular expression " + c.text + ")");
+            break;
+          }
+          ctx.failed(at, c.on_fail, issue_code::constraint_violation, "matches " + c.text, actual_of(shown()),
+                     "must match the regular expression " + c.text);
         }
         break;
       case schema::constraint_kind::format:
         if (!formats::matches_format(c.text, v)) {
-          ctx.add(at, issue_code::constraint_violation, "format " + c.text, actual_of(raw), format_message(c.text));
+          const std::string_view t = trim_ws(v);
+          if (fix && t.size() != v.size() && formats::matches_format(c.text, t)) {
+            apply(std::string(t), std::string("surrounding whitespace removed (") + format_message(c.text) + ")");
+            break;
+          }
+          ctx.failed(at, c.on_fail, issue_code::constraint_violation, "format " + c.text, actual_of(shown()),
+                     format_message(c.text));
         }
         break;
       case schema::constraint_kind::one_of: {
@@ -205,46 +361,83 @@ void check_string(const std::vector<schema::constraint>& cs, std::string_view v,
             break;
           }
         }
-        if (!found) {
-          const std::string list = one_of_text(c.values);
-          ctx.add(at, issue_code::constraint_violation, "one of " + list, actual_of(raw), "must be one of " + list);
+        if (found) break;
+        const std::string list = one_of_text(c.values);
+        if (fix) {
+          const std::string_view t = trim_ws(v);
+          const boost::json::value* hit = nullptr;
+          for (const auto& val : c.values)
+            if (val.is_string() && iequal_ascii(val.get_string(), t)) hit = &val;
+          if (hit != nullptr) {
+            std::string to(hit->get_string());
+            apply(to, std::string(shown()) + " read as \"" + to + "\" (must be one of " + list + ")");
+            break;
+          }
         }
+        ctx.failed(at, c.on_fail, issue_code::constraint_violation, "one of " + list, actual_of(shown()),
+                   "must be one of " + list);
         break;
       }
       case schema::constraint_kind::predicate:
-        custom(c, raw, native, ctx, at);
+        custom(c, shown(), native, ctx, at);
         break;
       default:
         break;
     }
   }
+  if (changed && fixed != nullptr) *fixed = std::move(work);
+  return changed;
 }
 
-void check_count(const std::vector<schema::constraint>& cs, std::size_t n, bool is_map, std::string_view raw,
-                 const void* native, decode_context& ctx, const path_frame* at) {
+}  // namespace
+
+void check_string(const std::vector<schema::constraint>& cs, std::string_view v, std::string_view raw,
+                  const void* native, decode_context& ctx, const path_frame* at) {
+  string_checks(cs, v, raw, static_cast<const std::string*>(native), false, ctx, at, nullptr);
+}
+
+bool check_string_fix(const std::vector<schema::constraint>& cs, std::string_view v, std::string_view raw,
+                      const std::string* native, decode_context& ctx, const path_frame* at, std::string& fixed) {
+  return string_checks(cs, v, raw, native, true, ctx, at, &fixed);
+}
+
+namespace {
+
+bool count_checks(const std::vector<schema::constraint>& cs, std::size_t n, bool is_map, void* native,
+                  const container_ops* ops, decode_context& ctx, const path_frame* at) {
   const char* one = is_map ? "entry" : "item";
   const char* many = is_map ? "entries" : "items";
+  bool changed = false;
   for (const auto& c : cs) {
+    const bool fix = ops != nullptr && native != nullptr && c.on_fail == fail_action::fix;
     switch (c.kind) {
       case schema::constraint_kind::min_items: {
         if (n >= c.count) break;
         const bool exact =
             exact_count(cs, schema::constraint_kind::min_items, schema::constraint_kind::max_items) == c.count;
         if (c.count == 1 && !exact) {
-          ctx.add(at, issue_code::constraint_violation, std::string("at least 1 ") + one, is_map ? "{}" : "[]",
-                  "must not be empty");
+          ctx.failed(at, c.on_fail, issue_code::constraint_violation, std::string("at least 1 ") + one,
+                     is_map ? "{}" : "[]", "must not be empty");
         } else {
           const std::string bound = (exact ? "exactly " : "at least ") + plural(c.count, one, many);
-          ctx.add(at, issue_code::constraint_violation, bound, plural(n, one, many), "must have " + bound);
+          ctx.failed(at, c.on_fail, issue_code::constraint_violation, bound, plural(n, one, many), "must have " + bound);
         }
         break;
       }
       case schema::constraint_kind::max_items: {
         if (n <= c.count) break;
+        if (fix && ops->cut != nullptr) {
+          ops->cut(native, c.count);
+          ctx.note(at, note_kind::fixed,
+                   "cut to " + plural(c.count, one, many) + " (was " + std::to_string(n) + "; the first are kept)");
+          n = ops->size(native);
+          changed = true;
+          break;
+        }
         const bool exact =
             exact_count(cs, schema::constraint_kind::min_items, schema::constraint_kind::max_items) == c.count;
         const std::string bound = (exact ? "exactly " : "at most ") + plural(c.count, one, many);
-        ctx.add(at, issue_code::constraint_violation, bound, plural(n, one, many), "must have " + bound);
+        ctx.failed(at, c.on_fail, issue_code::constraint_violation, bound, plural(n, one, many), "must have " + bound);
         break;
       }
       case schema::constraint_kind::unique_items:
@@ -253,8 +446,16 @@ void check_count(const std::vector<schema::constraint>& cs, std::size_t n, bool 
         if (c.custom && native != nullptr && c.custom->has_native()) {
           auto r = c.custom->check_native(native);
           if (r) {
+            if (fix && c.custom->fix_native(native)) {
+              const std::size_t m = ops->size(native);
+              ctx.note(at, note_kind::fixed,
+                       "dropped " + plural(n - m, "duplicate", "duplicates") + " (" + *r + "; the first is kept)");
+              n = m;
+              changed = true;
+              break;
+            }
             std::string message = r->empty() ? (c.text.empty() ? schema::describe(c) : c.text) : std::move(*r);
-            ctx.add(at, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
+            ctx.failed(at, c.on_fail, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
           }
         }
         break;
@@ -262,7 +463,21 @@ void check_count(const std::vector<schema::constraint>& cs, std::size_t n, bool 
         break;
     }
   }
+  return changed;
+}
+
+}  // namespace
+
+void check_count(const std::vector<schema::constraint>& cs, std::size_t n, bool is_map, std::string_view raw,
+                 const void* native, decode_context& ctx, const path_frame* at) {
   (void)raw;
+  count_checks(cs, n, is_map, const_cast<void*>(native), nullptr, ctx, at);
+}
+
+bool check_count_fix(const std::vector<schema::constraint>& cs, bool is_map, std::string_view raw, void* native,
+                     const container_ops& ops, decode_context& ctx, const path_frame* at) {
+  (void)raw;
+  return count_checks(cs, ops.size(native), is_map, native, &ops, ctx, at);
 }
 
 void check_native(const std::vector<schema::constraint>& cs, std::string_view raw, const void* native,
@@ -280,7 +495,7 @@ void check_invariants_native(const schema::object_def& def, const void* object, 
     path_frame anchor{at, inv.anchor, 0, false};
     const path_frame* where = inv.anchor.empty() ? at : &anchor;
     std::string message = r->empty() ? "must satisfy: " + inv.description : std::move(*r);
-    ctx.add(where, issue_code::invariant_violation, inv.description, "", std::move(message));
+    ctx.failed(where, inv.on_fail, issue_code::invariant_violation, inv.description, "", std::move(message));
   }
 }
 

@@ -136,11 +136,6 @@ void write_json(std::string& out, const json::value& root) {
   }
 }
 
-bool soft_rule(const schema::custom_check* c) {
-  const auto* e = dynamic_cast<const detail::expression_check*>(c);
-  return e != nullptr && e->soft();
-}
-
 class dynamic_decoder {
  public:
   dynamic_decoder(json_reader& r, output_keys keys) : r_(r), keys_(keys) {}
@@ -228,7 +223,8 @@ class dynamic_decoder {
         json::value v = json::string(s);
         if (!t.constraints.empty()) {
           const std::string_view raw = detail::span_from(r_, start);
-          detail::check_string(t.constraints, s, raw, nullptr, ctx, at);
+          std::string fixed;
+          if (detail::check_string_fix(t.constraints, s, raw, nullptr, ctx, at, fixed)) v = json::string(fixed);
           rules(t.constraints, v, raw, false, false, ctx, at);
         }
         return v;
@@ -451,7 +447,11 @@ class dynamic_decoder {
       return nullptr;
     }
     if (!t.constraints.empty()) {
-      detail::check_number(t.constraints, as_double(v), tok.text(), nullptr, ctx, at);
+      double d = as_double(v);
+      if (detail::check_number_fix(t.constraints, d, true, tok.text(), nullptr, ctx, at)) {
+        if (d >= 0 && d >= 9223372036854775808.0) v = static_cast<std::uint64_t>(d);
+        else v = static_cast<std::int64_t>(d);
+      }
       rules(t.constraints, v, tok.text(), false, false, ctx, at);
     }
     return v;
@@ -473,7 +473,7 @@ class dynamic_decoder {
     }
     json::value v = d;
     if (!t.constraints.empty()) {
-      detail::check_number(t.constraints, d, tok.text(), nullptr, ctx, at);
+      if (detail::check_number_fix(t.constraints, d, false, tok.text(), nullptr, ctx, at)) v = d;
       rules(t.constraints, v, tok.text(), false, false, ctx, at);
     }
     return v;
@@ -490,11 +490,7 @@ class dynamic_decoder {
       if (r_.failed()) return nullptr;
       if (ctx.issues.size() == before) ctx.note(at, note_kind::coerced, "a single value read as a one-item list");
       json::value v = std::move(out);
-      if (!t.constraints.empty()) {
-        detail::check_count(t.constraints, 1, false, "[...]", nullptr, ctx, at);
-        uniqueness(t, v.get_array(), ctx, at);
-        rules(t.constraints, v, "[...]", true, false, ctx, at);
-      }
+      if (!t.constraints.empty()) array_rules(t, v, "[...]", ctx, at);
       return v;
     }
     if (c != '[') return mismatch(t, ctx, at);
@@ -506,19 +502,33 @@ class dynamic_decoder {
     while (r_.next_element(first)) {
       first = false;
       path_frame f{at, {}, n, true};
-      out.push_back(read(t.args[0], ctx, &f));
+      const std::size_t before = ctx.issues.size();
+      json::value item = read(t.args[0], ctx, &f);
       if (r_.failed()) return nullptr;
       ++n;
+      // on-fail action filter: the item is dropped
+      if (ctx.issues.size() != before && detail::take_filtered(ctx, before, &f)) continue;
+      out.push_back(std::move(item));
     }
     if (r_.failed()) return nullptr;
     json::value v = std::move(out);
-    if (!t.constraints.empty()) {
-      const std::string_view raw = detail::span_from(r_, start);
-      detail::check_count(t.constraints, n, false, raw, nullptr, ctx, at);
-      uniqueness(t, v.get_array(), ctx, at);
-      rules(t.constraints, v, raw, true, false, ctx, at);
-    }
+    if (!t.constraints.empty()) array_rules(t, v, detail::span_from(r_, start), ctx, at);
     return v;
+  }
+
+  // The constraints of a list on its value: counts (a fix cuts it), uniqueness (a fix drops the
+  // later duplicates), custom rules.
+  void array_rules(const schema::type& t, json::value& v, std::string_view raw, decode_context& ctx,
+                   const path_frame* at) {
+    static constexpr detail::container_ops ops{
+        [](const void* c) { return static_cast<const json::array*>(c)->size(); },
+        [](void* c, std::size_t n) {
+          auto& a = *static_cast<json::array*>(c);
+          if (n < a.size()) a.resize(n);
+        }};
+    detail::check_count_fix(t.constraints, false, raw, &v.get_array(), ops, ctx, at);
+    uniqueness(t, v.get_array(), ctx, at);
+    rules(t.constraints, v, raw, true, false, ctx, at);
   }
 
   // Whether `key` is one the key type accepts; appends an issue at `f` otherwise.
@@ -922,8 +932,14 @@ class dynamic_decoder {
       }
       seen[j] = true;
       path_frame f{at, def.fields[j].key, 0, false};
+      const std::size_t before = ctx.issues.size();
       slots[j] = read(def.fields[j].type, ctx, &f);
       if (r_.failed()) return nullptr;
+      // on-fail action filter: an optional field is dropped (a required one is the object's concern)
+      if (ctx.issues.size() != before && !def.fields[j].required && detail::take_filtered(ctx, before, &f)) {
+        seen[j] = false;
+        slots[j] = nullptr;
+      }
     }
     if (r_.failed()) return nullptr;
     json::object out;
@@ -959,12 +975,12 @@ class dynamic_decoder {
       if (!r) continue;
       path_frame anchor{at, inv.anchor, 0, false};
       const path_frame* where = inv.anchor.empty() ? at : &anchor;
-      if (soft_rule(inv.check.get())) {
+      if (inv.on_fail == fail_action::noop) {
         ctx.note(where, note_kind::check_failed, "check failed: " + inv.description);
         continue;
       }
       std::string message = r->empty() ? "must satisfy: " + inv.description : std::move(*r);
-      ctx.add(where, issue_code::invariant_violation, inv.description, "", std::move(message));
+      ctx.add(where, issue_code::invariant_violation, inv.description, "", std::move(message), inv.on_fail);
     }
     if (!t.constraints.empty()) rules(t.constraints, view, detail::span_from(r_, start), false, false, ctx, at);
   }
@@ -1087,17 +1103,17 @@ class dynamic_decoder {
       if (c.kind != constraint_kind::predicate || !c.custom || !c.custom->has_json()) continue;
       auto r = c.custom->check_json(v);
       if (!r) continue;
-      if (c.soft) {
+      if (c.on_fail == fail_action::noop) {
         ctx.note(at, note_kind::check_failed, "check failed: " + c.text);
         continue;
       }
       if (container) {
         std::string message = r->empty() ? (c.text.empty() ? schema::describe(c) : c.text) : std::move(*r);
-        ctx.add(at, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
+        ctx.failed(at, c.on_fail, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
       } else {
         std::string message =
             r->empty() ? (c.text.empty() ? std::string("must satisfy its rule") : c.text) : std::move(*r);
-        ctx.add(at, issue_code::constraint_violation, c.text, detail::actual_of(raw), std::move(message));
+        ctx.failed(at, c.on_fail, issue_code::constraint_violation, c.text, detail::actual_of(raw), std::move(message));
       }
     }
   }
@@ -1123,14 +1139,51 @@ class dynamic_decoder {
   }
 
   // unique_items and unique_by on a JSON array, with the typed validators' messages.
-  void uniqueness(const schema::type& t, const json::array& a, decode_context& ctx, const path_frame* at) {
+  void uniqueness(const schema::type& t, json::array& a, decode_context& ctx, const path_frame* at) {
     for (const auto& c : t.constraints) {
-      if (c.kind == constraint_kind::unique_items) {
-        if (auto m = duplicate_items(a)) ctx.add(at, issue_code::constraint_violation, schema::describe(c), "", std::move(*m));
-      } else if (c.kind == constraint_kind::unique_by) {
-        if (auto m = duplicate_members(t.args[0], c.text, a, ctx)) ctx.add(at, issue_code::constraint_violation, schema::describe(c), "", std::move(*m));
+      std::optional<std::string> m;
+      if (c.kind == constraint_kind::unique_items) m = duplicate_items(a);
+      else if (c.kind == constraint_kind::unique_by) m = duplicate_members(t.args[0], c.text, a, ctx);
+      if (!m) continue;
+      if (c.on_fail == fail_action::fix) {
+        const std::size_t before = a.size();
+        drop_duplicates(t.args[0], c, a, ctx);
+        const std::size_t dropped = before - a.size();
+        ctx.note(at, note_kind::fixed,
+                 "dropped " + std::to_string(dropped) + (dropped == 1 ? " duplicate (" : " duplicates (") + *m +
+                     "; the first is kept)");
+        continue;
+      }
+      ctx.failed(at, c.on_fail, issue_code::constraint_violation, schema::describe(c), "", std::move(*m));
+    }
+  }
+
+  // Keeps the first of equal items (unique_items) or of items with equal members (unique_by).
+  void drop_duplicates(const schema::type& item, const schema::constraint& c, json::array& a,
+                       decode_context& ctx) const {
+    std::string key = c.text;
+    if (c.kind == constraint_kind::unique_by) {
+      if (const schema::type* u = detail::unalias(ctx.s, item)) {
+        if (const schema::definition* d = ctx.s.resolve(*u); d != nullptr && d->object() != nullptr) {
+          for (const auto& f : d->object()->fields)
+            if (f.name == c.text || f.key == c.text) key = keys_ == output_keys::declared ? f.name : f.key;
+        }
       }
     }
+    static const json::value null_value;
+    auto part = [&](const json::value& v) -> const json::value& {
+      if (c.kind == constraint_kind::unique_items) return v;
+      if (v.is_object())
+        if (const auto* m = v.get_object().if_contains(key)) return *m;
+      return null_value;
+    };
+    json::array kept(a.storage());
+    for (auto& v : a) {
+      bool seen = false;
+      for (const auto& k : kept) seen = seen || same_value(part(k), part(v));
+      if (!seen) kept.push_back(std::move(v));
+    }
+    a = std::move(kept);
   }
 
   static std::optional<std::string> duplicate_items(const json::array& a) {

@@ -25,6 +25,29 @@ std::string_view to_string(issue_code code) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(fail_action a) noexcept {
+  switch (a) {
+    case fail_action::reask: return "reask";
+    case fail_action::fix: return "fix";
+    case fail_action::filter: return "filter";
+    case fail_action::refrain: return "refrain";
+    case fail_action::noop: return "noop";
+    case fail_action::exception: return "exception";
+  }
+  return "reask";
+}
+
+bool parse_fail_action(std::string_view name, fail_action& out) noexcept {
+  for (auto a : {fail_action::reask, fail_action::fix, fail_action::filter, fail_action::refrain, fail_action::noop,
+                 fail_action::exception}) {
+    if (to_string(a) == name) {
+      out = a;
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string_view to_string(note_kind kind) noexcept {
   switch (kind) {
     case note_kind::extracted: return "extracted";
@@ -34,6 +57,8 @@ std::string_view to_string(note_kind kind) noexcept {
     case note_kind::incomplete: return "incomplete";
     case note_kind::check_failed: return "check_failed";
     case note_kind::stopped_early: return "stopped_early";
+    case note_kind::fixed: return "fixed";
+    case note_kind::filtered: return "filtered";
   }
   return "unknown";
 }

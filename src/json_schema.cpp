@@ -4,6 +4,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -280,10 +281,29 @@ class exporter {
     }
 
     std::vector<constraint> leftovers;
+    std::vector<std::pair<std::string_view, fail_action>> actions;  // of the keywords written
     for (const auto& c : effective_constraints(t)) {
-      if (!add_keyword(base, c, t.kind)) leftovers.push_back(c);
+      if (!add_keyword(base, c, t.kind)) {
+        leftovers.push_back(c);
+        continue;
+      }
+      actions.emplace_back(schema::keyword_of(c, t.kind), c.on_fail);
       // x-unique-by is covenant's own keyword: other readers (and models) get the rule in words too.
-      else if (c.kind == constraint_kind::unique_by) leftovers.push_back(c);
+      if (c.kind == constraint_kind::unique_by) leftovers.push_back(c);
+    }
+    // x-on-fail (covenant's own keyword, read back by import_json_schema): one action for every
+    // keyword, or keyword: action for those that are not reask.
+    if (!strict_ && std::any_of(actions.begin(), actions.end(), [](const auto& a) { return a.second != fail_action::reask; })) {
+      const bool same = std::all_of(actions.begin(), actions.end(),
+                                    [&](const auto& a) { return a.second == actions.front().second; });
+      if (same) {
+        base["x-on-fail"] = to_string(actions.front().second);
+      } else {
+        json::object by_keyword;
+        for (const auto& [kw, a] : actions)
+          if (a != fail_action::reask) by_keyword[kw] = to_string(a);
+        base["x-on-fail"] = std::move(by_keyword);
+      }
     }
     const std::string desc =
         detail::join_sentences(description, detail::sentence(constraint_clause(leftovers, t.kind)));

@@ -667,8 +667,47 @@ class importer {
         t.constraints.push_back(std::move(c));
       }
     }
+    if (const auto* of = o.if_contains("x-on-fail")) on_fail(*of, t, ptr + "/x-on-fail");
     if (t.kind == kind::integer) integer_width(t);
     return t;
+  }
+
+  // x-on-fail: one action for every constraint of this schema ("fix"), or one per keyword
+  // ({"maxLength": "fix", "pattern": "filter"}).
+  void on_fail(const json::value& v, schema::type& t, const std::string& ptr) {
+    auto set = [&](schema::constraint& c, const json::value& name, const std::string& where) {
+      fail_action a = fail_action::reask;
+      if (!name.is_string() || !parse_fail_action(name.get_string(), a)) {
+        error(schema_error_code::invalid_json_schema, where,
+              "x-on-fail: expected one of reask, fix, filter, refrain, noop, exception");
+        return;
+      }
+      if (a == fail_action::fix && !schema::has_fix(c, t.kind)) {
+        error(schema_error_code::invalid_json_schema, where,
+              "x-on-fail: " + std::string(schema::keyword_of(c, t.kind)) + " has no fix");
+        return;
+      }
+      c.on_fail = a;
+    };
+    if (v.is_string()) {
+      for (auto& c : t.constraints) set(c, v, ptr);
+      return;
+    }
+    if (!v.is_object()) {
+      error(schema_error_code::invalid_json_schema, ptr, "x-on-fail must be an action name or an object of keyword: action");
+      return;
+    }
+    for (const auto& kv : v.get_object()) {
+      bool found = false;
+      for (auto& c : t.constraints) {
+        if (schema::keyword_of(c, t.kind) != kv.key()) continue;
+        found = true;
+        set(c, kv.value(), ptr + "/" + std::string(kv.key()));
+      }
+      if (!found)
+        error(schema_error_code::invalid_json_schema, ptr + "/" + std::string(kv.key()),
+              "x-on-fail names " + std::string(kv.key()) + ", which this schema does not use");
+    }
   }
 
   schema::type key_type(const json::value& v, const std::string& ptr, std::size_t depth) {

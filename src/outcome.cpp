@@ -41,6 +41,7 @@ std::string outcome_base::summary() const {
   } else {
     out = "failed at ";
     out += to_string(failed_stage);
+    if (!reason.empty()) out += " (" + reason + ")";
   }
   out += " after " + std::to_string(n) + (n == 1 ? " model call" : " model calls");
   if (!success && !issues.empty()) {

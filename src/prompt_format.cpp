@@ -116,6 +116,15 @@ std::vector<constraint> effective_constraints(const schema::type& t) {
   if (max_len) out.push_back(count(constraint_kind::max_length, *max_len));
   if (min_items) out.push_back(count(constraint_kind::min_items, *min_items));
   if (max_items) out.push_back(count(constraint_kind::max_items, *max_items));
+  // The bounds kept carry the on-fail action of the constraint they came from.
+  for (auto& c : out) {
+    for (const auto& from : t.constraints) {
+      if (from.kind == c.kind && from.number == c.number && from.count == c.count) {
+        c.on_fail = from.on_fail;
+        break;
+      }
+    }
+  }
   for (auto& c : rest) out.push_back(std::move(c));
   return out;
 }

@@ -12,6 +12,47 @@ namespace covenant::schema {
 
 std::optional<std::string> custom_check::check_native(const void*) const { return std::nullopt; }
 std::optional<std::string> custom_check::check_json(const boost::json::value&) const { return std::nullopt; }
+bool custom_check::fix_native(void*) const { return false; }
+
+bool has_fix(const constraint& c, kind k) noexcept {
+  switch (c.kind) {
+    case constraint_kind::minimum:
+    case constraint_kind::maximum:
+    case constraint_kind::exclusive_minimum:
+    case constraint_kind::exclusive_maximum:
+    case constraint_kind::multiple_of:
+    case constraint_kind::max_length:
+    case constraint_kind::pattern:
+    case constraint_kind::format:
+    case constraint_kind::unique_items:
+    case constraint_kind::unique_by:
+      return true;
+    case constraint_kind::max_items: return k == kind::array;
+    case constraint_kind::one_of: return k == kind::string;
+    default: return false;
+  }
+}
+
+std::string_view keyword_of(const constraint& c, kind k) noexcept {
+  switch (c.kind) {
+    case constraint_kind::minimum: return "minimum";
+    case constraint_kind::maximum: return "maximum";
+    case constraint_kind::exclusive_minimum: return "exclusiveMinimum";
+    case constraint_kind::exclusive_maximum: return "exclusiveMaximum";
+    case constraint_kind::multiple_of: return "multipleOf";
+    case constraint_kind::min_length: return "minLength";
+    case constraint_kind::max_length: return "maxLength";
+    case constraint_kind::min_items: return k == kind::map ? "minProperties" : "minItems";
+    case constraint_kind::max_items: return k == kind::map ? "maxProperties" : "maxItems";
+    case constraint_kind::pattern: return "pattern";
+    case constraint_kind::format: return "format";
+    case constraint_kind::one_of: return "enum";
+    case constraint_kind::unique_items: return "uniqueItems";
+    case constraint_kind::unique_by: return "x-unique-by";
+    case constraint_kind::predicate: return "";
+  }
+  return "";
+}
 
 class compiled_pattern {
  public:

@@ -78,7 +78,7 @@ std::string json_text(const boost::json::value& v) {
 }
 
 bool soft(const constraint& c) {
-  if (c.soft) return true;
+  if (c.on_fail == fail_action::noop) return true;
   const auto* e = dynamic_cast<const detail::expression_check*>(c.custom.get());
   return e != nullptr && e->soft();
 }
@@ -320,10 +320,7 @@ class comparer {
       if (g.required && !g.default_value) add(join(path, g.key), change_kind::field_added, true, "required field added");
       else add(join(path, g.key), change_kind::field_added, false, "optional field added");
     }
-    auto hard = [](const schema::invariant& i) {
-      const auto* e = dynamic_cast<const detail::expression_check*>(i.check.get());
-      return e == nullptr || !e->soft();
-    };
+    auto hard = [](const schema::invariant& i) { return i.on_fail != fail_action::noop; };
     for (const auto& i : oy.invariants) {
       if (!hard(i)) continue;
       bool known = false;

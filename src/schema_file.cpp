@@ -827,6 +827,7 @@ class parser {
         inv.description = check->expr().source();
         if (!c.label.empty()) inv.description += " (" + c.label + ")";
         inv.check = c.custom;
+        inv.on_fail = c.on_fail;
         body.invariants.push_back(std::move(inv));
         (*st_.info)[idx].invariant_locs.push_back(a.loc);
       }
@@ -1019,24 +1020,40 @@ class parser {
     if (a.parens) error_at(schema_error_code::invalid_attribute, a.loc, "@" + a.name + " takes no arguments");
   }
 
+  // @check / @assert: ([name,] {{ expression }} [, action]). The action defaults to noop for
+  // @check and reask for @assert.
   schema::constraint rule(const attribute& a, bool soft) {
     const std::string at = (a.block ? "@@" : "@") + a.name;
-    if (a.args.empty() || a.args.size() > 2)
-      error_at(schema_error_code::invalid_attribute, a.loc, at + " takes ({{ expression }}) or (name, {{ expression }})");
+    const auto is_expr = [](const attr_arg& x) { return x.kind == attr_arg::kind_t::expr; };
+    std::size_t body_at = 0;
+    while (body_at < a.args.size() && !is_expr(a.args[body_at])) ++body_at;
+    if (!a.args.empty() && body_at == a.args.size() && a.args.size() <= 2)
+      error_at(schema_error_code::invalid_attribute, a.args.back().loc,
+               at + ": the rule must be written as {{ expression }}");
+    if (a.args.empty() || body_at == a.args.size() || body_at > 1 || a.args.size() - body_at > 2)
+      error_at(schema_error_code::invalid_attribute, a.loc,
+               at + " takes ({{ expression }}), (name, {{ expression }}) or either followed by an on-fail action");
     std::string label;
-    const attr_arg* body = &a.args.back();
-    if (a.args.size() == 2) {
+    const attr_arg* body = &a.args[body_at];
+    if (body_at == 1) {
       const attr_arg& n = a.args[0];
-      if (n.kind == attr_arg::kind_t::expr)
-        error_at(schema_error_code::invalid_attribute, n.loc, at + ": the first argument is the check's name");
       label = n.text;
       const bool ok_name = !label.empty() && ident_start(label[0]) &&
                            std::all_of(label.begin(), label.end(), [](char c) { return ident_char(c); });
       if (!ok_name)
         error_at(schema_error_code::invalid_attribute, n.loc, at + ": '" + label + "' is not a valid check name");
     }
-    if (body->kind != attr_arg::kind_t::expr)
-      error_at(schema_error_code::invalid_attribute, body->loc, at + ": the rule must be written as {{ expression }}");
+    fail_action action = soft ? fail_action::noop : fail_action::reask;
+    if (body_at + 1 < a.args.size()) {
+      const attr_arg& x = a.args[body_at + 1];
+      if (x.kind != attr_arg::kind_t::bare || !parse_fail_action(x.text, action))
+        error_at(schema_error_code::invalid_attribute, x.loc,
+                 at + ": '" + x.text + "' is not an on-fail action (reask, filter, refrain, noop, exception)");
+      if (action == fail_action::fix)
+        error_at(schema_error_code::invalid_attribute, x.loc,
+                 at + ": a rule written as an expression has no fix (on-fail actions here: reask, filter, refrain, "
+                      "noop, exception)");
+    }
     std::string err;
     std::size_t off = 0;
     auto e = detail::expression::parse(body->text, err, off, st_.limits.max_depth);
@@ -1044,9 +1061,9 @@ class parser {
     schema::constraint c;
     c.kind = schema::constraint_kind::predicate;
     c.label = label;
-    c.soft = soft;
+    c.on_fail = action;
     c.text = detail::expression_rule_text(*e, label);
-    c.custom = std::make_shared<detail::expression_check>(std::move(e), soft);
+    c.custom = std::make_shared<detail::expression_check>(std::move(e), action == fail_action::noop);
     return c;
   }
 
@@ -1306,10 +1323,13 @@ struct detail::schema_file_access {
         const kind k = base == nullptr ? kind::any : base->kind;
         for (auto& c : t.constraints) {
           const auto* check = dynamic_cast<const detail::expression_check*>(c.custom.get());
-          if (c.kind == schema::constraint_kind::predicate && check != nullptr && !c.soft) {
+          if (c.kind == schema::constraint_kind::predicate && check != nullptr && c.on_fail != fail_action::noop) {
             const std::size_t before = out.size();
             if (check->expr().to_constraints(k, out)) {
-              for (std::size_t i = before; i < out.size(); ++i) out[i].label = c.label;
+              for (std::size_t i = before; i < out.size(); ++i) {
+                out[i].label = c.label;
+                out[i].on_fail = c.on_fail;
+              }
               continue;
             }
           }

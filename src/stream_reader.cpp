@@ -592,7 +592,8 @@ struct stream_core::impl {
     std::vector<schema::constraint> keep;
     if (t != nullptr) {
       for (const schema::constraint& c : t->constraints) {
-        if (c.soft) continue;
+        // Only checks whose failure is fed back or ends the call (not fixed, dropped or noted).
+        if (c.on_fail == fail_action::noop || c.on_fail == fail_action::fix || c.on_fail == fail_action::filter) continue;
         switch (c.kind) {
           case schema::constraint_kind::minimum:
           case schema::constraint_kind::maximum:
@@ -632,7 +633,8 @@ struct stream_core::impl {
     std::vector<schema::constraint> keep;
     if (t != nullptr)
       for (const schema::constraint& c : t->constraints)
-        if (!c.soft && (c.kind == schema::constraint_kind::max_length || c.kind == schema::constraint_kind::max_items))
+        if (c.on_fail != fail_action::noop && c.on_fail != fail_action::fix && c.on_fail != fail_action::filter &&
+            (c.kind == schema::constraint_kind::max_length || c.kind == schema::constraint_kind::max_items))
           keep.push_back(c);
     return growing_cache.emplace(t, std::move(keep)).first->second;
   }

@@ -1,5 +1,7 @@
 #include "covenant/violation.hpp"
 
+#include <stdexcept>
+
 namespace covenant {
 
 violation& violation::add(std::string message) { return add(std::string_view{}, std::move(message)); }
@@ -17,6 +19,26 @@ violation& violation::add(issue i) {
   if (!what_.empty()) what_ += "; ";
   what_ += i.path.empty() ? i.message : i.to_string();
   issues_.push_back(std::move(i));
+  return *this;
+}
+
+violation& violation::add(std::string_view p, std::string message, fail_action action) {
+  if (action == fail_action::fix)
+    throw std::invalid_argument("covenant::violation: a hook's violation has no fix (use reask, filter, refrain, noop "
+                                "or exception)");
+  issue i;
+  i.path = path::parse(p);
+  i.code = issue_code::postcondition_violation;
+  i.message = std::move(message);
+  i.action = action;
+  return add(std::move(i));
+}
+
+violation& violation::refrain(std::string reason) {
+  for (issue& i : issues_) {
+    i.action = fail_action::refrain;
+    i.reason = reason;
+  }
   return *this;
 }
 

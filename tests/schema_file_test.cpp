@@ -193,7 +193,7 @@ TEST(SchemaFile, SimpleAssertsBecomeKeywordConstraints) {
   EXPECT_EQ(kinds("items"), "at least 3 items at most 3 items");
   const auto& soft = field(m, "C", "soft").type.constraints.at(0);
   EXPECT_EQ(soft.kind, schema::constraint_kind::predicate);
-  EXPECT_TRUE(soft.soft);
+  EXPECT_EQ(soft.on_fail, covenant::fail_action::noop);
   EXPECT_EQ(soft.text, "must satisfy this < 10 (small)");
   const auto& complex = field(m, "C", "complex").type.constraints.at(0);
   EXPECT_EQ(complex.kind, schema::constraint_kind::predicate);

@@ -51,6 +51,7 @@
 
 #include <boost/core/demangle.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -66,6 +67,7 @@
 #include "covenant/contract_options.hpp"
 #include "covenant/decode.hpp"
 #include "covenant/detail/call.hpp"
+#include "covenant/detail/drop_at.hpp"
 #include "covenant/detail/expression.hpp"
 #include "covenant/detail/read_reply.hpp"
 #include "covenant/detail/stream_reader.hpp"
@@ -198,7 +200,7 @@ class typed_reader final : public reply_reader {
     // below, and the call drops the result of a call that failed after a read (call::finish).
     *destination_ = std::move(r.value);
     perf_stage where = perf_stage::validate;
-    check_(**destination_, a.issues, where);
+    check_(**destination_, a.issues, a.notes, where);
     if (where != perf_stage::total) {
       const time_point t = options_->clock ? options_->clock() : std::chrono::steady_clock::now();
       times.add(repairing_ ? perf_stage::pre_remedy : where, t - mark);
@@ -206,7 +208,10 @@ class typed_reader final : public reply_reader {
     }
     if (!a.issues.empty()) {
       failed_at = where == perf_stage::post ? stage::post : stage::validate;
-      destination_->reset();
+      // Kept when every issue is a noop (the contract turns those into notes and accepts).
+      const bool only_noop = std::all_of(a.issues.begin(), a.issues.end(),
+                                         [](const issue& i) { return i.action == fail_action::noop; });
+      if (!only_noop) destination_->reset();
     }
     return failed_at;
   }
@@ -359,7 +364,7 @@ class contract {
   // Checks of a repaired input: its schema, then pre().
   struct input_check {
     const core* c;
-    void operator()(const input_type& in, issue_list& found, perf_stage&) const {
+    void operator()(const input_type& in, issue_list& found, note_list&, perf_stage&) const {
       found = covenant::validate(in);
       if constexpr (traits::with_pre) {
         if (found.empty())
@@ -373,16 +378,22 @@ class contract {
   struct output_check {
     const core* c;
     const intermediate_type* const* context;
-    void operator()(const output_type& out, issue_list& issues, perf_stage& where) const {
+    void operator()(output_type& out, issue_list& issues, note_list& notes, perf_stage& where) const {
       if constexpr (traits::with_post) {
         where = perf_stage::post;
         detail::run_hook("post", issue_code::postcondition_violation, issues, [&] {
           if constexpr (traits::post_arity() == 2) c->expr.post(out, **context);
           else c->expr.post(out);
         });
+        // on-fail action filter: the items post() pointed at are dropped; what is left is
+        // checked against the schema again (a list may now be too short).
+        if (!issues.empty() && detail::apply_filters(out, issues, notes)) {
+          for (issue& i : covenant::validate(out)) issues.push_back(std::move(i));
+        }
       } else {
         (void)out;
         (void)issues;
+        (void)notes;
         where = perf_stage::total;  // nothing ran: no stage to time
       }
     }

@@ -82,6 +82,47 @@ COVENANT_NOINLINE bool read_json_in_string(json_reader& r, T& out, const schema:
   return true;
 }
 
+// The constraints of a number that failed the inline screen (or has others), with fixes
+// (on-fail action fix) written back.
+template <class N>
+COVENANT_NOINLINE void number_constraints(N& out, const schema::type& node, std::string_view raw, decode_context& ctx,
+                                          const path_frame* at) {
+  double v = static_cast<double>(out);
+  if (!check_number_fix(node.constraints, v, is_integer_v<N>, raw, &out, ctx, at)) return;
+  if constexpr (is_integer_v<N>) {
+    if (v < static_cast<double>(std::numeric_limits<N>::min())) v = static_cast<double>(std::numeric_limits<N>::min());
+    if (v >= static_cast<double>(std::numeric_limits<N>::max())) out = std::numeric_limits<N>::max();
+    else out = static_cast<N>(v);
+  } else {
+    out = static_cast<N>(v);
+  }
+}
+
+// The constraints of a string, with fixes written back.
+COVENANT_NOINLINE inline void string_constraints(std::string& out, const schema::type& node, std::string_view raw,
+                                                 decode_context& ctx, const path_frame* at) {
+  std::string fixed;
+  if (check_string_fix(node.constraints, out, raw, &out, ctx, at, fixed)) out = std::move(fixed);
+}
+
+// The constraints of a list or map, with fixes applied to it.
+template <class C>
+COVENANT_NOINLINE void count_constraints(C& out, const schema::type& node, std::string_view raw, decode_context& ctx,
+                                         const path_frame* at) {
+  static constexpr container_ops ops{
+      [](const void* c) { return static_cast<const C*>(c)->size(); },
+      [](void* c, std::size_t n) {
+        if constexpr (is_vector<C>::value) {
+          auto& v = *static_cast<C*>(c);
+          if (n < v.size()) v.erase(v.begin() + static_cast<std::ptrdiff_t>(n), v.end());
+        } else {
+          (void)c, (void)n;
+        }
+      }};
+  if constexpr (is_vector<C>::value) check_count_fix(node.constraints, false, raw, &out, ops, ctx, at);
+  else check_count_fix(node.constraints, true, raw, &out, container_ops{ops.size, nullptr}, ctx, at);
+}
+
 // An object or a map expected, something else written: in coerce mode a string holding its JSON
 // text is read as it; anything else is a type mismatch. Out of line, off the decoder's fast path.
 template <class T>
@@ -103,7 +144,7 @@ COVENANT_NOINLINE void read_list_coerced(json_reader& r, V& out, const schema::t
   read_value(r, out[0], node.args[0], ctx, &f);
   if (r.failed()) return;
   if (ctx.issues.size() == before) ctx.note(at, note_kind::coerced, "a single value read as a one-item list");
-  if (!node.constraints.empty()) check_count(node.constraints, 1, false, "[...]", &out, ctx, at);
+  if (!node.constraints.empty()) count_constraints(out, node, "[...]", ctx, at);
 }
 
 template <class I>
@@ -170,7 +211,7 @@ bool number_from_string(json_reader& r, N& out, const schema::type& node, decode
     out = static_cast<N>(v);
   }
   ctx.note(at, note_kind::coerced, std::string(raw) + " read as a number");
-  if (!node.constraints.empty()) check_number(node.constraints, static_cast<double>(out), raw, &out, ctx, at);
+  if (!node.constraints.empty()) number_constraints(out, node, raw, ctx, at);
   return true;
 }
 
@@ -213,7 +254,7 @@ COVENANT_ALWAYS_INLINE void read_integer(json_reader& r, I& out, const schema::t
     const char* start = r.position();
     if (short_integer(r, out)) {
       if (!number_within_bounds(node.constraints, static_cast<double>(out)))
-        check_number(node.constraints, static_cast<double>(out), span_from(r, start), &out, ctx, at);
+        number_constraints(out, node, span_from(r, start), ctx, at);
       return;
     }
   }
@@ -231,7 +272,7 @@ COVENANT_ALWAYS_INLINE void read_integer(json_reader& r, I& out, const schema::t
     return;
   }
   if (!number_within_bounds(node.constraints, static_cast<double>(out)))
-    check_number(node.constraints, static_cast<double>(out), tok.text(), &out, ctx, at);
+    number_constraints(out, node, tok.text(), ctx, at);
 }
 
 // Exact conversion of short decimals (at most 15 significant digits and a power of ten up to
@@ -310,7 +351,7 @@ COVENANT_ALWAYS_INLINE void read_floating(json_reader& r, F& out, const schema::
   if constexpr (std::is_same_v<F, double>) {
     const char* start = r.position();
     if (short_decimal(r, out)) {
-      if (!number_within_bounds(node.constraints, out)) check_number(node.constraints, out, span_from(r, start), &out, ctx, at);
+      if (!number_within_bounds(node.constraints, out)) number_constraints(out, node, span_from(r, start), ctx, at);
       return;
     }
   }
@@ -318,7 +359,7 @@ COVENANT_ALWAYS_INLINE void read_floating(json_reader& r, F& out, const schema::
   if (!r.read_number(tok)) return;
   if constexpr (std::is_same_v<F, double>) {
     if (fast_decimal(tok, out)) {
-      if (!number_within_bounds(node.constraints, out)) check_number(node.constraints, out, tok.text(), &out, ctx, at);
+      if (!number_within_bounds(node.constraints, out)) number_constraints(out, node, tok.text(), ctx, at);
       return;
     }
   }
@@ -328,7 +369,7 @@ COVENANT_ALWAYS_INLINE void read_floating(json_reader& r, F& out, const schema::
     return;
   }
   if (!number_within_bounds(node.constraints, static_cast<double>(out)))
-    check_number(node.constraints, static_cast<double>(out), tok.text(), &out, ctx, at);
+    number_constraints(out, node, tok.text(), ctx, at);
 }
 
 template <class S>
@@ -613,7 +654,10 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
       return;
     }
     if (!out.has_value()) out.emplace();
+    const std::size_t before = ctx.issues.size();
     read_value(r, *out, node, ctx, at);
+    // on-fail action filter: an optional value that fails such a check is dropped
+    if (COVENANT_UNLIKELY(ctx.issues.size() != before) && !r.failed() && take_filtered(ctx, before, at)) out.reset();
   } else if constexpr (std::is_same_v<T, bool>) {
     const char c = r.peek();
     if (c == '"' && ctx.opts.coerce) {
@@ -641,14 +685,14 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
       if (!r.skip_value(raw)) return;
       out.assign(raw.data(), raw.size());
       ctx.note(at, note_kind::coerced, std::string(raw) + " read as the string \"" + out + "\"");
-      if (!node.constraints.empty()) check_string(node.constraints, out, raw, &out, ctx, at);
+      if (!node.constraints.empty()) string_constraints(out, node, raw, ctx, at);
       return;
     }
     if (c != '"') return mismatch_and_skip(r, node, ctx, at);
     const char* start = r.position();
     if (!r.read_string(out)) return;
     if (!string_within_bounds(node.constraints, out.size()))
-      check_string(node.constraints, out, span_from(r, start), &out, ctx, at);
+      string_constraints(out, node, span_from(r, start), ctx, at);
   } else if constexpr (std::is_same_v<T, std::monostate>) {
     if (r.peek() != 'n') return mismatch_and_skip(r, node, ctx, at);
     r.read_null();
@@ -667,6 +711,7 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
     const char* start = r.position();
     if (!r.begin_array()) return;
     std::size_t n = 0;
+    std::size_t dropped = 0;
     bool first = true;
     path_frame f{at, {}, 0, true};
     while (r.next_element(first)) {
@@ -675,15 +720,20 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
         if (out.capacity() == 0) out.reserve(4);
         out.emplace_back();
       }
-      f.index = n;
+      f.index = n + dropped;
+      const std::size_t before = ctx.issues.size();
       read_value(r, out[n], node.args[0], ctx, &f);
       if (r.failed()) return;
+      if (COVENANT_UNLIKELY(ctx.issues.size() != before) && take_filtered(ctx, before, &f)) {
+        ++dropped;  // on-fail action filter: the item is dropped (its slot is read into again)
+        continue;
+      }
       ++n;
     }
     if (r.failed()) return;
     if (n != out.size()) out.resize(n);
     if (!count_within_bounds(node.constraints, n))
-      check_count(node.constraints, n, false, span_from(r, start), &out, ctx, at);
+      count_constraints(out, node, span_from(r, start), ctx, at);
   } else if constexpr (is_string_map<T>::value) {
     if (r.peek() != '{') return not_a_container(r, out, node, ctx, at);
     const char* start = r.position();
@@ -701,7 +751,7 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
       if (r.failed()) return;
     }
     if (r.failed()) return;
-    if (!node.constraints.empty()) check_count(node.constraints, out.size(), true, span_from(r, start), &out, ctx, at);
+    if (!node.constraints.empty()) count_constraints(out, node, span_from(r, start), ctx, at);
   } else if constexpr (is_variant<T>::value) {
     read_variant(r, out, node, ctx, at);
   } else if constexpr (std::is_enum_v<T>) {
@@ -740,7 +790,7 @@ template <class T>
 decoded<T> decode(std::string_view json, const decode_options& options = {}) {
   decoded<T> result;
   result.value.emplace();  // decoded in place: no copy or move of the value
-  result.issues = decode_into(json, *result.value, options, options.coerce ? &result.notes : nullptr);
+  result.issues = decode_into(json, *result.value, options, &result.notes);
   if (!result.issues.empty()) result.value.reset();
   return result;
 }

@@ -196,6 +196,7 @@ struct invariant_spec {
   static constexpr auto anchor = Anchor;
   std::string_view description;
   Fn fn;
+  fail_action action = fail_action::reask;
 };
 
 /// invariant("rule shown to the model", [](const T& t) { return ...; }) — the callable returns
@@ -206,7 +207,19 @@ constexpr invariant_spec<Anchor, Fn> invariant(std::string_view description, Fn 
   static_assert(std::is_same_v<decltype(Anchor), std::nullptr_t> ||
                     std::is_member_object_pointer_v<decltype(Anchor)>,
                 "covenant::invariant<&T::m>: m must be a data member");
-  return {description, fn};
+  return {description, fn, fail_action::reask};
+}
+
+/// invariant("rule", fn, covenant::on_fail::filter): the same with an on-fail action (an
+/// invariant has no fix).
+template <auto Anchor = nullptr, class Fn, fail_action A>
+constexpr invariant_spec<Anchor, Fn> invariant(std::string_view description, Fn fn, on_fail::action_t<A>) {
+  static_assert(A != fail_action::fix, "covenant::invariant: a cross-field rule has no fix (use reask, filter, "
+                                       "refrain, noop or exception)");
+  static_assert(std::is_same_v<decltype(Anchor), std::nullptr_t> ||
+                    std::is_member_object_pointer_v<decltype(Anchor)>,
+                "covenant::invariant<&T::m>: m must be a data member");
+  return {description, fn, A};
 }
 
 template <class T, class... Specs>

@@ -38,6 +38,21 @@ enum class issue_code : std::uint8_t {
 /// Stable snake_case name of a code ("missing_field", ...).
 std::string_view to_string(issue_code code) noexcept;
 
+/// What happens when a check fails (its on-fail action; see docs/policies.md).
+enum class fail_action : std::uint8_t {
+  reask,      ///< the issue goes back to the model (the default)
+  fix,        ///< the check's own fix is applied (clamp, cut, trim, drop duplicates...) and noted
+  filter,     ///< the failing list item or optional field is dropped and noted; the rest is kept
+  refrain,    ///< give up on this output without asking again: the call fails (reason "refrained")
+  noop,       ///< accepted as it is; the failure is a note (check_failed)
+  exception,  ///< the call fails at once (reason "exception"), without asking again
+};
+
+/// "reask", "fix", "filter", "refrain", "noop", "exception".
+std::string_view to_string(fail_action a) noexcept;
+/// The action named `name` (the spellings of to_string(fail_action)); false when there is none.
+bool parse_fail_action(std::string_view name, fail_action& out) noexcept;
+
 /// One step of a path: an object key or an array index.
 struct path_segment {
   std::string key;          ///< object key (when !is_index)
@@ -93,6 +108,12 @@ struct issue {
   std::string message;   ///< compact phrase without the path, e.g. "must be <= 1"
   std::uint32_t line = 0;    ///< 1-based, parse errors only
   std::uint32_t column = 0;  ///< 1-based, parse errors only
+  /// The failed check's on-fail action. By the time an issue reaches an outcome, fix, filter and
+  /// noop have been applied; reask issues are fed back, refrain and exception end the call.
+  fail_action action = fail_action::reask;
+  /// refrain and exception: the snake_case reason the outcome reports (empty: "refrained" or
+  /// "exception"), e.g. "no_valid_resources".
+  std::string reason;
 
   /// `path: message (got actual)`; an issue of the whole value renders as `message (got actual)`.
   [[nodiscard]] std::string to_string() const;
@@ -110,8 +131,10 @@ enum class note_kind : std::uint8_t {
   coerced,     ///< a schema-guided conversion ("0.9" read as 0.9, "HIGH" as high, ...)
   truncated,   ///< the text ended mid-value; what was cut off was dropped (or kept, when partial)
   incomplete,  ///< partial (streaming) mode: this value is not finished yet
-  check_failed, ///< a soft check (schema-file @check) failed; the value is kept
-  stopped_early ///< a streamed reply was stopped as soon as it broke a rule no later text could fix
+  check_failed, ///< a check whose action is noop (schema-file @check) failed; the value is kept
+  stopped_early, ///< a streamed reply was stopped as soon as it broke a rule no later text could fix
+  fixed,        ///< a failed check's fix was applied (on-fail action fix)
+  filtered,     ///< a failing list item or optional field was dropped (on-fail action filter)
 };
 
 /// Stable snake_case name of a note kind.

@@ -18,6 +18,8 @@
 #include <variant>
 #include <vector>
 
+#include "covenant/issues.hpp"
+
 namespace covenant::schema {
 
 /// A user-supplied check that is not expressible as a keyword (predicates, cross-field rules,
@@ -33,6 +35,9 @@ class custom_check {
   [[nodiscard]] virtual std::optional<std::string> check_native(const void* value) const;
   /// nullopt when satisfied; otherwise a violation message ("" = use the constraint's message).
   [[nodiscard]] virtual std::optional<std::string> check_json(const boost::json::value& value) const;
+  /// The check's own fix (on-fail action fix) on the C++ value: true when it changed the value so
+  /// that it passes. Checks without a fix return false.
+  virtual bool fix_native(void* value) const;
 };
 
 /// Compiled regular expression (RE2: linear time, no catastrophic backtracking).
@@ -66,7 +71,8 @@ struct constraint {
   std::shared_ptr<const compiled_pattern> regex;   ///< pattern, compiled once
   std::shared_ptr<const custom_check> custom;      ///< predicate, unique_by (native), invariants
   std::string label;                               ///< optional name (schema-file @assert(name, ...))
-  bool soft = false;  ///< reported as a note, not an issue (schema-file @check)
+  /// What happens when the constraint fails (noop: a note, not an issue; schema-file @check).
+  fail_action on_fail = fail_action::reask;
   /// predicate: judged as soon as its value is finished while the reply streams, so a violation
   /// stops the stream early (the check only ever depends on that value).
   bool streaming_safe = false;
@@ -127,6 +133,7 @@ struct invariant {
   std::string description;                    ///< the rule, shown in prompts
   std::string anchor;                         ///< key of the field the issue is reported on ("" = object)
   std::shared_ptr<const custom_check> check;  ///< sees the whole object
+  fail_action on_fail = fail_action::reask;    ///< reask, filter, refrain, noop or exception (no fix)
 };
 
 struct object_def {
@@ -196,6 +203,15 @@ type make_ref(std::string name);
 
 /// Prompt phrase of a constraint: "at most 10000 characters", "at least 0", "one of \"a\", \"b\"".
 std::string describe(const constraint& c);
+
+/// Whether `c` on a value of kind `k` has a fix (on-fail action fix): bounds, multiple_of,
+/// max_length, max_items (arrays), pattern and format (surrounding whitespace), string one_of
+/// (case and whitespace), unique_items and unique_by.
+bool has_fix(const constraint& c, kind k) noexcept;
+
+/// The JSON Schema keyword of `c` on a value of kind `k` ("maxLength", "minProperties", ...;
+/// "x-unique-by"; "" for predicates).
+std::string_view keyword_of(const constraint& c, kind k) noexcept;
 
 /// Compiles a pattern (RE2 syntax). Returns nullptr and sets `error` when it does not compile.
 std::shared_ptr<const compiled_pattern> compile_pattern(std::string_view pattern, std::string* error = nullptr);

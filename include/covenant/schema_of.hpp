@@ -257,6 +257,7 @@ class schema_builder : public schema_builder_base {
       inv.anchor = body.fields[I].key;
     }
     inv.check = std::make_shared<native_predicate<T, decltype(spec.fn)>>(spec.fn);
+    inv.on_fail = spec.action;
     body.invariants.push_back(std::move(inv));
   }
 };

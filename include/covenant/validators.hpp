@@ -23,6 +23,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "covenant/detail/traits.hpp"
 #include "covenant/reflect.hpp"
@@ -127,6 +128,20 @@ class native_unique_items final : public schema::custom_check {
           return "items must be unique ([" + std::to_string(i) + "] and [" + std::to_string(j) + "] are equal)";
     return std::nullopt;
   }
+  bool fix_native(void* value) const override {
+    auto& v = *static_cast<F*>(value);
+    const std::size_t before = v.size();
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      bool seen = false;
+      for (std::size_t j = 0; j < kept && !seen; ++j) seen = deep_equal(v[j], v[i]);
+      if (seen) continue;
+      if (kept != i) v[kept] = std::move(v[i]);
+      ++kept;
+    }
+    v.erase(v.begin() + static_cast<std::ptrdiff_t>(kept), v.end());
+    return kept != before;
+  }
 };
 
 std::string render_unique_by_duplicate(std::string_view key, std::string_view value_json, std::size_t first,
@@ -151,6 +166,20 @@ class native_unique_by final : public schema::custom_check {
           return render_unique_by_duplicate(key_, encode_scalar_for_message(v[i].*MemberPtr), i, j);
     return std::nullopt;
   }
+  bool fix_native(void* value) const override {
+    auto& v = *static_cast<F*>(value);
+    const std::size_t before = v.size();
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      bool seen = false;
+      for (std::size_t j = 0; j < kept && !seen; ++j) seen = deep_equal(v[j].*MemberPtr, v[i].*MemberPtr);
+      if (seen) continue;
+      if (kept != i) v[kept] = std::move(v[i]);
+      ++kept;
+    }
+    v.erase(v.begin() + static_cast<std::ptrdiff_t>(kept), v.end());
+    return kept != before;
+  }
 
  private:
   std::string key_;
@@ -169,6 +198,9 @@ constexpr auto choice_type() {
 template <class... C>
 using choice_type_t = typename decltype(choice_type<C...>())::type;
 
+template <class V>
+constexpr bool validator_has_fix = requires { requires V::has_fix; };
+
 }  // namespace detail
 
 /// Marks a type as a covenant validator (customization point for your own validators: give your
@@ -180,6 +212,7 @@ concept validator = requires { requires V::is_covenant_validator; };
 /// number >= value
 struct minimum {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   double value;
   template <class F>
   void apply(schema::type& t) const {
@@ -191,6 +224,7 @@ struct minimum {
 /// number <= value
 struct maximum {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   double value;
   template <class F>
   void apply(schema::type& t) const {
@@ -202,6 +236,7 @@ struct maximum {
 /// number > value
 struct exclusive_minimum {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   double value;
   template <class F>
   void apply(schema::type& t) const {
@@ -213,6 +248,7 @@ struct exclusive_minimum {
 /// number < value
 struct exclusive_maximum {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   double value;
   template <class F>
   void apply(schema::type& t) const {
@@ -224,6 +260,7 @@ struct exclusive_maximum {
 /// lo <= number <= hi
 struct range {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   double lo;
   double hi;
   template <class F>
@@ -247,6 +284,7 @@ struct positive {
 /// number >= 0
 struct non_negative {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_number_v<F>, "covenant::non_negative applies to numeric fields");
@@ -257,6 +295,7 @@ struct non_negative {
 /// number is a multiple of value
 struct multiple_of {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   double value;
   template <class F>
   void apply(schema::type& t) const {
@@ -280,6 +319,7 @@ struct min_length {
 /// string has at most n code points
 struct max_length {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   std::size_t n;
   template <class F>
   void apply(schema::type& t) const {
@@ -292,6 +332,7 @@ struct max_length {
 /// lo <= code points <= hi
 struct length {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   std::size_t lo;
   std::size_t hi;
   template <class F>
@@ -317,6 +358,7 @@ struct min_items {
 /// list or map has at most n elements
 struct max_items {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   std::size_t n;
   template <class F>
   void apply(schema::type& t) const {
@@ -328,6 +370,7 @@ struct max_items {
 /// lo <= elements <= hi
 struct item_count {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   std::size_t lo;
   std::size_t hi;
   template <class F>
@@ -358,6 +401,7 @@ struct non_empty {
 template <class V, std::size_t N>
 struct one_of {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = std::is_same_v<V, std::string_view>;  // the listed spelling
   std::array<V, N> choices;
   template <class... C>
   constexpr explicit one_of(C... c) : choices{static_cast<V>(c)...} {}
@@ -384,6 +428,7 @@ one_of(C...) -> one_of<detail::choice_type_t<C...>, sizeof...(C)>;
 /// string contains a match of an RE2 regular expression (anchor with ^...$ for a full match)
 struct pattern {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   std::string_view regex;
   template <class F>
   void apply(schema::type& t) const {
@@ -401,6 +446,7 @@ struct pattern {
 /// string is an absolute URL with a scheme and host (http, https, ftp, ...)
 struct url {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   template <class F>
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>, "covenant::url applies to string fields");
@@ -411,6 +457,7 @@ struct url {
 /// string is a UUID in 8-4-4-4-12 hexadecimal form
 struct uuid {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   template <class F>
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>, "covenant::uuid applies to string fields");
@@ -421,6 +468,7 @@ struct uuid {
 /// string is an ISO 8601 / RFC 3339 date-time with a time zone: 2025-12-16T10:30:00Z
 struct iso8601 {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   template <class F>
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>, "covenant::iso8601 applies to string fields");
@@ -432,6 +480,7 @@ using date_time = iso8601;
 /// string is a calendar date: 2025-12-16
 struct date {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   template <class F>
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>, "covenant::date applies to string fields");
@@ -442,6 +491,7 @@ struct date {
 /// string is an e-mail address (local@domain.tld)
 struct email {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   template <class F>
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>, "covenant::email applies to string fields");
@@ -452,6 +502,7 @@ struct email {
 /// list elements are pairwise distinct
 struct unique_items {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_vector<F>::value, "covenant::unique_items applies to std::vector fields");
@@ -466,6 +517,7 @@ struct unique_items {
 template <auto MemberPtr>
 struct unique_by {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = true;
   template <class F>
   void apply(schema::type& t) const {
     static_assert(std::is_member_object_pointer_v<decltype(MemberPtr)>,
@@ -528,6 +580,7 @@ predicate(Fn, const char (&)[N]) -> predicate<Fn>;
 template <class... V>
 struct each {
   static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = (detail::validator_has_fix<V> && ...);
   std::tuple<V...> validators;
   constexpr explicit each(V... v) : validators(v...) {}
   template <class F>
@@ -538,5 +591,83 @@ struct each {
     std::apply([&](const auto&... v) { (v.template apply<E>(elem), ...); }, validators);
   }
 };
+
+// ---------------------------------------------------------------------------------------------
+// On-fail actions
+// ---------------------------------------------------------------------------------------------
+
+namespace detail {
+
+// Sizes of the constraint lists of a type and of its arguments, in a fixed walk order.
+inline void constraint_sizes(const schema::type& t, std::vector<std::size_t>& out) {
+  out.push_back(t.constraints.size());
+  for (const auto& a : t.args) constraint_sizes(a, out);
+}
+// Sets `action` on every constraint added since constraint_sizes() recorded `sizes`.
+inline void mark_added(schema::type& t, const std::vector<std::size_t>& sizes, std::size_t& k, fail_action action) {
+  const std::size_t from = k < sizes.size() ? sizes[k] : 0;
+  ++k;
+  for (std::size_t i = from; i < t.constraints.size(); ++i) t.constraints[i].on_fail = action;
+  for (auto& a : t.args) mark_added(a, sizes, k, action);
+}
+
+}  // namespace detail
+
+/// A validator with an on-fail action other than reask: on_fail::fix(range{0.0, 1.0}).
+template <class V, fail_action A>
+struct with_action {
+  static constexpr bool is_covenant_validator = true;
+  static constexpr bool has_fix = A == fail_action::fix;
+  V inner;
+  template <class F>
+  void apply(schema::type& t) const {
+    if constexpr (A == fail_action::fix) {
+      static_assert(detail::validator_has_fix<V>,
+                    "covenant::on_fail::fix: this validator has no fix (validators with one: bounds and range, "
+                    "multiple_of, max_length, length, max_items, item_count, string one_of, pattern and formats, "
+                    "unique_items, unique_by)");
+      static_assert(!detail::is_string_map<F>::value || (!std::is_same_v<V, max_items> && !std::is_same_v<V, item_count>),
+                    "covenant::on_fail::fix: a map has no order to cut by (max_items can be fixed on lists only)");
+    }
+    std::vector<std::size_t> sizes;
+    detail::constraint_sizes(t, sizes);
+    inner.template apply<F>(t);
+    std::size_t k = 0;
+    detail::mark_added(t, sizes, k, A);
+  }
+};
+
+/// On-fail actions, each one a tag for invariants and a wrapper for validators:
+///
+///     covenant::field<&Answer::confidence>("...", covenant::on_fail::fix(covenant::range{0.0, 1.0}))
+///     covenant::invariant<&Answer::sources>("...", fn, covenant::on_fail::refrain)
+///
+/// See docs/policies.md.
+namespace on_fail {
+
+template <fail_action A>
+struct action_t {
+  static constexpr fail_action value = A;
+  template <class V>
+  constexpr with_action<V, A> operator()(V v) const {
+    static_assert(validator<V>, "covenant::on_fail: the argument must be a covenant validator");
+    return with_action<V, A>{v};
+  }
+};
+
+/// the issue goes back to the model (the default)
+inline constexpr action_t<fail_action::reask> reask{};
+/// the validator's own fix is applied and noted (validators without one do not compile)
+inline constexpr action_t<fail_action::fix> fix{};
+/// the failing list item or optional field is dropped and noted
+inline constexpr action_t<fail_action::filter> filter{};
+/// the call fails at once without asking again (reason "refrained")
+inline constexpr action_t<fail_action::refrain> refrain{};
+/// accepted; the failure is a note (check_failed)
+inline constexpr action_t<fail_action::noop> noop{};
+/// the call fails at once (reason "exception"); forward still runs
+inline constexpr action_t<fail_action::exception> exception{};
+
+}  // namespace on_fail
 
 }  // namespace covenant

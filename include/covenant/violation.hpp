@@ -36,6 +36,15 @@ class violation : public std::exception {
   violation& add(std::string_view path, std::string message);
   /// Adds a fully specified issue (its code is kept as given).
   violation& add(issue i);
+  /// Adds a violation at a path with an on-fail action (docs/policies.md): filter drops the list
+  /// item or optional field at (or around) the path and accepts the rest; noop accepts and notes
+  /// it; refrain and exception end the call. A hook has no fix: fail_action::fix throws
+  /// std::invalid_argument.
+  violation& add(std::string_view path, std::string message, fail_action action);
+
+  /// Gives up on this value without asking the model again: every violation held so far becomes
+  /// refrain, and the outcome's reason is `reason` ("refrained" when empty).
+  violation& refrain(std::string reason = {});
 
   [[nodiscard]] bool empty() const noexcept { return issues_.empty(); }
   [[nodiscard]] const issue_list& issues() const noexcept { return issues_; }

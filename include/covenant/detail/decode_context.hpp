@@ -50,8 +50,13 @@ struct decode_context {
   /// Where coercions are recorded (may be null: not recorded).
   note_list* notes = nullptr;
 
-  void add(const path_frame* at, issue_code code, std::string expected, std::string actual, std::string message);
+  void add(const path_frame* at, issue_code code, std::string expected, std::string actual, std::string message,
+           fail_action action = fail_action::reask);
   void note(const path_frame* at, note_kind kind, std::string detail);
+  /// A failed check with on-fail action `action`: noop is a check_failed note, fix (when the fix
+  /// could not be applied) an ordinary reask issue, any other action an issue carrying it.
+  void failed(const path_frame* at, fail_action action, issue_code code, std::string expected, std::string actual,
+              std::string message);
 };
 
 // ---- constraint checks ---------------------------------------------------------------------
@@ -65,6 +70,31 @@ void check_string(const std::vector<schema::constraint>& cs, std::string_view v,
 /// Constraints of arrays (is_map = false) and maps: item counts, uniqueness, predicates.
 void check_count(const std::vector<schema::constraint>& cs, std::size_t n, bool is_map, std::string_view raw,
                  const void* native, decode_context& ctx, const path_frame* at);
+// Fixing variants (the decoders): a failed constraint whose action is fix is fixed in place and
+// noted (note_kind::fixed) instead of reported. They return true when the value changed.
+
+/// Numbers: clamps to bounds, rounds to a multiple (`integral`: the value is an integer type).
+bool check_number_fix(const std::vector<schema::constraint>& cs, double& v, bool integral, std::string_view raw,
+                      const void* native, decode_context& ctx, const path_frame* at);
+/// Strings: cuts to a maximum length, takes the listed spelling of a one_of value written with
+/// other case or surrounding whitespace, trims surrounding whitespace when that satisfies a
+/// pattern or format. The fixed value is put in `fixed`.
+bool check_string_fix(const std::vector<schema::constraint>& cs, std::string_view v, std::string_view raw,
+                      const std::string* native, decode_context& ctx, const path_frame* at, std::string& fixed);
+/// How the count checks change a container they fix: its size, and cutting it to n elements.
+struct container_ops {
+  std::size_t (*size)(const void* c) = nullptr;
+  void (*cut)(void* c, std::size_t n) = nullptr;  ///< null: cannot be cut (maps)
+};
+/// Lists and maps: cuts a list to its maximum item count, drops later duplicates (unique_items,
+/// unique_by through custom_check::fix_native).
+bool check_count_fix(const std::vector<schema::constraint>& cs, bool is_map, std::string_view raw, void* native,
+                     const container_ops& ops, decode_context& ctx, const path_frame* at);
+
+/// Whether the issues from `before` on hold one whose action is filter. When they do, they are all
+/// dropped (the value they are about is dropped by the caller) and a `filtered` note is recorded.
+bool take_filtered(decode_context& ctx, std::size_t before, const path_frame* at);
+
 /// Custom checks only (predicates on booleans, enums, objects).
 void check_native(const std::vector<schema::constraint>& cs, std::string_view raw, const void* native,
                   decode_context& ctx, const path_frame* at);

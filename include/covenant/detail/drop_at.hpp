@@ -1,0 +1,125 @@
+// covenant/detail/drop_at.hpp - the on-fail action filter on a C++ value: drops the list item or
+// optional field a hook's violation points at (or the nearest one around it).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "covenant/detail/traits.hpp"
+#include "covenant/issues.hpp"
+#include "covenant/reflect.hpp"
+#include "covenant/schema.hpp"
+#include "covenant/schema_of.hpp"
+
+namespace covenant::detail {
+
+template <class F>
+std::size_t drop_field(F& f, const schema::model& m, const schema::type& node, const path& p, std::size_t k);
+
+// Drops what `p` (from segment k on) points into, inside `v` (the value at p[0..k), of schema
+// `node`): the deepest list item or optional field on the way that holds the target. Returns the
+// number of segments of the dropped value's path (0: nothing dropped).
+template <class T>
+std::size_t drop_at(T& v, const schema::model& m, const schema::type& node, const path& p, std::size_t k) {
+  if (k >= p.size()) return 0;
+  const path_segment& seg = p.segments()[k];
+  if constexpr (is_optional<T>::value) {
+    return v.has_value() ? drop_at(*v, m, node, p, k) : 0;
+  } else if constexpr (is_vector<T>::value) {
+    if (!seg.is_index || seg.index >= v.size()) return 0;
+    if (const std::size_t d = drop_at(v[seg.index], m, node.args.at(0), p, k + 1)) return d;
+    v.erase(v.begin() + static_cast<std::ptrdiff_t>(seg.index));
+    return k + 1;
+  } else if constexpr (is_string_map<T>::value) {
+    if (seg.is_index) return 0;
+    auto it = v.find(seg.key);
+    if (it == v.end()) return 0;
+    return drop_at(it->second, m, node.args.at(1), p, k + 1);
+  } else if constexpr (std::is_class_v<T> && std::is_aggregate_v<T> && !is_variant<T>::value) {
+    if (seg.is_index || node.def == schema::no_def) return 0;
+    const schema::object_def* def = m.defs[node.def].object();
+    if (def == nullptr) return 0;
+    std::size_t j = def->fields.size();
+    for (std::size_t i = 0; i < def->fields.size(); ++i)
+      if (def->fields[i].key == seg.key) j = i;
+    if (j == def->fields.size()) return 0;
+    std::size_t dropped = 0;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (void)((I == j && (dropped = drop_field(boost::pfr::get<I>(v), m, def->fields[I].type, p, k), true)) || ...);
+    }(std::make_index_sequence<field_count_v<T>>{});
+    return dropped;
+  } else {
+    (void)v, (void)m, (void)node, (void)seg;
+    return 0;
+  }
+}
+
+// A field of an object at p[k]: inside it first; else the field itself when it is optional.
+template <class F>
+std::size_t drop_field(F& f, const schema::model& m, const schema::type& node, const path& p, std::size_t k) {
+  if (const std::size_t d = drop_at(f, m, node, p, k + 1)) return d;
+  if constexpr (is_optional<F>::value) {
+    if (!f.has_value()) return 0;
+    f.reset();
+    return k + 1;
+  } else {
+    return 0;
+  }
+}
+
+// Later items first, so that dropping one does not move the others.
+inline bool later_path_first(const issue& a, const issue& b) {
+  const auto& x = a.path.segments();
+  const auto& y = b.path.segments();
+  for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
+    if (x[i] == y[i]) continue;
+    if (x[i].is_index && y[i].is_index) return x[i].index > y[i].index;
+    return x[i].key < y[i].key;
+  }
+  return x.size() > y.size();
+}
+
+/// Applies the filter violations of a hook to `value`: each drops its list item or optional
+/// field (one `filtered` note each), and leaves `issues`; one that has nothing to drop stays
+/// (the contract asks about it again). Returns whether anything was dropped.
+template <class T>
+bool apply_filters(T& value, issue_list& issues, note_list& notes) {
+  std::vector<issue> filters;
+  issue_list rest;
+  for (issue& i : issues) (i.action == fail_action::filter ? filters : rest).push_back(std::move(i));
+  if (filters.empty()) {
+    issues = std::move(rest);
+    return false;
+  }
+  std::stable_sort(filters.begin(), filters.end(), later_path_first);
+  const schema::model& m = schema_of<T>();
+  std::vector<path> dropped;
+  bool any = false;
+  for (issue& i : filters) {
+    const auto& segs = i.path.segments();
+    const bool gone = std::any_of(dropped.begin(), dropped.end(), [&](const path& d) {
+      return d.size() <= segs.size() && std::equal(d.begin(), d.end(), segs.begin());
+    });
+    if (gone) continue;
+    const std::size_t d = drop_at(value, m, m.root, i.path, 0);
+    if (d == 0) {
+      rest.push_back(std::move(i));
+      continue;
+    }
+    path at(std::vector<path_segment>(segs.begin(), segs.begin() + static_cast<std::ptrdiff_t>(d)));
+    note n;
+    n.kind = note_kind::filtered;
+    n.path = at;
+    n.detail = "dropped: " + i.to_string();
+    notes.push_back(std::move(n));
+    dropped.push_back(std::move(at));
+    any = true;
+  }
+  issues = std::move(rest);
+  return any;
+}
+
+}  // namespace covenant::detail

@@ -1,0 +1,423 @@
+// On-fail actions (reask, fix, filter, refrain, noop, exception) on every kind of check: field
+// validators, list-item validators, invariants, post() violations, schema-file @check/@assert and
+// JSON Schema x-on-fail; and their interplay with the remedy loop.
+#include <covenant/contract.hpp>
+#include <covenant/dynamic.hpp>
+#include <covenant/json_schema.hpp>
+#include <covenant/json_schema_import.hpp>
+#include <covenant/schema_file.hpp>
+#include <covenant/testing.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace on_fail_test {
+
+struct Link {
+  std::string title;
+  std::string url;
+};
+
+struct Report {
+  std::string summary;
+  double confidence = 0;
+  int score = 0;
+  std::string level;
+  std::string code;
+  std::vector<std::string> tags;
+  std::vector<Link> links;
+  std::optional<std::string> homepage;
+};
+
+struct Pair {
+  int low = 0;
+  int high = 0;
+};
+
+struct Pairs {
+  std::vector<Pair> pairs;
+};
+
+struct Strict {
+  int value = 0;
+};
+
+struct Question {
+  std::string text;
+};
+
+}  // namespace on_fail_test
+
+namespace of = covenant::on_fail;
+
+template <>
+struct covenant::describe<on_fail_test::Link> {
+  static constexpr auto fields = covenant::fields<on_fail_test::Link>(
+      covenant::field<&on_fail_test::Link::title>("Title.", covenant::non_empty{}),
+      covenant::field<&on_fail_test::Link::url>("Address.", of::filter(covenant::url{})));
+};
+
+template <>
+struct covenant::describe<on_fail_test::Report> {
+  static constexpr auto fields = covenant::fields<on_fail_test::Report>(
+      covenant::field<&on_fail_test::Report::summary>("Summary.", of::fix(covenant::max_length{12})),
+      covenant::field<&on_fail_test::Report::confidence>("Confidence.", of::fix(covenant::range{0.0, 1.0})),
+      covenant::field<&on_fail_test::Report::score>("Score.", of::fix(covenant::range{1, 10})),
+      covenant::field<&on_fail_test::Report::level>("Level.", of::fix(covenant::one_of{"low", "high"})),
+      covenant::field<&on_fail_test::Report::code>("Code.", of::fix(covenant::pattern{"^[A-Z]{3}$"})),
+      covenant::field<&on_fail_test::Report::tags>("Tags.", of::fix(covenant::unique_items{}),
+                                                    of::fix(covenant::max_items{3}),
+                                                    covenant::each{of::noop(covenant::max_length{8})}),
+      covenant::field<&on_fail_test::Report::links>("Links.", covenant::max_items{5}),
+      covenant::field<&on_fail_test::Report::homepage>("Home page.", of::filter(covenant::url{})));
+};
+
+template <>
+struct covenant::describe<on_fail_test::Pair> {
+  static constexpr auto fields = covenant::fields<on_fail_test::Pair>(covenant::field<&on_fail_test::Pair::low>("Low."),
+                                                                       covenant::field<&on_fail_test::Pair::high>("High."));
+  static constexpr auto invariants = covenant::invariants<on_fail_test::Pair>(
+      covenant::invariant("low must not exceed high", [](const on_fail_test::Pair& p) { return p.low <= p.high; },
+                          of::filter));
+};
+
+template <>
+struct covenant::describe<on_fail_test::Pairs> {
+  static constexpr auto fields = covenant::fields<on_fail_test::Pairs>(
+      covenant::field<&on_fail_test::Pairs::pairs>("Pairs.", covenant::min_items{1}));
+};
+
+template <>
+struct covenant::describe<on_fail_test::Strict> {
+  static constexpr auto fields = covenant::fields<on_fail_test::Strict>(
+      covenant::field<&on_fail_test::Strict::value>("Value.", of::refrain(covenant::maximum{100}),
+                                                    of::exception(covenant::minimum{0})));
+};
+
+namespace {
+
+using namespace on_fail_test;
+using covenant::fail_action;
+using covenant::note_kind;
+using covenant::testing::instant;
+using covenant::testing::scripted_engine;
+using ::testing::HasSubstr;
+
+std::vector<std::string> notes_of(const covenant::note_list& notes, note_kind kind) {
+  std::vector<std::string> out;
+  for (const auto& n : notes)
+    if (n.kind == kind) out.push_back(n.path.to_string() + ": " + n.detail);
+  return out;
+}
+
+const char* fixable = R"({"summary": "A very long summary indeed", "confidence": 1.7, "score": 42,
+  "level": " High ", "code": "  ABC ", "tags": ["a", "b", "a", "c", "d", "verylongtag"],
+  "links": [], "homepage": null})";
+
+// ---- fix ----------------------------------------------------------------------------------------
+
+TEST(OnFailFix, EachValidatorsFixIsAppliedAndNotedInsteadOfAnIssue) {
+  Report r;
+  covenant::note_list notes;
+  const auto issues = covenant::decode_into(fixable, r, {}, &notes);
+  EXPECT_TRUE(issues.empty()) << covenant::render_feedback(issues);
+  EXPECT_EQ(r.summary, "A very long ");
+  EXPECT_EQ(r.confidence, 1.0);
+  EXPECT_EQ(r.score, 10);
+  EXPECT_EQ(r.level, "high");
+  EXPECT_EQ(r.code, "ABC");
+  EXPECT_EQ(r.tags, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_THAT(notes_of(notes, note_kind::fixed),
+              ::testing::ElementsAre("summary: cut to 12 characters (was 26)",
+                                     "confidence: 1.7 changed to 1 (must be <= 1)",
+                                     "score: 42 changed to 10 (must be <= 10)",
+                                     "level: \" High \" read as \"high\" (must be one of \"low\", \"high\")",
+                                     "code: surrounding whitespace removed (must match the regular expression ^[A-Z]{3}$)",
+                                     HasSubstr("tags: dropped 1 duplicate"),
+                                     "tags: cut to 3 items (was 5; the first are kept)"));
+  // noop on the items: the long tag was noted before the list was cut.
+  EXPECT_THAT(notes_of(notes, note_kind::check_failed),
+              ::testing::ElementsAre("tags[5]: check failed: must have at most 8 characters (got 11 characters)"));
+}
+
+TEST(OnFailFix, AValueTheFixCannotMendIsStillAnIssueForTheModel) {
+  Report r;
+  const auto issues = covenant::decode_into(
+      R"({"summary": "ok", "confidence": 0.5, "score": 3, "level": "medium", "code": "abcd", "tags": [], "links": []})", r);
+  EXPECT_EQ(covenant::render_feedback(issues),
+            "level: must be one of \"low\", \"high\" (got \"medium\")\n"
+            "code: must match the regular expression ^[A-Z]{3}$ (got \"abcd\")\n");
+  for (const auto& i : issues) EXPECT_EQ(i.action, fail_action::reask);
+}
+
+TEST(OnFailFix, IntegerBoundsClampToTheNearestWholeNumberInside) {
+  Report r;
+  const auto issues = covenant::decode_into(
+      R"({"summary": "s", "confidence": -0.25, "score": -3, "level": "low", "code": "ABC", "tags": [], "links": []})", r);
+  EXPECT_TRUE(issues.empty()) << covenant::render_feedback(issues);
+  EXPECT_EQ(r.score, 1);
+  EXPECT_EQ(r.confidence, 0.0);
+}
+
+// ---- filter -------------------------------------------------------------------------------------
+
+TEST(OnFailFilter, AFailingListItemIsDroppedAndTheOrderOfTheRestKept) {
+  Report r;
+  covenant::note_list notes;
+  const auto issues = covenant::decode_into(R"({"summary": "s", "confidence": 0.5, "score": 3, "level": "low",
+      "code": "ABC", "tags": [], "links": [
+        {"title": "one", "url": "https://a.example/1"},
+        {"title": "two", "url": "not a url"},
+        {"title": "three", "url": "https://a.example/3"},
+        {"title": "four", "url": "ftp:/broken"}]})",
+                                            r, {}, &notes);
+  EXPECT_TRUE(issues.empty()) << covenant::render_feedback(issues);
+  ASSERT_EQ(r.links.size(), 2u);
+  EXPECT_EQ(r.links[0].title, "one");
+  EXPECT_EQ(r.links[1].title, "three");
+  EXPECT_THAT(notes_of(notes, note_kind::filtered),
+              ::testing::ElementsAre("links[1]: dropped: url: must be an absolute URL (got \"not a url\")",
+                                     "links[3]: dropped: url: must be an absolute URL (got \"ftp:/broken\")"));
+}
+
+TEST(OnFailFilter, OtherIssuesOfADroppedItemGoWithIt) {
+  Report r;
+  const auto issues = covenant::decode_into(R"({"summary": "s", "confidence": 0.5, "score": 3, "level": "low",
+      "code": "ABC", "tags": [], "links": [{"title": "", "url": "nope"}, {"title": "", "url": "https://x.example"}]})",
+                                            r);
+  // The first item is dropped (its empty title with it); the second keeps its reask issue, at
+  // its index in the reply.
+  EXPECT_EQ(covenant::render_feedback(issues), "links[1].title: must not be empty (got \"\")\n");
+}
+
+TEST(OnFailFilter, AFailingOptionalFieldIsDropped) {
+  Report r;
+  r.homepage = "stale";
+  covenant::note_list notes;
+  const auto issues = covenant::decode_into(R"({"summary": "s", "confidence": 0.5, "score": 3, "level": "low",
+      "code": "ABC", "tags": [], "links": [], "homepage": "my site"})",
+                                            r, {}, &notes);
+  EXPECT_TRUE(issues.empty()) << covenant::render_feedback(issues);
+  EXPECT_FALSE(r.homepage.has_value());
+  EXPECT_THAT(notes_of(notes, note_kind::filtered), ::testing::ElementsAre(HasSubstr("homepage: dropped:")));
+}
+
+TEST(OnFailFilter, AnInvariantWithFilterDropsItsObjectAndAListLeftTooShortIsANewIssue) {
+  Pairs p;
+  covenant::note_list notes;
+  auto issues = covenant::decode_into(R"({"pairs": [{"low": 1, "high": 2}, {"low": 5, "high": 3}]})", p, {}, &notes);
+  EXPECT_TRUE(issues.empty()) << covenant::render_feedback(issues);
+  ASSERT_EQ(p.pairs.size(), 1u);
+  EXPECT_EQ(p.pairs[0].high, 2);
+  EXPECT_THAT(notes_of(notes, note_kind::filtered),
+              ::testing::ElementsAre("pairs[1]: dropped: must satisfy: low must not exceed high"));
+
+  issues = covenant::decode_into(R"({"pairs": [{"low": 5, "high": 3}]})", p);
+  EXPECT_EQ(covenant::render_feedback(issues), "pairs: must not be empty (got [])\n");
+}
+
+// ---- contracts: refrain, exception, interplay with the remedy loop ----------------------------
+
+struct StrictTask {
+  static constexpr std::string_view prompt = "Give a value.";
+  std::string forward(const Question&, const covenant::outcome<Strict>& o) const {
+    return o.success ? "ok" : "forward saw " + o.reason;
+  }
+};
+
+TEST(OnFailContract, RefrainEndsTheCallAfterOneModelCallAndForwardRuns) {
+  scripted_engine model{R"({"value": 500})", R"({"value": 5})"};
+  covenant::contract<StrictTask> c{model, instant()};
+  auto [value, outcome] = c.run(Question{"q"});
+  EXPECT_EQ(model.calls(), 1u);
+  EXPECT_FALSE(outcome.success);
+  EXPECT_EQ(outcome.reason, "refrained");
+  EXPECT_EQ(outcome.failed_stage, covenant::stage::validate);
+  ASSERT_EQ(outcome.issues.size(), 1u);
+  EXPECT_EQ(outcome.issues[0].action, fail_action::refrain);
+  EXPECT_EQ(value, "forward saw refrained");
+  EXPECT_THAT(outcome.summary(), HasSubstr("failed at validate (refrained) after 1 model call"));
+}
+
+TEST(OnFailContract, ExceptionEndsTheCallAtOnceEvenBesideARefrain) {
+  scripted_engine model{R"({"value": -1})"};
+  covenant::contract<StrictTask> c{model, instant()};
+  auto [value, outcome] = c.run(Question{"q"});
+  EXPECT_EQ(model.calls(), 1u);
+  EXPECT_EQ(outcome.reason, "exception");
+  EXPECT_EQ(value, "forward saw exception");
+}
+
+struct ReportTask {
+  static constexpr std::string_view prompt = "Report.";
+  Report forward(const Question&, const covenant::outcome<Report>& o) const { return o.result.value_or(Report{}); }
+};
+
+TEST(OnFailContract, FixAndFilterNeverCostAModelCall) {
+  scripted_engine model{fixable};
+  covenant::contract<ReportTask> c{model, instant()};
+  auto [value, outcome] = c.run(Question{"q"});
+  EXPECT_TRUE(outcome.success) << outcome.summary();
+  EXPECT_EQ(model.calls(), 1u);
+  EXPECT_EQ(value.score, 10);
+  EXPECT_FALSE(notes_of(outcome.notes, note_kind::fixed).empty());
+}
+
+TEST(OnFailContract, AReplyWithAReaskIssueAndAFilterIssueReasksOnlyAboutTheFirst) {
+  const char* first = R"({"summary": "s", "confidence": 0.5, "score": 3, "level": "low", "code": "abc", "tags": [],
+      "links": [{"title": "t", "url": "bad url"}]})";
+  const char* second = R"({"summary": "s", "confidence": 0.5, "score": 3, "level": "low", "code": "ABC", "tags": [],
+      "links": [{"title": "t", "url": "https://ok.example"}]})";
+  scripted_engine model{first, second};
+  covenant::contract<ReportTask> c{model, instant()};
+  auto [value, outcome] = c.run(Question{"q"});
+  EXPECT_TRUE(outcome.success);
+  ASSERT_EQ(model.calls(), 2u);
+  const std::string feedback = model.last_message(1);
+  EXPECT_THAT(feedback, HasSubstr("- code: must match the regular expression ^[A-Z]{3}$ (got \"abc\")"));
+  EXPECT_THAT(feedback, ::testing::Not(HasSubstr("url")));
+  EXPECT_EQ(value.links.size(), 1u);
+}
+
+// post() with actions.
+struct Checked {
+  static constexpr std::string_view prompt = "Links.";
+  void post(const Report& r) const {
+    covenant::violation v;
+    for (std::size_t i = 0; i < r.links.size(); ++i)
+      if (r.links[i].title == "dead")
+        v.add("links[" + std::to_string(i) + "].url", "does not resolve", fail_action::filter);
+    if (r.summary == "meh") v.add("summary", "is vague", fail_action::noop);
+    v.raise_if_any();
+    if (r.links.empty() && r.summary == "links") throw covenant::violation("every link was dropped").refrain("no_valid_links");
+  }
+  Report forward(const Question&, const covenant::outcome<Report>& o) const { return o.result.value_or(Report{}); }
+};
+
+std::string reply_with_links(const std::string& summary, const std::vector<std::string>& titles) {
+  std::string links;
+  for (const auto& t : titles) {
+    if (!links.empty()) links += ",";
+    links += R"({"title": ")" + t + R"(", "url": "https://x.example/)" + t + "\"}";
+  }
+  return R"({"summary": ")" + summary +
+         R"(", "confidence": 0.5, "score": 3, "level": "low", "code": "ABC", "tags": [], "links": [)" + links + "]}";
+}
+
+TEST(OnFailPost, FilterDropsTheItemsPostPointsAtAndNoopIsANote) {
+  scripted_engine model{reply_with_links("meh", {"a", "dead", "b", "dead"})};
+  covenant::contract<Checked> c{model, instant()};
+  auto [value, outcome] = c.run(Question{"q"});
+  ASSERT_TRUE(outcome.success) << outcome.summary();
+  EXPECT_EQ(model.calls(), 1u);
+  ASSERT_EQ(value.links.size(), 2u);
+  EXPECT_EQ(value.links[0].title, "a");
+  EXPECT_EQ(value.links[1].title, "b");
+  EXPECT_THAT(notes_of(outcome.notes, note_kind::filtered),
+              ::testing::ElementsAre("links[3]: dropped: links[3].url: does not resolve",
+                                     "links[1]: dropped: links[1].url: does not resolve"));
+  EXPECT_THAT(notes_of(outcome.notes, note_kind::check_failed),
+              ::testing::ElementsAre("summary: check failed: is vague"));
+}
+
+TEST(OnFailPost, RefrainWithAReasonOfItsOwn) {
+  scripted_engine model{reply_with_links("links", {})};
+  covenant::contract<Checked> c{model, instant()};
+  auto [value, outcome] = c.run(Question{"q"});
+  EXPECT_FALSE(outcome.success);
+  EXPECT_EQ(model.calls(), 1u);
+  EXPECT_EQ(outcome.reason, "no_valid_links");
+  EXPECT_EQ(outcome.failed_stage, covenant::stage::post);
+}
+
+TEST(OnFailPost, AHookHasNoFix) {
+  covenant::violation v;
+  EXPECT_THROW(v.add("x", "y", fail_action::fix), std::invalid_argument);
+}
+
+// ---- schema files and JSON Schema -------------------------------------------------------------
+
+TEST(OnFailSchemaFile, CheckIsNoopAssertIsReaskAndAnActionCanBeNamed) {
+  auto set = covenant::schema_set::parse(R"(
+    class Src {
+      title string @check(short, {{ this|length < 20 }})
+      url string @assert({{ this|length > 8 }}, filter)
+    }
+    class Out {
+      sources Src[] @assert(some, {{ this|length > 0 }})
+      grade int @assert({{ this < 5 }}, refrain)
+    }
+  )");
+  const auto m = set.model("Out");
+  auto r = covenant::decode_dynamic(R"({"sources": [
+      {"title": "a title that is far too long", "url": "https://a.example"},
+      {"title": "b", "url": "short"}], "grade": 3})",
+                                    m);
+  EXPECT_TRUE(r) << covenant::render_feedback(r.issues);
+  EXPECT_EQ(boost::json::serialize(r.value.at("sources")),
+            R"([{"title":"a title that is far too long","url":"https://a.example"}])");
+  EXPECT_EQ(notes_of(r.notes, note_kind::check_failed).size(), 1u);
+  EXPECT_EQ(notes_of(r.notes, note_kind::filtered).size(), 1u);
+
+  auto bad = covenant::decode_dynamic(R"({"sources": [{"title": "b", "url": "short"}], "grade": 7})", m);
+  ASSERT_EQ(bad.issues.size(), 2u) << covenant::render_feedback(bad.issues);
+  EXPECT_EQ(bad.issues[0].path.to_string(), "sources");
+  EXPECT_EQ(bad.issues[0].action, fail_action::reask);
+  EXPECT_EQ(bad.issues[1].path.to_string(), "grade");
+  EXPECT_EQ(bad.issues[1].action, fail_action::refrain);
+}
+
+TEST(OnFailSchemaFile, AnExpressionRuleHasNoFixAndUnknownActionsAreRefused) {
+  auto fix = covenant::load_schema("class A {\n  x int @assert({{ this < 5 }}, fix)\n}\n", {.file = "t.baml"});
+  ASSERT_FALSE(fix.ok());
+  EXPECT_THAT(fix.errors[0].message, HasSubstr("has no fix"));
+  auto unknown = covenant::load_schema("class A {\n  x int @assert({{ this < 5 }}, ignore)\n}\n", {.file = "t.baml"});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.errors[0].message, HasSubstr("'ignore' is not an on-fail action"));
+}
+
+TEST(OnFailJsonSchema, XOnFailIsImportedAppliedAndExportedBack) {
+  const auto doc = boost::json::parse(R"({
+    "type": "object",
+    "properties": {
+      "name": {"type": "string", "maxLength": 5, "pattern": "^[a-z ]+$", "x-on-fail": {"maxLength": "fix"}},
+      "n": {"type": "integer", "minimum": 0, "maximum": 9, "x-on-fail": "fix"}
+    },
+    "required": ["name", "n"]
+  })");
+  const auto m = covenant::import_json_schema(doc);
+  auto r = covenant::decode_dynamic(R"({"name": "abcdefgh", "n": 12})", m);
+  EXPECT_TRUE(r) << covenant::render_feedback(r.issues);
+  EXPECT_EQ(boost::json::serialize(r.value), R"({"name":"abcde","n":9})");
+
+  const auto back = covenant::to_json_schema(m);
+  const auto& props = back.at("properties");
+  EXPECT_EQ(boost::json::serialize(props.at("name").at("x-on-fail")), R"({"maxLength":"fix"})");
+  EXPECT_EQ(boost::json::serialize(props.at("n").at("x-on-fail")), R"("fix")");
+  // The strict schema sent to OpenAI carries no covenant keywords.
+  const auto strict = covenant::to_json_schema(m, {.openai_strict = true});
+  EXPECT_FALSE(strict.at("properties").at("n").as_object().contains("x-on-fail"));
+}
+
+TEST(OnFailJsonSchema, AFixOnAKeywordWithoutOneIsALoadError) {
+  auto r = covenant::try_import_json_schema(boost::json::parse(
+      R"({"type": "object", "properties": {"s": {"type": "string", "minLength": 3, "x-on-fail": "fix"}}})"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.errors[0].message, HasSubstr("minLength has no fix"));
+  EXPECT_EQ(r.errors[0].pointer, "/properties/s/x-on-fail");
+}
+
+TEST(OnFailJsonSchema, TypedValidatorsExportTheirActions) {
+  const auto s = covenant::to_json_schema(covenant::schema_of<Report>());
+  const auto& props = s.at("$defs").at("Link").at("properties");
+  EXPECT_EQ(boost::json::serialize(props.at("url").at("x-on-fail")), R"("filter")");
+}
+
+}  // namespace
