@@ -15,6 +15,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
   libre2-dev libcli11-dev
+  prometheus
   clang-14 libclang-rt-14-dev valgrind
   pkg-config cmake g++ make time
 )
