@@ -129,6 +129,40 @@ double default_random() {
   return std::uniform_real_distribution<double>(0.0, 1.0)(gen);
 }
 
+std::string new_query_id() {
+  thread_local std::mt19937_64 gen{std::random_device{}()};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::uint64_t x = gen();
+  std::string id(16, '0');
+  for (int i = 15; i >= 0; --i, x >>= 4) id[static_cast<std::size_t>(i)] = hex[x & 15];
+  return id;
+}
+
+namespace {
+
+void set_query_id(outcome_base& oc, const call_options* options) {
+  if (options != nullptr && !options->query_id.empty()) oc.query_id = options->query_id.view();
+  else if (oc.query_id.empty()) oc.query_id = new_query_id();
+}
+
+}  // namespace
+
+void notify_failed(const std::exception* e) noexcept {
+  try {
+    spdlog::logger& l = log();
+    l.warn("an observer threw ({}); the event is ignored", e != nullptr ? e->what() : "unknown exception");
+  } catch (...) {
+  }
+}
+
+void call_finished(const contract_core& core, const outcome_base& o, const call_timings& times) {
+  core.stats.record(times);
+  log_call_result(core.name, o, core.options.retry.graceful);
+  if (core.options.observers.empty()) return;
+  const call_info info{core.name, o.query_id, core.schema_version};
+  notify(core, [&](observer& ob) { ob.on_finished(finished_event{info, o, times}); });
+}
+
 // ---------------------------------------------------------------------------------------------
 // remedy_phase
 
@@ -158,6 +192,44 @@ void remedy_phase::lap(perf_stage s) {
 void remedy_phase::begin_attempt() {
   ++k_;
   sent_ = mark_;
+  if (!core_->options.observers.empty()) {
+    const call_info info = this->info();
+    notify(*core_, [&](observer& o) { o.on_request(request_event{info, kind_, k_ + 1, request_}); });
+  }
+}
+
+call_info remedy_phase::info() const noexcept { return call_info{core_->name, oc_->query_id, core_->schema_version}; }
+
+void remedy_phase::on_stream_piece(std::string_view delta) {
+  if (core_->options.observers.empty()) return;
+  const call_info info = this->info();
+  notify(*core_, [&](observer& o) { o.on_stream(stream_event{info, kind_, k_ + 1, delta}); });
+}
+
+void remedy_phase::attempt_judged(verdict v) {
+  if (core_->options.observers.empty() || oc_->attempts.empty()) return;
+  const call_info info = this->info();
+  const attempt& a = oc_->attempts.back();
+  notify(*core_, [&](observer& o) { o.on_attempt(attempt_event{info, a, v, a.number - 1}); });
+}
+
+void remedy_phase::actions_taken(const attempt& a, fail_action decided) {
+  if (core_->options.observers.empty()) return;
+  const call_info info = this->info();
+  for (const note& n : a.notes) {
+    fail_action act = fail_action::reask;
+    if (n.kind == note_kind::fixed) act = fail_action::fix;
+    else if (n.kind == note_kind::filtered) act = fail_action::filter;
+    else if (n.kind == note_kind::check_failed) act = fail_action::noop;
+    else continue;
+    notify(*core_, [&](observer& o) { o.on_action(action_event{info, a.number, act, &n, nullptr}); });
+  }
+  if (decided != fail_action::refrain && decided != fail_action::exception) return;
+  for (const issue& i : a.issues) {
+    if (i.action != decided) continue;
+    notify(*core_, [&](observer& o) { o.on_action(action_event{info, a.number, decided, nullptr, &i}); });
+    break;
+  }
 }
 
 namespace {
@@ -176,6 +248,7 @@ void remedy_phase::fail(attempt a, stage at) {
   oc_->issues = a.issues;
   oc_->attempts.push_back(std::move(a));
   oc_->failed_stage = at;
+  attempt_judged(verdict::failed);
 }
 
 remedy_phase::next remedy_phase::on_reply(chat_response&& reply) {
@@ -187,7 +260,8 @@ remedy_phase::next remedy_phase::on_reply(chat_response&& reply) {
   {
     const time_point t = core_->now();
     a.latency = t - sent_;
-    times_->add(repairing ? perf_stage::pre_remedy : perf_stage::engine, t - sent_);
+    if (repairing) times_->add(perf_stage::pre_remedy, t - sent_);
+  else times_->add_attempt(perf_stage::engine, t - sent_);
     mark_ = t;
   }
   oc_->usage += a.usage;
@@ -256,6 +330,7 @@ remedy_phase::next remedy_phase::judge(attempt& a, stage failed_at) {
   // while reading): noop issues become notes; a fix or filter with nothing to apply it to is a
   // reask; refrain and exception end the call now.
   const fail_action decided = settle_actions(a);
+  actions_taken(a, decided);
   if (decided == fail_action::refrain || decided == fail_action::exception) {
     for (const issue& i : a.issues) {
       if (i.action != decided) continue;
@@ -279,6 +354,7 @@ remedy_phase::next remedy_phase::judge(attempt& a, stage failed_at) {
     if (!repairing) oc_->truncated = cut;
     oc_->attempts.push_back(std::move(a));
     reader_->accept();
+    attempt_judged(verdict::accepted);
     return next::accepted;
   }
   const contract_options& options = core_->options;
@@ -299,6 +375,12 @@ remedy_phase::next remedy_phase::judge(attempt& a, stage failed_at) {
   wait_ = options.retry.delay_before(k_ + 1, options.random ? options.random() : default_random());
   log_retry(core_->name, a, wait_, tries - k_, static_cast<bool>(options.sleep));
   oc_->attempts.push_back(std::move(a));
+  attempt_judged(verdict::rejected);
+  if (!core_->options.observers.empty()) {
+    const call_info info = this->info();
+    const attempt& last = oc_->attempts.back();
+    notify(*core_, [&](observer& o) { o.on_retry(retry_event{info, kind_, k_ + 2, wait_, last.issues}); });
+  }
   lap(perf_stage::post_remedy);
   waited_ = wait_;
   return next::wait;
@@ -316,7 +398,8 @@ remedy_phase::next remedy_phase::on_engine_error(const std::string& what, int st
   a.issues.push_back(std::move(i));
   const time_point t = core_->now();
   a.latency = t - sent_;
-  times_->add(repairing ? perf_stage::pre_remedy : perf_stage::engine, t - sent_);
+  if (repairing) times_->add(perf_stage::pre_remedy, t - sent_);
+  else times_->add_attempt(perf_stage::engine, t - sent_);
   mark_ = t;
   fail(std::move(a), repairing ? stage::pre_remedy : stage::engine);
   return next::failed;
@@ -328,7 +411,8 @@ remedy_phase::next remedy_phase::on_early_stop(std::string text, issue_list viol
   a.text = std::move(text);
   const time_point t = core_->now();
   a.latency = t - sent_;
-  times_->add(repairing ? perf_stage::pre_remedy : perf_stage::engine, t - sent_);
+  if (repairing) times_->add(perf_stage::pre_remedy, t - sent_);
+  else times_->add_attempt(perf_stage::engine, t - sent_);
   mark_ = t;
   a.issues = std::move(violations);
   note n;
@@ -355,7 +439,8 @@ void remedy_phase::on_stopped(stage why, std::string_view reason, std::string te
   a.issues.push_back(stopped_issue(why, reason));
   const time_point t = core_->now();
   a.latency = t - sent_;
-  times_->add(repairing ? perf_stage::pre_remedy : perf_stage::engine, t - sent_);
+  if (repairing) times_->add(perf_stage::pre_remedy, t - sent_);
+  else times_->add_attempt(perf_stage::engine, t - sent_);
   mark_ = t;
   fail(std::move(a), why);
 }
@@ -423,6 +508,7 @@ void run_blocking_stoppable(call_steps& steps, const contract_core& core, const 
 }  // namespace
 
 void run_blocking(call_steps& steps, const contract_core& core, const call_options* options) {
+  set_query_id(*steps.oc, options);
   if (options != nullptr && (options->stoppable() || options->limiter)) {
     run_blocking_stoppable(steps, core, *options);
     return;
@@ -632,6 +718,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
       case event::kind::text: {
         if (state_ != state::attempt || e.id != attempt_id_) return;
         text_so_far_ += e.text;
+        phase_->on_stream_piece(e.text);
         issue_list violations;
         if (!phase_->reader().stream_text(e.text, violations)) return;
         if (!core_->options.early_stop || violations.empty()) return;
@@ -916,6 +1003,7 @@ void run_blocking_stoppable(call_steps& steps, const contract_core& core, const 
 
 void start_async(std::shared_ptr<call_steps> steps, std::shared_ptr<const contract_core> core, call_options options,
                  std::stop_token cancel, bool stream) {
+  set_query_id(*steps->oc, &options);
   executor_fn exec = options.executor;
   if (!exec) {
     runtime* rt = core->options.runtime != nullptr ? core->options.runtime : &runtime::shared();

@@ -74,8 +74,13 @@ class dynamic_reader final : public detail::reply_reader {
           return out;
         });
     const detail::time_point t0 = now();
-    if (parse_time.count() > 0) times.add(repairing_ ? perf_stage::pre_remedy : perf_stage::parse, parse_time);
-    if (validate_time.count() > 0) times.add(repairing_ ? perf_stage::pre_remedy : perf_stage::validate, validate_time);
+    if (repairing_) {
+      if (parse_time.count() > 0 || validate_time.count() > 0)
+        times.add(perf_stage::pre_remedy, parse_time + validate_time);
+    } else {
+      if (parse_time.count() > 0) times.add_attempt(perf_stage::parse, parse_time);
+      if (validate_time.count() > 0) times.add_attempt(perf_stage::validate, validate_time);
+    }
     mark = t0;
     last_.reset();
     if (!r.ok()) {
@@ -217,8 +222,7 @@ class dynamic_call final : public detail::call_steps {
     if (!oc_.success) oc_.result.reset();
     oc_.elapsed = c_->now() - start;
     times.add(perf_stage::total, oc_.elapsed);
-    c_->stats.record(times);
-    detail::log_call_result(c_->name, oc_, c_->options.retry.graceful);
+    detail::call_finished(*c_, oc_, times);
     if (promise_) promise_->set_value(std::move(oc_));
     else result.emplace(std::move(oc_));
   }

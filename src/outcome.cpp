@@ -1,6 +1,7 @@
 #include "covenant/outcome.hpp"
 
 #include "covenant/engine.hpp"
+#include "covenant/observer.hpp"
 
 namespace covenant {
 
@@ -31,6 +32,15 @@ std::string_view to_string(stage s) noexcept {
     case stage::deadline: return "deadline";
   }
   return "none";
+}
+
+std::string_view to_string(verdict v) noexcept {
+  switch (v) {
+    case verdict::accepted: return "accepted";
+    case verdict::rejected: return "rejected";
+    case verdict::failed: return "failed";
+  }
+  return "failed";
 }
 
 std::string outcome_base::summary() const {

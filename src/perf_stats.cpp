@@ -79,6 +79,17 @@ double perf_stats::accumulator::percentile(double p) const {
 
 perf_stats::perf_stats() = default;
 
+namespace {
+int attempt_index(perf_stage s) noexcept {
+  switch (s) {
+    case perf_stage::engine: return 0;
+    case perf_stage::parse: return 1;
+    case perf_stage::validate: return 2;
+    default: return -1;
+  }
+}
+}  // namespace
+
 void perf_stats::record(const call_timings& t) {
   std::int64_t named = 0;
   for (std::size_t i = 0; i < static_cast<std::size_t>(perf_stage::total); ++i)
@@ -91,11 +102,17 @@ void perf_stats::record(const call_timings& t) {
     stages_[static_cast<std::size_t>(perf_stage::total)].add(total);
     stages_[static_cast<std::size_t>(perf_stage::overhead)].add(std::max<std::int64_t>(0, total - named));
   }
+  auto one = [&](const call_timings::attempt_time& a) {
+    if (const int k = attempt_index(a.stage); k >= 0) attempt_stages_[static_cast<std::size_t>(k)].add(a.ns);
+  };
+  for (std::uint32_t i = 0; i < t.attempt_count; ++i) one(t.per_attempt[i]);
+  for (const auto& a : t.more_attempts) one(a);
 }
 
 void perf_stats::reset() {
   std::lock_guard lock(mutex_);
   for (auto& s : stages_) s = accumulator{};
+  for (auto& s : attempt_stages_) s = accumulator{};
   early_stops_.store(0, std::memory_order_relaxed);
 }
 
@@ -124,6 +141,27 @@ std::vector<stage_stats> perf_stats::snapshot() const {
 
 stage_stats perf_stats::of(perf_stage s) const { return snapshot()[static_cast<std::size_t>(s)]; }
 
+stage_stats perf_stats::per_attempt(perf_stage s) const {
+  stage_stats out;
+  out.name = to_string(s);
+  const int k = attempt_index(s);
+  if (k < 0) return out;
+  std::lock_guard lock(mutex_);
+  const accumulator& a = attempt_stages_[static_cast<std::size_t>(k)];
+  out.count = a.count;
+  out.total = a.sum;
+  out.mean = a.mean;
+  out.stddev = a.count > 1 ? std::sqrt(a.m2 / static_cast<double>(a.count - 1)) : 0.0;
+  out.min = a.min;
+  out.max = a.max;
+  out.p50 = a.percentile(0.50);
+  out.p95 = a.percentile(0.95);
+  out.p99 = a.percentile(0.99);
+  const double grand = stages_[static_cast<std::size_t>(perf_stage::total)].sum;
+  out.share = grand > 0 ? a.sum / grand : 0.0;
+  return out;
+}
+
 namespace {
 std::string human(double seconds) {
   if (seconds == 0) return "0";
@@ -141,6 +179,16 @@ std::string perf_stats::table() const {
                                 "total", "mean", "std", "min", "max", "p50", "p95", "p99", "share");
   for (const auto& r : rows) {
     if (r.count == 0) continue;
+    out += fmt::format("{:<17}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>7.1f}%\n", r.name, r.count,
+                       human(r.total), human(r.mean), human(r.stddev), human(r.min), human(r.max), human(r.p50),
+                       human(r.p95), human(r.p99), r.share * 100);
+  }
+  bool header = false;
+  for (perf_stage st : {perf_stage::engine, perf_stage::parse, perf_stage::validate}) {
+    const stage_stats r = per_attempt(st);
+    if (r.count == 0) continue;
+    if (!header) out += "per attempt (one model call each):\n";
+    header = true;
     out += fmt::format("{:<17}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>7.1f}%\n", r.name, r.count,
                        human(r.total), human(r.mean), human(r.stddev), human(r.min), human(r.max), human(r.p50),
                        human(r.p95), human(r.p99), r.share * 100);
@@ -168,8 +216,22 @@ boost::json::value perf_stats::to_json() const {
     o["share"] = r.share;
     stages[r.name] = std::move(o);
   }
+  boost::json::object attempts;
+  for (perf_stage st : {perf_stage::engine, perf_stage::parse, perf_stage::validate}) {
+    const stage_stats r = per_attempt(st);
+    boost::json::object o;
+    o["count"] = r.count;
+    o["total_s"] = r.total;
+    o["mean_s"] = r.mean;
+    o["p50_s"] = r.p50;
+    o["p95_s"] = r.p95;
+    o["p99_s"] = r.p99;
+    o["max_s"] = r.max;
+    attempts[r.name] = std::move(o);
+  }
   boost::json::object root;
   root["stages"] = std::move(stages);
+  root["per_attempt"] = std::move(attempts);
   root["early_stops"] = early_stops();
   return root;
 }

@@ -186,9 +186,13 @@ class typed_reader final : public reply_reader {
     std::chrono::nanoseconds validate_time{0};
     decoded<T> r = read_reply<T>(std::string_view(a.text), options_->decode, options_->strictness, a.notes,
                                  parse_time, validate_time, options_->clock, &mark);
-    if (parse_time.count() > 0) times.add(repairing_ ? perf_stage::pre_remedy : perf_stage::parse, parse_time);
-    if (validate_time.count() > 0)
-      times.add(repairing_ ? perf_stage::pre_remedy : perf_stage::validate, validate_time);
+    if (repairing_) {
+      if (parse_time.count() > 0 || validate_time.count() > 0)
+        times.add(perf_stage::pre_remedy, parse_time + validate_time);
+    } else {
+      if (parse_time.count() > 0) times.add_attempt(perf_stage::parse, parse_time);
+      if (validate_time.count() > 0) times.add_attempt(perf_stage::validate, validate_time);
+    }
     stage failed_at = stage::validate;
     if (!r.ok()) {
       a.issues = std::move(r.issues);
@@ -541,8 +545,7 @@ class contract {
       const detail::time_point f1 = c_->now();
       times.add(perf_stage::forward, f1 - f0);
       times.add(perf_stage::total, f1 - start);
-      c_->stats.record(times);
-      detail::log_call_result(c_->name, oc_, c_->options.retry.graceful);
+      detail::call_finished(*c_, oc_, times);
     }
 
     std::optional<result_type> value_;  // forward's value (blocking calls)

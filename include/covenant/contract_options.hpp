@@ -8,12 +8,17 @@
 #include <memory>
 #include <optional>
 #include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "covenant/detail/decode_context.hpp"
 #include "covenant/lenient.hpp"
 #include "covenant/retry.hpp"
 
 namespace covenant {
+
+class observer;
 
 class runtime;
 class rate_limiter;
@@ -60,6 +65,24 @@ struct contract_options {
   /// Injectable for tests: the clock stages are timed with (default std::chrono::steady_clock).
   /// Deadlines (call_options) always use the real steady clock.
   std::function<std::chrono::steady_clock::time_point()> clock{};
+  /// Receive every event of every call (covenant/observer.hpp): metrics, audit logs, tracing.
+  std::vector<std::shared_ptr<observer>> observers{};
+};
+
+/// A call's id as call_options holds it: shared, immutable text (no small-string buffer inside, so
+/// call_options may be relocated bitwise, as GCC 12 does with default arguments of coroutine calls).
+class call_id {
+ public:
+  call_id() = default;
+  call_id(std::string_view text)  // NOLINT(google-explicit-constructor)
+      : text_(text.empty() ? nullptr : std::make_shared<const std::string>(text)) {}
+  call_id(const std::string& text) : call_id(std::string_view(text)) {}  // NOLINT(google-explicit-constructor)
+  call_id(const char* text) : call_id(std::string_view(text)) {}        // NOLINT(google-explicit-constructor)
+  [[nodiscard]] std::string_view view() const noexcept { return text_ ? std::string_view(*text_) : std::string_view(); }
+  [[nodiscard]] bool empty() const noexcept { return !text_; }
+
+ private:
+  std::shared_ptr<const std::string> text_;
 };
 
 /// What one call may add to its contract's options.
@@ -79,6 +102,9 @@ struct call_options {
   /// each model call waits for its turn (a timer, no sleeping thread) and reports its usage; the
   /// HTTP engine backs the whole limiter off on 429 / Retry-After.
   std::shared_ptr<covenant::rate_limiter> limiter{};
+  /// The call's id in observers' events, audit lines and outcome::query_id (empty: one is
+  /// generated, 16 hexadecimal digits).
+  call_id query_id{};
 
   /// The deadline these options set, if any, counted from `start`.
   [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> deadline_from(

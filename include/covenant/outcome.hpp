@@ -73,6 +73,7 @@ struct outcome_base {
   std::vector<attempt> attempts;           ///< every model call, in order
   covenant::usage usage;                   ///< tokens summed over every attempt
   std::chrono::nanoseconds elapsed{};      ///< wall time of the call up to forward()
+  std::string query_id;                    ///< call_options::query_id, or the id generated for the call
 
   explicit operator bool() const noexcept { return success; }
   /// Number of model calls made.

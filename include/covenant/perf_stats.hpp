@@ -3,7 +3,8 @@
 // Each contract call records, per stage that ran, the time that stage took in that call (stages
 // that run once per attempt — engine, parse, validate, post — are summed over the call's attempts).
 // `total` is the whole call including forward(); `overhead` is total minus the named stages
-// (the contract's own bookkeeping). Percentiles come from a fixed log-scale histogram (1/16-octave
+// (the contract's own bookkeeping). Engine, parse and validate are also kept per attempt
+// (per_attempt(): the latency of one model call). Percentiles come from a fixed log-scale histogram (1/16-octave
 // buckets, within 3 %), so memory stays constant however many calls are recorded.
 #pragma once
 
@@ -56,13 +57,29 @@ struct stage_stats {
   double share = 0;  ///< total / total of stage `total` (0..1)
 };
 
-/// The stage times of one call (nanoseconds; negative = the stage did not run).
+/// The stage times of one call (nanoseconds; negative = the stage did not run), and the time of
+/// each attempt's engine, parse and validate stages.
 struct call_timings {
   std::array<std::int64_t, perf_stage_count> ns;
+  /// One stage of one attempt (engine, parse or validate).
+  struct attempt_time {
+    perf_stage stage = perf_stage::engine;
+    std::int64_t ns = 0;
+  };
+  std::array<attempt_time, 16> per_attempt{};  ///< the first `attempt_count` entries
+  std::uint32_t attempt_count = 0;
+  std::vector<attempt_time> more_attempts;     ///< entries beyond the first 16
+
   call_timings() { ns.fill(-1); }
   void add(perf_stage s, std::chrono::nanoseconds d) noexcept {
     auto& v = ns[static_cast<std::size_t>(s)];
     v = (v < 0 ? 0 : v) + d.count();
+  }
+  /// Adds `d` to stage `s` (engine, parse, validate) of the call and records it for one attempt.
+  void add_attempt(perf_stage s, std::chrono::nanoseconds d) {
+    add(s, d);
+    if (attempt_count < per_attempt.size()) per_attempt[attempt_count++] = attempt_time{s, d.count()};
+    else more_attempts.push_back(attempt_time{s, d.count()});
   }
 };
 
@@ -84,6 +101,9 @@ class perf_stats {
   /// One entry per stage, in perf_stage order (stages never run have count 0).
   [[nodiscard]] std::vector<stage_stats> snapshot() const;
   [[nodiscard]] stage_stats of(perf_stage s) const;
+  /// Per attempt (one model call each): engine, parse and validate, counted once per attempt
+  /// (of(s) counts them once per call, summed over its attempts). Other stages: count 0.
+  [[nodiscard]] stage_stats per_attempt(perf_stage s) const;
   /// Aligned text table: stage, count, total, mean, std, min, max, p50, p95, p99, share.
   [[nodiscard]] std::string table() const;
   void print(std::ostream& os) const;
@@ -106,6 +126,7 @@ class perf_stats {
   };
   mutable std::mutex mutex_;
   std::array<accumulator, perf_stage_count> stages_;
+  std::array<accumulator, 3> attempt_stages_;  // engine, parse, validate
   mutable std::atomic<std::uint64_t> early_stops_{0};
 };
 

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@
 #include "covenant/contract_options.hpp"
 #include "covenant/engine.hpp"
 #include "covenant/issues.hpp"
+#include "covenant/observer.hpp"
 #include "covenant/outcome.hpp"
 #include "covenant/perf_stats.hpp"
 
@@ -64,6 +66,8 @@ struct contract_core {
   /// The output's strict JSON Schema (null when not sent) and its name.
   std::shared_ptr<const boost::json::value> response_schema;
   std::string schema_name;
+  /// Registry-backed dynamic contracts: the schema version (observers, audit lines, metrics).
+  std::string schema_version;
   mutable covenant::perf_stats stats;
 
   [[nodiscard]] time_point now() const { return options.clock ? options.clock() : std::chrono::steady_clock::now(); }
@@ -108,7 +112,13 @@ class remedy_phase {
 
   [[nodiscard]] time_point mark() const noexcept { return mark_; }
 
+  /// A piece of a streamed reply arrived (observers' on_stream).
+  void on_stream_piece(std::string_view delta);
+
  private:
+  [[nodiscard]] call_info info() const noexcept;
+  void attempt_judged(verdict v);
+  void actions_taken(const attempt& a, fail_action decided);
   next judge(attempt& a, stage failed_at);
   void lap(perf_stage s);
   void fail(attempt a, stage at);
@@ -175,6 +185,26 @@ issue hook_exception_issue(std::string_view hook, std::string_view type, std::st
 issue stopped_issue(stage why, std::string_view reason);
 
 void log_call_result(std::string_view expression, const outcome_base& o, bool graceful);
+/// The call ended: its times into the contract's statistics, the result logged, observers told.
+void call_finished(const contract_core& core, const outcome_base& o, const call_timings& times);
+/// A call id: 16 hexadecimal digits.
+std::string new_query_id();
+
+void notify_failed(const std::exception* e) noexcept;
+/// Calls `f(observer&)` for each observer of the contract; one that throws is logged and ignored.
+template <class F>
+void notify(const contract_core& core, F&& f) noexcept {
+  for (const auto& o : core.options.observers) {
+    if (!o) continue;
+    try {
+      f(*o);
+    } catch (const std::exception& e) {
+      notify_failed(&e);
+    } catch (...) {
+      notify_failed(nullptr);
+    }
+  }
+}
 void log_prompt(std::string_view expression, std::string_view what, std::string_view text);
 
 void default_sleep(std::chrono::nanoseconds d);

@@ -1,0 +1,68 @@
+// covenant/audit_log.hpp - one JSON line per validation attempt, in daily files with retention,
+// built on the observer interface.
+//
+//     auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = "/var/log/app"});
+//     covenant::contract_options o;
+//     o.observers.push_back(audit);
+//
+// Files are `<directory>/audit_YYYY-MM-DD.jsonl` (local date), written through an spdlog daily
+// file sink. Each line is written to the file as soon as the attempt is judged (one write per
+// line, no buffering in the process), so a crash loses at most the line being written. Files
+// older than `retention_days` are deleted when the log opens and at each daily rotation. The
+// line format is in docs/telemetry.md: timestamp (ISO 8601, UTC), query id, contract, attempt,
+// result, retry count, schema version, issues, token usage, latency; the raw reply only with
+// `include_reply`. Request headers and API keys are never written, and every configured
+// redaction (and the value of each API key variable in the environment) is replaced by
+// "[redacted]" wherever it appears in what is written.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "covenant/observer.hpp"
+
+namespace covenant {
+
+struct audit_log_options {
+  /// Where the daily files go (created when missing).
+  std::filesystem::path directory;
+  /// Days a file is kept (counted by the date in its name); 0 keeps them all.
+  unsigned retention_days = 30;
+  /// Write the model's raw reply in each line ("reply"), after redaction.
+  bool include_reply = false;
+  /// Texts never written (secrets, personal data): replaced by "[redacted]".
+  std::vector<std::string> redact{};
+  /// Also redact the values of COVENANT_API_KEY, OPENAI_API_KEY and ANTHROPIC_API_KEY.
+  bool redact_env_keys = true;
+};
+
+/// Writes the audit lines. Thread-safe: one instance may observe many contracts.
+class audit_log final : public observer {
+ public:
+  /// Opens today's file (std::runtime_error when the directory cannot be created or the file
+  /// cannot be opened) and applies the retention.
+  explicit audit_log(audit_log_options options);
+  ~audit_log() override;
+  audit_log(const audit_log&) = delete;
+  audit_log& operator=(const audit_log&) = delete;
+
+  /// The file being written.
+  [[nodiscard]] std::filesystem::path current_file() const;
+  /// Deletes the files older than the retention now (also done at start and each rotation);
+  /// returns how many were deleted.
+  std::size_t apply_retention() const;
+
+  void on_attempt(const attempt_event& e) override;
+
+  /// The JSON line written for `e` (without the newline), as on_attempt writes it.
+  [[nodiscard]] std::string line(const attempt_event& e) const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace covenant

@@ -1,0 +1,233 @@
+// The audit log: JSON lines through an spdlog daily file sink, with retention in days.
+#include "covenant/audit_log.hpp"
+
+#include <spdlog/logger.h>
+#include <spdlog/sinks/daily_file_sink.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "covenant/encode.hpp"
+#include "log.hpp"
+
+namespace covenant {
+
+using detail::append_json_string;
+
+namespace {
+
+constexpr std::string_view file_prefix = "audit_";
+constexpr std::string_view file_suffix = ".jsonl";
+
+// The date in a file name `audit_YYYY-MM-DD.jsonl` as days since the epoch; false otherwise.
+bool date_of(const std::string& name, long& days) {
+  if (name.size() != file_prefix.size() + 10 + file_suffix.size()) return false;
+  if (name.compare(0, file_prefix.size(), file_prefix) != 0) return false;
+  if (name.compare(name.size() - file_suffix.size(), file_suffix.size(), file_suffix) != 0) return false;
+  int y = 0;
+  unsigned m = 0;
+  unsigned d = 0;
+  const std::string date = name.substr(file_prefix.size(), 10);
+  if (std::sscanf(date.c_str(), "%4d-%2u-%2u", &y, &m, &d) != 3) return false;
+  const std::chrono::year_month_day ymd{std::chrono::year{y}, std::chrono::month{m}, std::chrono::day{d}};
+  if (!ymd.ok()) return false;
+  days = std::chrono::sys_days(ymd).time_since_epoch().count();
+  return true;
+}
+
+// Today's local date as days since the epoch (the sink names files by local date).
+long local_today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  const std::chrono::year_month_day ymd{std::chrono::year{tm.tm_year + 1900},
+                                        std::chrono::month{static_cast<unsigned>(tm.tm_mon + 1)},
+                                        std::chrono::day{static_cast<unsigned>(tm.tm_mday)}};
+  return std::chrono::sys_days(ymd).time_since_epoch().count();
+}
+
+void append_iso8601_utc(std::string& out, std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  const int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  out.append(buf, static_cast<std::size_t>(n));
+}
+
+}  // namespace
+
+struct audit_log::impl {
+  audit_log_options options;
+  std::shared_ptr<spdlog::sinks::daily_file_sink_mt> sink;
+  std::shared_ptr<spdlog::logger> logger;
+  std::vector<std::string> redactions;
+
+  std::size_t sweep() const {
+    if (options.retention_days == 0) return 0;
+    const long oldest = local_today() - static_cast<long>(options.retention_days) + 1;
+    std::size_t removed = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(options.directory, ec)) {
+      long day = 0;
+      if (!entry.is_regular_file(ec) || !date_of(entry.path().filename().string(), day) || day >= oldest) continue;
+      if (std::filesystem::remove(entry.path(), ec)) ++removed;
+      else detail::log_warn("audit log: could not delete {}: {}", entry.path().string(), ec.message());
+    }
+    return removed;
+  }
+
+  // Writes `s` with every redaction replaced.
+  void append_redacted(std::string& out, std::string_view s) const {
+    if (redactions.empty()) {
+      append_json_string(out, s);
+      return;
+    }
+    std::string text(s);
+    for (const auto& r : redactions) {
+      for (std::size_t at = text.find(r); at != std::string::npos; at = text.find(r, at + 10))
+        text.replace(at, r.size(), "[redacted]");
+    }
+    append_json_string(out, text);
+  }
+};
+
+audit_log::audit_log(audit_log_options options) : impl_(std::make_unique<impl>()) {
+  impl_->options = std::move(options);
+  const auto& dir = impl_->options.directory;
+  if (dir.empty()) throw std::runtime_error("covenant::audit_log: no directory given");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("covenant::audit_log: cannot create " + dir.string() + ": " + ec.message());
+  for (const auto& r : impl_->options.redact)
+    if (!r.empty()) impl_->redactions.push_back(r);
+  if (impl_->options.redact_env_keys) {
+    for (const char* name : {"COVENANT_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"}) {
+      const char* v = std::getenv(name);
+      if (v != nullptr && std::string_view(v).size() >= 8) impl_->redactions.emplace_back(v);
+    }
+  }
+  spdlog::file_event_handlers handlers;
+  impl* self = impl_.get();
+  // Opened at start and at each daily rotation: the retention applies then.
+  handlers.after_open = [self](const spdlog::filename_t&, std::FILE*) {
+    try {
+      self->sweep();
+    } catch (...) {
+    }
+  };
+  try {
+    impl_->sink = std::make_shared<spdlog::sinks::daily_file_sink_mt>((dir / "audit.jsonl").string(), 0, 0, false,
+                                                                       0, handlers);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("covenant::audit_log: ") + e.what());
+  }
+  impl_->logger = std::make_shared<spdlog::logger>("covenant.audit", impl_->sink);
+  impl_->logger->set_pattern("%v");
+  impl_->logger->set_level(spdlog::level::info);
+  impl_->logger->flush_on(spdlog::level::info);  // every line reaches the file at once
+}
+
+audit_log::~audit_log() {
+  try {
+    if (impl_ && impl_->logger) impl_->logger->flush();
+  } catch (...) {
+  }
+}
+
+std::filesystem::path audit_log::current_file() const { return impl_->sink->filename(); }
+
+std::size_t audit_log::apply_retention() const { return impl_->sweep(); }
+
+std::string audit_log::line(const attempt_event& e) const {
+  const attempt& a = e.a;
+  std::string out;
+  out.reserve(256 + (impl_->options.include_reply ? a.text.size() : 0));
+  out += "{\"ts\":\"";
+  append_iso8601_utc(out, std::chrono::system_clock::now());
+  out += "\",\"query_id\":";
+  append_json_string(out, e.call.query_id);
+  out += ",\"contract\":";
+  append_json_string(out, e.call.contract);
+  out += ",\"kind\":\"";
+  out += a.kind == attempt_kind::input_repair ? "input_repair" : "output";
+  out += "\",\"attempt\":";
+  out += std::to_string(a.number);
+  out += ",\"result\":\"";
+  out += to_string(e.verdict);
+  out += "\",\"retry_count\":";
+  out += std::to_string(e.retries);
+  out += ",\"schema_version\":";
+  append_json_string(out, e.call.schema_version);
+  out += ",\"issues\":[";
+  for (std::size_t i = 0; i < a.issues.size(); ++i) {
+    const issue& x = a.issues[i];
+    if (i) out += ',';
+    out += "{\"path\":";
+    append_json_string(out, x.path.to_string());
+    out += ",\"code\":\"";
+    out += to_string(x.code);
+    out += "\",\"message\":";
+    impl_->append_redacted(out, x.message);
+    if (!x.actual.empty()) {
+      out += ",\"actual\":";
+      impl_->append_redacted(out, x.actual);
+    }
+    if (x.action != fail_action::reask) {
+      out += ",\"action\":\"";
+      out += to_string(x.action);
+      out += '"';
+    }
+    out += '}';
+  }
+  out += "],\"notes\":{";
+  {
+    std::size_t counts[16] = {};
+    for (const note& n : a.notes) ++counts[static_cast<std::size_t>(n.kind) & 15];
+    bool first = true;
+    for (std::size_t k = 0; k < 16; ++k) {
+      if (counts[k] == 0) continue;
+      if (!first) out += ',';
+      first = false;
+      out += '"';
+      out += to_string(static_cast<note_kind>(k));
+      out += "\":";
+      out += std::to_string(counts[k]);
+    }
+  }
+  out += "},\"usage\":{\"input_tokens\":";
+  out += std::to_string(a.usage.input_tokens);
+  out += ",\"output_tokens\":";
+  out += std::to_string(a.usage.output_tokens);
+  out += "},\"latency_ms\":";
+  char buf[32];
+  const int n = std::snprintf(buf, sizeof buf, "%.3f", std::chrono::duration<double, std::milli>(a.latency).count());
+  out.append(buf, static_cast<std::size_t>(n));
+  out += ",\"finish_reason\":";
+  append_json_string(out, a.finish_reason);
+  if (impl_->options.include_reply) {
+    out += ",\"reply\":";
+    impl_->append_redacted(out, a.text);
+  }
+  out += '}';
+  return out;
+}
+
+void audit_log::on_attempt(const attempt_event& e) {
+  const std::string text = line(e);
+  try {
+    impl_->logger->info("{}", text);
+  } catch (const std::exception& ex) {
+    detail::log_error("audit log: a line could not be written: {}", ex.what());
+  }
+}
+
+}  // namespace covenant

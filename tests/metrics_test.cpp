@@ -1,0 +1,164 @@
+// Contract metrics (covenant/metrics.hpp): what each call adds, field paths as labels, bounded
+// label values, and the rendered text through `promtool check metrics`.
+#include <covenant/contract.hpp>
+#include <covenant/metrics.hpp>
+#include <covenant/testing.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace metrics_test {
+
+struct Question {
+  std::string text;
+};
+
+struct Source {
+  std::string url;
+};
+
+struct Answer {
+  std::string answer;
+  double confidence = 0;
+  std::vector<Source> sources;
+};
+
+struct QA {
+  static constexpr std::string_view prompt = "Answer.";
+  void post(const Answer& a) const {
+    if (a.answer == "?") throw covenant::violation("answer", "must not be a question mark");
+  }
+  Answer forward(const Question&, const covenant::outcome<Answer>& o) const { return o.result.value_or(Answer{}); }
+};
+
+}  // namespace metrics_test
+
+template <>
+struct covenant::describe<metrics_test::Source> {
+  static constexpr auto fields =
+      covenant::fields<metrics_test::Source>(covenant::field<&metrics_test::Source::url>("Address.", covenant::url{}));
+};
+
+template <>
+struct covenant::describe<metrics_test::Answer> {
+  static constexpr auto fields = covenant::fields<metrics_test::Answer>(
+      covenant::field<&metrics_test::Answer::answer>("The answer."),
+      covenant::field<&metrics_test::Answer::confidence>("Confidence.", covenant::on_fail::fix(covenant::range{0.0, 1.0})),
+      covenant::field<&metrics_test::Answer::sources>("Sources."));
+};
+
+namespace {
+
+using namespace metrics_test;
+using covenant::testing::instant;
+using covenant::testing::scripted_engine;
+using covenant::testing::step;
+using ::testing::HasSubstr;
+
+covenant::contract_options observed(const std::shared_ptr<covenant::metrics>& m, int tries = 2) {
+  covenant::contract_options o = instant({.tries = tries});
+  o.observers.push_back(m);
+  return o;
+}
+
+// The value of the sample line that starts with `series` ("name{labels}"), or -1.
+double sample(const std::string& text, const std::string& series) {
+  std::size_t at = 0;
+  while ((at = text.find(series + " ", at)) != std::string::npos) {
+    if (at == 0 || text[at - 1] == '\n') return std::stod(text.substr(at + series.size() + 1));
+    at += series.size();
+  }
+  return -1;
+}
+
+TEST(Metrics, EachCallAddsItsCallsAttemptsTokensIssuesAndActions) {
+  auto m = std::make_shared<covenant::metrics>();
+  scripted_engine model{step(R"({"answer": "?", "confidence": 0.5, "sources": [{"url": "nope"}]})", {100, 20}),
+                        step(R"({"answer": "Paris", "confidence": 1.5, "sources": []})", {120, 10})};
+  covenant::contract<QA> qa{model, observed(m, 1)};
+  ASSERT_TRUE(qa.run(Question{"a"}).outcome.success);
+  // A second contract of the same name, without remedy: one model call, failed at post.
+  scripted_engine other{step(R"({"answer": "?", "confidence": 0.5, "sources": []})", {10, 1})};
+  covenant::contract_options once = observed(m);
+  once.post_remedy = false;
+  covenant::contract<QA> qa2{other, once};
+  ASSERT_FALSE(qa2.run(Question{"b"}).outcome.success);
+  const std::string text = m->render();
+  EXPECT_EQ(sample(text, R"(covenant_calls_total{contract="QA"})"), 2);
+  EXPECT_EQ(sample(text, R"(covenant_call_successes_total{contract="QA"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_call_failures_total{contract="QA",stage="post"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_call_failure_issues_total{code="postcondition_violation",contract="QA"})"), -1)
+      << "labels are written in declaration order";
+  EXPECT_EQ(sample(text, R"(covenant_call_failure_issues_total{contract="QA",code="postcondition_violation"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_call_failure_fields_total{contract="QA",field="answer"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_model_calls_total{contract="QA"})"), 3);
+  EXPECT_EQ(sample(text, R"(covenant_retries_total{contract="QA"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_input_tokens_total{contract="QA"})"), 230);
+  EXPECT_EQ(sample(text, R"(covenant_output_tokens_total{contract="QA"})"), 31);
+  // The first reply's schema issue: sources[0].url, a path with its index dropped.
+  EXPECT_EQ(sample(text, R"(covenant_attempt_issue_fields_total{contract="QA",field="sources[].url"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_attempt_issues_total{contract="QA",code="constraint_violation"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_actions_total{contract="QA",action="fix"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_notes_total{contract="QA",kind="fixed"})"), 1);
+  // Attempts per call: 2 for the first call, 1 for the second.
+  EXPECT_EQ(sample(text, R"(covenant_call_attempts_bucket{contract="QA",le="1"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_call_attempts_bucket{contract="QA",le="2"})"), 2);
+  EXPECT_EQ(sample(text, R"(covenant_call_attempts_sum{contract="QA"})"), 3);
+  EXPECT_EQ(sample(text, R"(covenant_model_call_duration_seconds_count{contract="QA"})"), 3);
+  EXPECT_EQ(sample(text, R"(covenant_call_duration_seconds_count{contract="QA"})"), 2);
+  EXPECT_THAT(text, HasSubstr("# TYPE covenant_call_duration_seconds histogram\n"));
+}
+
+TEST(Metrics, FieldPathsDropListIndices) {
+  EXPECT_EQ(covenant::metric_path(covenant::path::parse("sources[17].url")), "sources[].url");
+  EXPECT_EQ(covenant::metric_path(covenant::path::parse("a.b[2][3].c")), "a.b[][].c");
+  EXPECT_EQ(covenant::metric_path(covenant::path{}), "(root)");
+}
+
+TEST(Metrics, LabelValuesAreBounded) {
+  auto m = std::make_shared<covenant::metrics>(covenant::metrics_options{.max_label_values = 2});
+  for (const char* name : {"one", "two", "three", "four"}) {
+    covenant::outcome_base o;
+    covenant::issue i;
+    i.path = covenant::path::parse(name);
+    o.issues.push_back(i);
+    covenant::call_timings t;
+    covenant::call_info info{"C", "id", ""};
+    m->on_finished(covenant::finished_event{info, o, t});
+  }
+  const std::string text = m->render();
+  EXPECT_EQ(sample(text, R"(covenant_call_failure_fields_total{contract="C",field="one"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_call_failure_fields_total{contract="C",field="two"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_call_failure_fields_total{contract="C",field="other"})"), 2);
+}
+
+TEST(Metrics, TheRenderedTextPassesPromtool) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "promtool is not on PATH (Debian package `prometheus`)";
+  auto m = std::make_shared<covenant::metrics>();
+  scripted_engine model{R"({"answer": "?", "confidence": 0.5, "sources": [{"url": "x"}]})",
+                        R"({"answer": "Paris \"the\" city", "confidence": 2, "sources": []})"};
+  covenant::contract<QA> qa{model, observed(m)};
+  (void)qa.run(Question{"q"});
+  const auto file = std::filesystem::temp_directory_path() / ("covenant_metrics_" + std::to_string(::getpid()) + ".txt");
+  std::ofstream(file) << m->render();
+  const std::string cmd = "promtool check metrics < '" + file.string() + "' 2>&1";
+  std::string output;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) output += buf;
+  const int status = pclose(p);
+  std::filesystem::remove(file);
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_EQ(output, "");
+}
+
+}  // namespace
