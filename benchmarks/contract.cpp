@@ -1,9 +1,15 @@
 // A full contract call whose engine answers instantly: the contract's own overhead.
 #include <benchmark/benchmark.h>
+#include <covenant/audit_log.hpp>
 #include <covenant/contract.hpp>
 #include <covenant/decode.hpp>
 #include <covenant/logging.hpp>
+#include <covenant/metrics.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
 #include <string>
 
 #include "../examples/models/final_answer.hpp"
@@ -66,6 +72,43 @@ void BM_contract_zero_latency(benchmark::State& state) {
   state.counters["p99_us"] = total.p99 * 1e6;
 }
 BENCHMARK(BM_contract_zero_latency)->Name("contract/final_answer_zero_latency");
+
+// The same with telemetry on: Prometheus metrics and the audit log (one line per attempt written
+// to a file in a temporary directory).
+void run_with_telemetry(benchmark::State& state, bool with_metrics, bool with_audit) {
+  const std::string reply = sample("valid_final_answer.json");
+  if (reply.empty()) {
+    state.SkipWithError("sample missing (../shared/bench/python/samples)");
+    return;
+  }
+  covenant::set_log_level(covenant::log_level::warn);
+  const auto dir = std::filesystem::temp_directory_path() / ("covenant_bench_audit_" + std::to_string(::getpid()));
+  instant_engine model(reply);
+  covenant::contract_options o;
+  if (with_metrics) o.observers.push_back(std::make_shared<covenant::metrics>());
+  if (with_audit)
+    o.observers.push_back(std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir}));
+  {
+    const covenant::contract<AnswerQuestion> c{model, o};
+    const Question q{"How tall is the Eiffel Tower?"};
+    for (auto _ : state) {
+      auto r = c.run(q);
+      if (!r.outcome.success) state.SkipWithError("contract failed");
+      benchmark::DoNotOptimize(r);
+    }
+    const auto total = c.perf_stats().of(covenant::perf_stage::total);
+    state.counters["p50_us"] = total.p50 * 1e6;
+    state.counters["p99_us"] = total.p99 * 1e6;
+  }
+  o.observers.clear();
+  std::filesystem::remove_all(dir);
+}
+void BM_contract_zero_latency_telemetry(benchmark::State& state) { run_with_telemetry(state, true, true); }
+BENCHMARK(BM_contract_zero_latency_telemetry)->Name("contract/final_answer_zero_latency_telemetry");
+void BM_contract_zero_latency_metrics(benchmark::State& state) { run_with_telemetry(state, true, false); }
+BENCHMARK(BM_contract_zero_latency_metrics)->Name("contract/final_answer_zero_latency_metrics_only");
+void BM_contract_zero_latency_audit(benchmark::State& state) { run_with_telemetry(state, false, true); }
+BENCHMARK(BM_contract_zero_latency_audit)->Name("contract/final_answer_zero_latency_audit_only");
 
 // The same call made asynchronously and waited for: the hand-off to a worker and back included.
 void BM_async_overhead(benchmark::State& state) {

@@ -4,6 +4,7 @@
 #include <spdlog/logger.h>
 #include <spdlog/sinks/daily_file_sink.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -52,15 +53,32 @@ long local_today() {
   return std::chrono::sys_days(ymd).time_since_epoch().count();
 }
 
+// 2026-11-25T10:30:00.123Z (the date and time of day are formatted once per second per thread).
 void append_iso8601_utc(std::string& out, std::chrono::system_clock::time_point t) {
+  thread_local std::time_t cached_second = -1;
+  thread_local char cached[24];
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
   const std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  const int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
-  out.append(buf, static_cast<std::size_t>(n));
+  if (secs != cached_second) {
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    std::snprintf(cached, sizeof cached, "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900, tm.tm_mon + 1,
+                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    cached_second = secs;
+  }
+  out.append(cached, 20);
+  const int milli = static_cast<int>(ms % 1000);
+  out += static_cast<char>('0' + milli / 100);
+  out += static_cast<char>('0' + milli / 10 % 10);
+  out += static_cast<char>('0' + milli % 10);
+  out += 'Z';
+}
+
+template <class N>
+void append_number(std::string& out, N v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<std::size_t>(r.ptr - buf));
 }
 
 }  // namespace
@@ -160,11 +178,11 @@ std::string audit_log::line(const attempt_event& e) const {
   out += ",\"kind\":\"";
   out += a.kind == attempt_kind::input_repair ? "input_repair" : "output";
   out += "\",\"attempt\":";
-  out += std::to_string(a.number);
+  append_number(out, a.number);
   out += ",\"result\":\"";
   out += to_string(e.verdict);
   out += "\",\"retry_count\":";
-  out += std::to_string(e.retries);
+  append_number(out, e.retries);
   out += ",\"schema_version\":";
   append_json_string(out, e.call.schema_version);
   out += ",\"issues\":[";
@@ -200,17 +218,20 @@ std::string audit_log::line(const attempt_event& e) const {
       out += '"';
       out += to_string(static_cast<note_kind>(k));
       out += "\":";
-      out += std::to_string(counts[k]);
+      append_number(out, counts[k]);
     }
   }
   out += "},\"usage\":{\"input_tokens\":";
-  out += std::to_string(a.usage.input_tokens);
+  append_number(out, a.usage.input_tokens);
   out += ",\"output_tokens\":";
-  out += std::to_string(a.usage.output_tokens);
+  append_number(out, a.usage.output_tokens);
   out += "},\"latency_ms\":";
-  char buf[32];
-  const int n = std::snprintf(buf, sizeof buf, "%.3f", std::chrono::duration<double, std::milli>(a.latency).count());
-  out.append(buf, static_cast<std::size_t>(n));
+  {
+    char buf[48];
+    const auto r = std::to_chars(buf, buf + sizeof buf, std::chrono::duration<double, std::milli>(a.latency).count(),
+                                 std::chars_format::fixed, 3);
+    out.append(buf, static_cast<std::size_t>(r.ptr - buf));
+  }
   out += ",\"finish_reason\":";
   append_json_string(out, a.finish_reason);
   if (impl_->options.include_reply) {
@@ -224,7 +245,7 @@ std::string audit_log::line(const attempt_event& e) const {
 void audit_log::on_attempt(const attempt_event& e) {
   const std::string text = line(e);
   try {
-    impl_->logger->info("{}", text);
+    impl_->logger->log(spdlog::level::info, spdlog::string_view_t(text.data(), text.size()));
   } catch (const std::exception& ex) {
     detail::log_error("audit log: a line could not be written: {}", ex.what());
   }
