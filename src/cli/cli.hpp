@@ -102,6 +102,7 @@ int run_schema(const std::vector<std::string>& args);
 int run_parse(const std::vector<std::string>& args);
 int run_check(const std::vector<std::string>& args);
 int run_run(const std::vector<std::string>& args);
+int run_health(const std::vector<std::string>& args);
 
 /// Help texts ("" = the tool's); empty view for an unknown command.
 std::string_view help_text(std::string_view command);

@@ -3,6 +3,7 @@
 //   covenant schema FILE [--type TYPE] [--format json-schema|openai-strict|prompt]
 //   covenant parse --schema FILE [--type TYPE] [--strictness LEVEL] [--partial] [--json] [INPUT]
 //   covenant check FILE...
+//   covenant health [--schema FILE]... [--endpoint [URL]] [--timeout MS] [--json]
 //
 // The work is done by the library (schema_file.hpp, json_schema_import.hpp, json_schema.hpp,
 // prompt_format.hpp, dynamic.hpp); this program only reads arguments and files and prints.
@@ -25,14 +26,16 @@ constexpr std::string_view main_usage = "usage: covenant <command> [options]\n";
 constexpr std::string_view main_help = R"(usage: covenant <command> [options]
 
 Schemas and model output from the command line: print a type's JSON Schema or prompt text,
-read a model's reply against a type the way contracts do, check schema files, and run a
-contract over every record of a JSON Lines file against a model server.
+read a model's reply against a type the way contracts do, check schema files, run a
+contract over every record of a JSON Lines file against a model server, and check that schema
+files load and the model server answers.
 
 commands:
   schema    print a type's JSON Schema, OpenAI strict schema or prompt text
   parse     read model output against a type and print the validated value as JSON
   check     validate schema files and list every problem
   run       run a contract over every record of a JSON Lines file against a model server
+  health    check that schema files load and the model server answers
   help CMD  show the help of a command
 
 options:
@@ -42,8 +45,8 @@ options:
 A schema FILE is a schema file in BAML syntax (classes, enums, type aliases, the `model` form)
 or a JSON Schema document (a .json file, or any file that starts with '{').
 
-exit status: 0 success; 1 the input does not validate (parse), some records failed (run); 2
-usage, file or schema error.
+exit status: 0 success; 1 the input does not validate (parse), some records failed (run), a
+check failed (health); 2 usage, file or schema error.
 )";
 
 constexpr std::string_view schema_usage =
@@ -168,6 +171,32 @@ then one summary line per file.
 exit status: 0 every file is fine; 2 a file has problems or cannot be read.
 )";
 
+constexpr std::string_view health_usage =
+    "usage: covenant health [--schema FILE]... [--endpoint [URL]] [--timeout MS] [--json]\n";
+
+constexpr std::string_view health_help = R"(usage: covenant health [--schema FILE]... [--endpoint [URL]] [--timeout MS] [--json]
+
+Check what a program needs before it starts: each schema file loads (as `covenant check` loads
+it), and the model server answers GET {URL}/models with HTTP 2xx within the timeout (401 or 403:
+the server answers but refuses the API key). One line per check on stdout:
+
+  ok    schema:answer.baml  3 types loaded (1 ms)
+  FAIL  endpoint            HTTP 401 in 3 ms: the server answers but refused the API key (4 ms)
+
+options:
+  --schema FILE     a schema file (BAML syntax) or JSON Schema document to load; repeat it for
+                    more files
+  --endpoint [URL]  check the model server at the API root URL (default: COVENANT_BASE_URL); the
+                    key is COVENANT_API_KEY, sent as a Bearer token and never printed
+  --timeout MS      milliseconds allowed for the endpoint's answer (default 2000)
+  --json            print one report instead: {"healthy", "checks": [{"name", "ok", "detail",
+                    "took_ms"}]}
+  -h, --help        show this help
+
+exit status: 0 every check is ok; 1 a check failed; 2 usage error (nothing to check, an unknown
+option, --endpoint without URL while COVENANT_BASE_URL is not set).
+)";
+
 int usage_failure(std::string_view command, const std::string& message) {
   std::cerr << "covenant" << (command.empty() ? "" : " ") << command << ": " << printable(message) << "\n"
             << usage_text(command);
@@ -204,6 +233,7 @@ int run(const std::vector<std::string>& args) {
   else if (first == "parse") command = run_parse;
   else if (first == "check") command = run_check;
   else if (first == "run") command = run_run;
+  else if (first == "health") command = run_health;
   if (command == nullptr) {
     return usage_failure("", first.starts_with("-") ? "unknown option '" + first + "'"
                                                     : "unknown command '" + first + "'");
@@ -226,6 +256,7 @@ std::string_view help_text(std::string_view command) {
   if (command == "parse") return parse_help;
   if (command == "check") return check_help;
   if (command == "run") return run_help;
+  if (command == "health") return health_help;
   return {};
 }
 
@@ -234,6 +265,7 @@ std::string_view usage_text(std::string_view command) {
   if (command == "parse") return parse_usage;
   if (command == "check") return check_usage;
   if (command == "run") return run_usage;
+  if (command == "health") return health_usage;
   return main_usage;
 }
 

@@ -1,0 +1,532 @@
+// covenant/health.hpp: schema files, registered schemas and the model server's endpoint checked
+// at once, each an item of a report.
+#include "covenant/health.hpp"
+
+#include <curl/curl.h>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "covenant/config.hpp"
+#include "covenant/http_engine.hpp"
+#include "covenant/json_schema_import.hpp"
+#include "covenant/registry.hpp"
+#include "covenant/schema_diagnostic.hpp"
+#include "covenant/schema_file.hpp"
+#include "covenant/version.hpp"
+
+namespace covenant {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+std::chrono::milliseconds since(clock_type::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - start);
+}
+
+std::string count(std::size_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
+std::string_view trim(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+// Length of the valid UTF-8 sequence at s[i], or 0.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  std::size_t n = 0;
+  unsigned lo = 0x80;
+  unsigned hi = 0xBF;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
+  return n;
+}
+
+// `text` with every byte that is not part of valid UTF-8 replaced by U+FFFD.
+std::string valid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_length(text, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+// `text` with control characters and bytes that are not UTF-8 written as \xNN.
+std::string printable(std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_length(text, i);
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (n == 0 || c < 0x20 || c == 0x7F) {
+      out += "\\x";
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 0xF]);
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+// `text` on one line: line breaks and tabs become spaces.
+std::string one_line(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  return out;
+}
+
+// ---- schema files -------------------------------------------------------------------------------
+
+struct file_text {
+  std::string text;
+  std::string error;  // why it cannot be read ("" = read)
+};
+
+file_text read_schema_text(const std::filesystem::path& file, std::size_t max_bytes) {
+  file_text out;
+  std::error_code ec;
+  const auto status = std::filesystem::status(file, ec);
+  if (ec || !std::filesystem::exists(status)) {
+    out.error = "cannot read the file: no such file";
+    return out;
+  }
+  if (std::filesystem::is_directory(status)) {
+    out.error = "cannot read the file: is a directory";
+    return out;
+  }
+  if (std::filesystem::is_regular_file(status)) {
+    const auto size = std::filesystem::file_size(file, ec);
+    if (!ec && size > max_bytes) {
+      out.error = "the file is " + std::to_string(size) + " bytes, larger than the limit of " +
+                  std::to_string(max_bytes) + " bytes";
+      return out;
+    }
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    out.error = "cannot read the file: cannot be opened";
+    return out;
+  }
+  char buffer[65536];
+  while (in) {
+    in.read(buffer, sizeof buffer);
+    const auto n = static_cast<std::size_t>(in.gcount());
+    if (n == 0) break;
+    if (out.text.size() + n > max_bytes) {
+      out.text.clear();
+      out.error = "the file is larger than the limit of " + std::to_string(max_bytes) + " bytes";
+      return out;
+    }
+    out.text.append(buffer, n);
+  }
+  if (in.bad()) out.error = "cannot read the file: read error";
+  return out;
+}
+
+bool is_json_schema(const std::filesystem::path& file, std::string_view text) {
+  if (file.string().ends_with(".json")) return true;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  const std::size_t start = text.find_first_not_of(" \t\r\n");
+  return start != std::string_view::npos && text[start] == '{';
+}
+
+// "3:10: unknown type 'Sourc' [unknown_type]" or "/properties/x: ... [invalid_json_schema]".
+std::string describe(const schema_diagnostic& d) {
+  std::string out;
+  if (d.line > 0) {
+    out += std::to_string(d.line);
+    if (d.column > 0) out += ":" + std::to_string(d.column);
+  }
+  if (!d.pointer.empty()) {
+    if (!out.empty()) out += ":";
+    out += d.pointer;
+  }
+  if (!out.empty()) out += ": ";
+  out += d.message;
+  out += " [";
+  out += to_string(d.code);
+  out += "]";
+  return one_line(out);
+}
+
+std::string describe_all(const schema_diagnostics& ds) {
+  std::string out = ds.size() > 1 ? count(ds.size(), "problem", "problems") + ": " : std::string();
+  for (std::size_t i = 0; i < ds.size(); ++i) {
+    if (i > 0) out += "; ";
+    out += describe(ds[i]);
+  }
+  return out;
+}
+
+void check_schema_file(const std::filesystem::path& file, health_check& c) {
+  const file_text f = read_schema_text(file, COVENANT_SCHEMA_MAX_BYTES);
+  if (!f.error.empty()) {
+    c.detail = f.error;
+    return;
+  }
+  if (is_json_schema(file, f.text)) {
+    json_schema_import_options options;
+    options.file = file.string();
+    json_schema_import_result r = try_import_json_schema_text(f.text, options);
+    if (!r.ok()) {
+      c.detail = describe_all(r.errors);
+      return;
+    }
+    const std::string root = r.model->title();
+    schema_set set;
+    try {
+      set = schema_set::from_model(std::move(*r.model));
+    } catch (const schema_error& e) {
+      c.detail = describe_all(e.diagnostics());
+      return;
+    }
+    c.ok = true;
+    c.detail = "JSON Schema, root " + root + ", " + count(set.names().size(), "type", "types") + " loaded";
+    return;
+  }
+  schema_load_options options;
+  options.file = file.string();
+  const schema_load_result r = load_schema(f.text, options);
+  if (!r.ok()) {
+    c.detail = describe_all(r.errors);
+    return;
+  }
+  c.ok = true;
+  c.detail = count(r.set.names().size(), "type", "types") + " loaded";
+  std::size_t skipped = 0;
+  for (const auto& n : r.notes)
+    if (n.code == schema_error_code::skipped) ++skipped;
+  if (skipped > 0) c.detail += ", " + count(skipped, "declaration", "declarations") + " skipped";
+}
+
+// ---- registry -----------------------------------------------------------------------------------
+
+void check_registry(const schema_registry& registry, health_check& c) {
+  std::vector<std::string> resolved;
+  std::vector<std::string> problems;
+  for (const schema_listing& l : registry.list()) {
+    for (const std::string& v : l.versions) {
+      const std::string ref = l.name + "@" + v;
+      try {
+        const registered_schema s = registry.get(l.name, v);
+        if (!s.model) {
+          problems.push_back(ref + " has no model");
+          continue;
+        }
+        const schema_diagnostics ds = check_model(*s.model);
+        if (!ds.empty()) {
+          problems.push_back(ref + ": " + describe_all(ds));
+          continue;
+        }
+        resolved.push_back(ref);
+      } catch (const registry_error& e) {
+        problems.push_back(one_line(e.what()));
+      }
+    }
+    if (l.versions.empty()) continue;
+    try {
+      const registered_schema latest = registry.latest(l.name);
+      if (latest.version != l.versions.back())
+        problems.push_back(l.name + " resolves to " + latest.ref() + ", not its latest version " + l.versions.back());
+    } catch (const registry_error& e) {
+      problems.push_back(one_line(e.what()));
+    }
+  }
+  if (!problems.empty()) {
+    c.detail = problems.size() > 1 ? count(problems.size(), "problem", "problems") + ": " : std::string();
+    for (std::size_t i = 0; i < problems.size(); ++i) c.detail += (i > 0 ? "; " : "") + problems[i];
+    return;
+  }
+  c.ok = true;
+  if (resolved.empty()) {
+    c.detail = "no schemas registered";
+    return;
+  }
+  constexpr std::size_t shown = 10;
+  c.detail = count(resolved.size(), "schema resolves", "schemas resolve") + " (";
+  for (std::size_t i = 0; i < resolved.size() && i < shown; ++i) c.detail += (i > 0 ? ", " : "") + resolved[i];
+  if (resolved.size() > shown) c.detail += ", and " + std::to_string(resolved.size() - shown) + " more";
+  c.detail += ")";
+}
+
+// ---- endpoint -----------------------------------------------------------------------------------
+
+bool curl_ready() noexcept {
+  static std::once_flag once;
+  static CURLcode result = CURLE_OK;
+  std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
+  return result == CURLE_OK;
+}
+
+struct curlu_deleter {
+  void operator()(CURLU* u) const noexcept { curl_url_cleanup(u); }
+};
+struct easy_deleter {
+  void operator()(CURL* e) const noexcept { curl_easy_cleanup(e); }
+};
+struct slist_deleter {
+  void operator()(curl_slist* l) const noexcept { curl_slist_free_all(l); }
+};
+using curlu_ptr = std::unique_ptr<CURLU, curlu_deleter>;
+
+std::string url_part(CURLU* u, CURLUPart part) {
+  char* p = nullptr;
+  if (curl_url_get(u, part, &p, 0) != CURLUE_OK || p == nullptr) return {};
+  std::string out(p);
+  curl_free(p);
+  return out;
+}
+
+// The URL without user-info, query and fragment, for messages.
+std::string shown_url(CURLU* u) {
+  curlu_ptr copy(curl_url_dup(u));
+  if (!copy) return "the endpoint";
+  curl_url_set(copy.get(), CURLUPART_USER, nullptr, 0);
+  curl_url_set(copy.get(), CURLUPART_PASSWORD, nullptr, 0);
+  curl_url_set(copy.get(), CURLUPART_OPTIONS, nullptr, 0);
+  curl_url_set(copy.get(), CURLUPART_QUERY, nullptr, 0);
+  curl_url_set(copy.get(), CURLUPART_FRAGMENT, nullptr, 0);
+  std::string out = url_part(copy.get(), CURLUPART_URL);
+  return out.empty() ? std::string("the endpoint") : out;
+}
+
+// What a write callback keeps of a body: its beginning, for the server's error message.
+struct body_sink {
+  static constexpr std::size_t cap = 4096;
+  std::string text;
+};
+
+std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
+  auto* sink = static_cast<body_sink*>(user);
+  const std::size_t bytes = size * n;
+  const std::size_t room = body_sink::cap - std::min(body_sink::cap, sink->text.size());
+  sink->text.append(data, std::min(room, bytes));
+  return bytes;
+}
+
+std::string redacted(std::string text, const std::string& secret) {
+  if (secret.empty()) return text;
+  for (std::size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at))
+    text.replace(at, secret.size(), "[redacted]");
+  return text;
+}
+
+void check_endpoint(const std::string& endpoint, const std::string& api_key, std::chrono::milliseconds timeout,
+                    health_check& c) {
+  if (timeout.count() <= 0) {
+    c.detail = "the timeout must be positive (got " + std::to_string(timeout.count()) + " ms)";
+    return;
+  }
+  if (api_key.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+    c.detail = "the API key contains a line break or NUL byte";
+    return;
+  }
+  std::string base(trim(endpoint));
+  if (base.empty()) {
+    c.detail = "no URL given";
+    return;
+  }
+  if (std::any_of(base.begin(), base.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F; })) {
+    c.detail = "invalid URL: it contains a control character";
+    return;
+  }
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  if (!curl_ready()) {
+    c.detail = "libcurl could not be initialised";
+    return;
+  }
+  curlu_ptr url(curl_url());
+  if (!url) throw std::bad_alloc();
+  const std::string target = base + "/models";
+  if (const CURLUcode rc = curl_url_set(url.get(), CURLUPART_URL, target.c_str(), 0); rc != CURLUE_OK) {
+    c.detail = std::string("invalid URL: ") + curl_url_strerror(rc) +
+               " (expected an API root such as http://127.0.0.1:8080/v1)";
+    return;
+  }
+  std::string scheme = url_part(url.get(), CURLUPART_SCHEME);
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                 [](char ch) { return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch; });
+  if (scheme != "http" && scheme != "https") {
+    c.detail = "invalid URL: unsupported scheme '" + scheme + "' (http or https)";
+    return;
+  }
+  const std::string shown = shown_url(url.get());
+  const std::string full = url_part(url.get(), CURLUPART_URL);
+
+  std::unique_ptr<curl_slist, slist_deleter> headers;
+  auto add_header = [&](const std::string& line) {
+    curl_slist* next = curl_slist_append(headers.get(), line.c_str());
+    if (next == nullptr) throw std::bad_alloc();
+    (void)headers.release();
+    headers.reset(next);
+  };
+  add_header("Accept: application/json");
+  if (!api_key.empty()) add_header("Authorization: Bearer " + api_key);
+  const std::string agent = "covenant/" + std::string(version());
+  body_sink body;
+  char error[CURL_ERROR_SIZE] = {};
+  std::unique_ptr<CURL, easy_deleter> easy(curl_easy_init());
+  if (!easy) throw std::bad_alloc();
+  CURL* h = easy.get();
+  curl_easy_setopt(h, CURLOPT_URL, full.c_str());
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+  curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeout.count()));
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(h, CURLOPT_USERAGENT, agent.c_str());
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+
+  const auto start = clock_type::now();
+  const CURLcode rc = curl_easy_perform(h);
+  const std::string took = std::to_string(since(start).count()) + " ms";
+  if (rc == CURLE_OPERATION_TIMEDOUT) {
+    c.detail = "timed out after " + std::to_string(timeout.count()) + " ms waiting for GET " + shown;
+    return;
+  }
+  if (rc != CURLE_OK) {
+    const std::string reason = error[0] != '\0' ? std::string(error) : std::string(curl_easy_strerror(rc));
+    c.detail = "GET " + shown + " failed: " + one_line(redacted(reason, api_key));
+    return;
+  }
+  long status = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  c.detail = "HTTP " + std::to_string(status) + " in " + took;
+  if (status >= 200 && status < 300) {
+    c.ok = true;
+    return;
+  }
+  const std::string message = redacted(detail::server_error_message(body.text, 200), api_key);
+  if (status == 401 || status == 403) {
+    c.detail += api_key.empty() ? ": the server answers but requires an API key (none was given)"
+                                : ": the server answers but refused the API key";
+  } else if (status == 404) {
+    c.detail += ": GET " + shown + " not found (the endpoint must be the API root, e.g. http://127.0.0.1:8080/v1)";
+  } else {
+    c.detail += ": GET " + shown + " did not answer 2xx";
+  }
+  if (!message.empty()) c.detail += "; the server said: " + one_line(message);
+}
+
+// Runs one check; an exception other than bad_alloc fails it with its message.
+template <class F>
+health_check run_check(std::string name, F&& f) {
+  health_check c;
+  c.name = std::move(name);
+  const auto start = clock_type::now();
+  try {
+    f(c);
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    c.ok = false;
+    c.detail = "unexpected error: " + one_line(e.what());
+  }
+  c.took = since(start);
+  return c;
+}
+
+}  // namespace
+
+health_report check_health(const health_options& options) {
+  health_report report;
+  for (const std::filesystem::path& file : options.schema_files)
+    report.checks.push_back(run_check("schema:" + file.string(), [&](health_check& c) { check_schema_file(file, c); }));
+  if (options.registry != nullptr)
+    report.checks.push_back(run_check("registry", [&](health_check& c) { check_registry(*options.registry, c); }));
+  if (options.endpoint)
+    report.checks.push_back(run_check("endpoint", [&](health_check& c) {
+      check_endpoint(*options.endpoint, options.api_key, options.endpoint_timeout, c);
+    }));
+  report.healthy = std::all_of(report.checks.begin(), report.checks.end(), [](const health_check& c) { return c.ok; });
+  return report;
+}
+
+std::string health_report::to_json() const {
+  boost::json::array items;
+  items.reserve(checks.size());
+  for (const health_check& c : checks) {
+    items.push_back(boost::json::object{{"name", valid_utf8(c.name)},
+                                        {"ok", c.ok},
+                                        {"detail", valid_utf8(c.detail)},
+                                        {"took_ms", static_cast<std::int64_t>(c.took.count())}});
+  }
+  return boost::json::serialize(boost::json::object{{"healthy", healthy}, {"checks", std::move(items)}});
+}
+
+std::string health_report::to_text() const {
+  std::vector<std::string> names;
+  names.reserve(checks.size());
+  std::size_t width = 0;
+  for (const health_check& c : checks) {
+    names.push_back(printable(c.name));
+    width = std::max(width, names.back().size());
+  }
+  std::string out;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    const health_check& c = checks[i];
+    out += c.ok ? "ok    " : "FAIL  ";
+    out += names[i];
+    out.append(width - names[i].size() + 2, ' ');
+    out += printable(c.detail);
+    out += " (" + std::to_string(c.took.count()) + " ms)\n";
+  }
+  return out;
+}
+
+}  // namespace covenant

@@ -1,0 +1,276 @@
+// `covenant health`, run as the built binary: exit statuses (0 healthy, 1 unhealthy, 2 usage),
+// the text and --json reports, --endpoint with and without URL (COVENANT_BASE_URL and
+// COVENANT_API_KEY from the environment) against a loopback server, --timeout, and help.
+#include <boost/json/parse.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "loopback_server.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+#ifdef COVENANT_CLI_PATH
+const char* const cli_path = COVENANT_CLI_PATH;
+#else
+const char* const cli_path = nullptr;
+#endif
+
+const char* good_baml = R"(class Ticket {
+  title string
+  tags string[]
+}
+)";
+
+const char* broken_baml = R"(class Answer {
+  source Sourc
+}
+)";
+
+struct run_result {
+  int status = -1;  ///< exit status; -1 when the program did not exit normally
+  std::string out;
+  std::string err;
+};
+
+covenant_test::response_plan answer(int status, std::string body) {
+  covenant_test::response_plan p;
+  p.status = status;
+  p.body = std::move(body);
+  return p;
+}
+
+class CliHealth : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cli_path == nullptr) GTEST_SKIP() << "the covenant tool is not built";
+    static std::atomic<int> counter{0};
+    dir_ = fs::temp_directory_path() /
+           ("covenant_cli_health_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(dir_);
+    write("good.baml", good_baml);
+    write("broken.baml", broken_baml);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  std::string write(const std::string& name, const std::string& content) {
+    std::ofstream f(dir_ / name, std::ios::binary);
+    f << content;
+    return (dir_ / name).string();
+  }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+  static std::string read(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  }
+
+  /// Runs the tool with `args`; the environment is this process's without COVENANT_* and
+  /// OPENAI_API_KEY, plus `env`.
+  run_result run(std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) {
+    static std::atomic<int> runs{0};
+    const std::string tag = "run" + std::to_string(runs++);
+    std::vector<std::string> env_storage;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry = *e;
+      if (entry.rfind("COVENANT_", 0) == 0 || entry.rfind("OPENAI_API_KEY=", 0) == 0) continue;
+      env_storage.push_back(entry);
+    }
+    for (const auto& [name, value] : env) env_storage.push_back(name + "=" + value);
+    std::vector<char*> envp;
+    for (auto& s : env_storage) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    args.insert(args.begin(), cli_path);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    const std::string out = file(tag + ".out");
+    const std::string err = file(tag + ".err");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, cli_path, &fa, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    run_result r;
+    EXPECT_EQ(rc, 0);
+    if (rc != 0) return r;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status)) r.status = WEXITSTATUS(status);
+    r.out = read(out);
+    r.err = read(err);
+    EXPECT_THAT(r.err, AllOf(Not(HasSubstr("Sanitizer")), Not(HasSubstr("runtime error"))));
+    return r;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliHealth, GoodSchemasExitZero) {
+  const auto r = run({"health", "--schema", file("good.baml"), "--schema=" + file("good.baml")});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  const std::string line = "ok    schema:" + file("good.baml") + "  1 type loaded (";
+  ASSERT_THAT(r.out, StartsWith(line));
+  EXPECT_EQ(r.out.find(line, line.size()), r.out.find('\n') + 1);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2);
+  EXPECT_THAT(r.err, IsEmpty());
+}
+
+TEST_F(CliHealth, ABrokenSchemaExitsOneWithTheError) {
+  const auto r = run({"health", "--schema", file("good.baml"), "--schema", file("broken.baml")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.out, HasSubstr("ok    schema:" + file("good.baml")));
+  EXPECT_THAT(r.out, HasSubstr("FAIL  schema:" + file("broken.baml") + "  2:10: unknown type 'Sourc' [unknown_type]"));
+  const auto missing = run({"health", "--schema", file("nope.baml")});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_THAT(missing.out, HasSubstr("no such file"));
+}
+
+TEST_F(CliHealth, JsonReport) {
+  const auto r = run({"health", "--schema", file("good.baml"), "--schema", file("broken.baml"), "--json"});
+  EXPECT_EQ(r.status, 1);
+  const json::value v = json::parse(r.out);
+  EXPECT_FALSE(v.at("healthy").as_bool());
+  const json::array& checks = v.at("checks").as_array();
+  ASSERT_EQ(checks.size(), 2u);
+  EXPECT_EQ(checks[0].at("name").as_string(), "schema:" + file("good.baml"));
+  EXPECT_TRUE(checks[0].at("ok").as_bool());
+  EXPECT_FALSE(checks[1].at("ok").as_bool());
+  EXPECT_THAT(std::string(checks[1].at("detail").as_string()), HasSubstr("unknown type 'Sourc'"));
+  EXPECT_TRUE(checks[1].at("took_ms").is_int64());
+  EXPECT_EQ(r.out.back(), '\n');
+}
+
+TEST_F(CliHealth, EndpointWithUrlAndKeyFromTheEnvironment) {
+  covenant_test::loopback_server server(
+      [](const covenant_test::received_request&, std::size_t) { return answer(200, R"({"data": []})"); });
+  const auto r = run({"health", "--endpoint", server.base_url(), "--schema", file("good.baml")},
+                     {{"COVENANT_API_KEY", "sk-cli-key"}});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ok    endpoint"));
+  EXPECT_THAT(r.out, HasSubstr("HTTP 200 in "));
+  ASSERT_EQ(server.requests(), 1u);
+  EXPECT_EQ(server.request(0).target, "/v1/models");
+  EXPECT_EQ(server.request(0).headers.at("authorization"), "Bearer sk-cli-key");
+}
+
+TEST_F(CliHealth, EndpointWithoutUrlTakesCovenantBaseUrl) {
+  covenant_test::loopback_server server(
+      [](const covenant_test::received_request&, std::size_t) { return answer(200, R"({"data": []})"); });
+  const auto r = run({"health", "--endpoint", "--json"}, {{"COVENANT_BASE_URL", server.base_url()}});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  const json::value v = json::parse(r.out);
+  EXPECT_TRUE(v.at("healthy").as_bool());
+  EXPECT_EQ(v.at("checks").at(0).at("name").as_string(), "endpoint");
+  EXPECT_EQ(server.requests(), 1u);
+
+  const auto unset = run({"health", "--endpoint"});
+  EXPECT_EQ(unset.status, 2);
+  EXPECT_THAT(unset.err, AllOf(HasSubstr("COVENANT_BASE_URL is not set"), HasSubstr("--endpoint URL"),
+                               HasSubstr("usage: covenant health")));
+  EXPECT_THAT(unset.out, IsEmpty());
+}
+
+TEST_F(CliHealth, ARefusedKeyExitsOneAndIsNeverPrinted) {
+  covenant_test::loopback_server server([](const covenant_test::received_request&, std::size_t) {
+    return answer(401, R"({"error": {"message": "Incorrect API key provided: sk-very-secret"}})");
+  });
+  const auto r = run({"health", "--endpoint=" + server.base_url()}, {{"COVENANT_API_KEY", "sk-very-secret"}});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.out, AllOf(HasSubstr("FAIL  endpoint  HTTP 401"), HasSubstr("refused the API key")));
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr("sk-very-secret")));
+}
+
+TEST_F(CliHealth, AHangingEndpointTimesOutAfterTimeout) {
+  covenant_test::loopback_server server([](const covenant_test::received_request&, std::size_t) {
+    covenant_test::response_plan p;
+    p.hang = true;
+    return p;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run({"health", "--endpoint", server.base_url(), "--timeout", "300"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.out, HasSubstr("FAIL  endpoint  timed out after 300 ms"));
+}
+
+TEST_F(CliHealth, AnInvalidUrlExitsOne) {
+  const auto r = run({"health", "--endpoint", "ftp://127.0.0.1/v1"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.out, HasSubstr("unsupported scheme 'ftp'"));
+}
+
+TEST_F(CliHealth, UsageErrorsExitTwo) {
+  struct bad {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<bad> cases = {
+      {{"health"}, "nothing to check"},
+      {{"health", "--bogus"}, "unknown option '--bogus'"},
+      {{"health", "--schema"}, "option '--schema' needs a value"},
+      {{"health", "--schema", "--json"}, "option '--schema' needs a value"},
+      {{"health", "--schema", file("good.baml"), "extra"}, "unexpected argument 'extra'"},
+      {{"health", "--schema", file("good.baml"), "--timeout", "soon"}, "--timeout must be a positive"},
+      {{"health", "--schema", file("good.baml"), "--timeout", "0"}, "--timeout must be a positive"},
+      {{"health", "--schema", file("good.baml"), "--timeout"}, "option '--timeout' needs a value"},
+      {{"health", "--schema", file("good.baml"), "--json=yes"}, "option '--json' takes no value"},
+      {{"health", "--endpoint="}, "needs a URL"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run(c.args);
+    EXPECT_EQ(r.status, 2) << c.message;
+    EXPECT_THAT(r.err, HasSubstr(c.message));
+    EXPECT_THAT(r.err, HasSubstr("usage: covenant health"));
+    EXPECT_THAT(r.out, IsEmpty()) << c.message;
+  }
+}
+
+TEST_F(CliHealth, HelpThreeWaysAndInTheCommandList) {
+  const auto a = run({"help", "health"});
+  const auto b = run({"health", "--help"});
+  const auto c = run({"health", "-h"});
+  EXPECT_EQ(a.status, 0);
+  EXPECT_EQ(b.status, 0);
+  EXPECT_EQ(c.status, 0);
+  EXPECT_THAT(a.out, StartsWith("usage: covenant health"));
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(a.out, c.out);
+  for (const char* word : {"--schema", "--endpoint", "--timeout", "--json", "COVENANT_BASE_URL", "COVENANT_API_KEY"})
+    EXPECT_THAT(a.out, HasSubstr(word));
+  EXPECT_THAT(run({"--help"}).out, HasSubstr("  health    "));
+}
+
+}  // namespace
