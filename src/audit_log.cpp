@@ -56,7 +56,7 @@ long local_today() {
 // 2026-11-25T10:30:00.123Z (the date and time of day are formatted once per second per thread).
 void append_iso8601_utc(std::string& out, std::chrono::system_clock::time_point t) {
   thread_local std::time_t cached_second = -1;
-  thread_local char cached[24];
+  thread_local char cached[80];
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
   const std::time_t secs = static_cast<std::time_t>(ms / 1000);
   if (secs != cached_second) {

@@ -37,7 +37,7 @@ void decode_context::add(const path_frame* at, issue_code code, std::string expe
 }
 
 void decode_context::failed(const path_frame* at, fail_action action, issue_code code, std::string expected,
-                            std::string actual, std::string message) {
+                            std::string actual, std::string message, std::string_view reason) {
   if (action == fail_action::noop) {
     std::string detail = "check failed: " + message;
     if (!actual.empty()) detail += " (got " + actual + ")";
@@ -46,13 +46,21 @@ void decode_context::failed(const path_frame* at, fail_action action, issue_code
   }
   add(at, code, std::move(expected), std::move(actual), std::move(message),
       action == fail_action::fix ? fail_action::reask : action);
+  if (!reason.empty()) issues.back().reason.assign(reason.data(), reason.size());
 }
 
-bool take_filtered(decode_context& ctx, std::size_t before, const path_frame* at) {
+void all_items_dropped(decode_context& ctx, const path_frame* at, std::size_t dropped, std::string reason) {
+  ctx.add(at, issue_code::constraint_violation, "at least one valid item", std::to_string(dropped) + " dropped",
+          "every item was dropped", fail_action::refrain);
+  ctx.issues.back().reason = std::move(reason);
+}
+
+bool take_filtered(decode_context& ctx, std::size_t before, const path_frame* at, std::string* reason) {
   const issue* first = nullptr;
   for (std::size_t k = before; k < ctx.issues.size() && first == nullptr; ++k)
     if (ctx.issues[k].action == fail_action::filter) first = &ctx.issues[k];
   if (first == nullptr) return false;
+  if (reason != nullptr && !first->reason.empty()) *reason = first->reason;
   std::string detail = "dropped: ";
   const covenant::path here = to_path(at);
   if (first->path.size() > here.size()) {
@@ -125,7 +133,7 @@ void custom(const schema::constraint& c, std::string_view raw, const void* nativ
   auto r = c.custom->check_native(native);
   if (!r) return;
   std::string message = r->empty() ? (c.text.empty() ? std::string("must satisfy its rule") : c.text) : std::move(*r);
-  ctx.failed(at, c.on_fail, issue_code::constraint_violation, c.text, actual_of(raw), std::move(message));
+  ctx.failed(at, c, issue_code::constraint_violation, c.text, actual_of(raw), std::move(message));
 }
 
 const char* format_message(const std::string& format) {
@@ -196,7 +204,7 @@ bool number_checks(const std::vector<schema::constraint>& cs, double& v, bool in
         }
         if (found) continue;
         const std::string list = one_of_text(c.values);
-        ctx.failed(at, c.on_fail, issue_code::constraint_violation, "one of " + list,
+        ctx.failed(at, c, issue_code::constraint_violation, "one of " + list,
                    actual_of(changed ? std::string_view(now) : raw), "must be one of " + list);
         continue;
       }
@@ -225,7 +233,7 @@ bool number_checks(const std::vector<schema::constraint>& cs, double& v, bool in
         continue;
       }
     }
-    ctx.failed(at, c.on_fail, issue_code::constraint_violation, std::move(expected), actual_of(shown), std::move(message));
+    ctx.failed(at, c, issue_code::constraint_violation, std::move(expected), actual_of(shown), std::move(message));
   }
   return changed;
 }
@@ -307,10 +315,10 @@ bool string_checks(const std::vector<schema::constraint>& cs, std::string_view v
         const bool exact = exact_count(cs, schema::constraint_kind::min_length, schema::constraint_kind::max_length) ==
                            c.count;
         if (c.count == 1 && !exact) {
-          ctx.failed(at, c.on_fail, issue_code::constraint_violation, "non-empty string", "\"\"", "must not be empty");
+          ctx.failed(at, c, issue_code::constraint_violation, "non-empty string", "\"\"", "must not be empty");
         } else {
           const std::string bound = (exact ? "exactly " : "at least ") + plural(c.count, "character", "characters");
-          ctx.failed(at, c.on_fail, issue_code::constraint_violation, bound,
+          ctx.failed(at, c, issue_code::constraint_violation, bound,
                      n == 0 ? std::string("\"\"") : plural(n, "character", "characters"), "must have " + bound);
         }
         break;
@@ -327,7 +335,7 @@ bool string_checks(const std::vector<schema::constraint>& cs, std::string_view v
                 "cut to " + plural(c.count, "character", "characters") + " (was " + std::to_string(n) + ")");
           break;
         }
-        ctx.failed(at, c.on_fail, issue_code::constraint_violation, bound, plural(n, "character", "characters"),
+        ctx.failed(at, c, issue_code::constraint_violation, bound, plural(n, "character", "characters"),
                    "must have " + bound);
         break;
       }
@@ -338,7 +346,7 @@ bool string_checks(const std::vector<schema::constraint>& cs, std::string_view v
             apply(std::string(t), "surrounding whitespace removed (must match the regular expression " + c.text + ")");
             break;
           }
-          ctx.failed(at, c.on_fail, issue_code::constraint_violation, "matches " + c.text, actual_of(shown()),
+          ctx.failed(at, c, issue_code::constraint_violation, "matches " + c.text, actual_of(shown()),
                      "must match the regular expression " + c.text);
         }
         break;
@@ -349,7 +357,7 @@ bool string_checks(const std::vector<schema::constraint>& cs, std::string_view v
             apply(std::string(t), std::string("surrounding whitespace removed (") + format_message(c.text) + ")");
             break;
           }
-          ctx.failed(at, c.on_fail, issue_code::constraint_violation, "format " + c.text, actual_of(shown()),
+          ctx.failed(at, c, issue_code::constraint_violation, "format " + c.text, actual_of(shown()),
                      format_message(c.text));
         }
         break;
@@ -374,7 +382,7 @@ bool string_checks(const std::vector<schema::constraint>& cs, std::string_view v
             break;
           }
         }
-        ctx.failed(at, c.on_fail, issue_code::constraint_violation, "one of " + list, actual_of(shown()),
+        ctx.failed(at, c, issue_code::constraint_violation, "one of " + list, actual_of(shown()),
                    "must be one of " + list);
         break;
       }
@@ -416,11 +424,11 @@ bool count_checks(const std::vector<schema::constraint>& cs, std::size_t n, bool
         const bool exact =
             exact_count(cs, schema::constraint_kind::min_items, schema::constraint_kind::max_items) == c.count;
         if (c.count == 1 && !exact) {
-          ctx.failed(at, c.on_fail, issue_code::constraint_violation, std::string("at least 1 ") + one,
+          ctx.failed(at, c, issue_code::constraint_violation, std::string("at least 1 ") + one,
                      is_map ? "{}" : "[]", "must not be empty");
         } else {
           const std::string bound = (exact ? "exactly " : "at least ") + plural(c.count, one, many);
-          ctx.failed(at, c.on_fail, issue_code::constraint_violation, bound, plural(n, one, many), "must have " + bound);
+          ctx.failed(at, c, issue_code::constraint_violation, bound, plural(n, one, many), "must have " + bound);
         }
         break;
       }
@@ -437,7 +445,7 @@ bool count_checks(const std::vector<schema::constraint>& cs, std::size_t n, bool
         const bool exact =
             exact_count(cs, schema::constraint_kind::min_items, schema::constraint_kind::max_items) == c.count;
         const std::string bound = (exact ? "exactly " : "at most ") + plural(c.count, one, many);
-        ctx.failed(at, c.on_fail, issue_code::constraint_violation, bound, plural(n, one, many), "must have " + bound);
+        ctx.failed(at, c, issue_code::constraint_violation, bound, plural(n, one, many), "must have " + bound);
         break;
       }
       case schema::constraint_kind::unique_items:
@@ -455,7 +463,7 @@ bool count_checks(const std::vector<schema::constraint>& cs, std::size_t n, bool
               break;
             }
             std::string message = r->empty() ? (c.text.empty() ? schema::describe(c) : c.text) : std::move(*r);
-            ctx.failed(at, c.on_fail, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
+            ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
           }
         }
         break;

@@ -499,6 +499,8 @@ class dynamic_decoder {
     json::array out;
     bool first = true;
     std::size_t n = 0;
+    std::size_t dropped = 0;
+    std::string all_dropped;  // the reason to refrain when every item is dropped
     while (r_.next_element(first)) {
       first = false;
       path_frame f{at, {}, n, true};
@@ -507,10 +509,15 @@ class dynamic_decoder {
       if (r_.failed()) return nullptr;
       ++n;
       // on-fail action filter: the item is dropped
-      if (ctx.issues.size() != before && detail::take_filtered(ctx, before, &f)) continue;
+      if (ctx.issues.size() != before && detail::take_filtered(ctx, before, &f, &all_dropped)) {
+        ++dropped;
+        continue;
+      }
       out.push_back(std::move(item));
     }
     if (r_.failed()) return nullptr;
+    if (out.empty() && dropped > 0 && !all_dropped.empty())
+      detail::all_items_dropped(ctx, at, dropped, std::move(all_dropped));
     json::value v = std::move(out);
     if (!t.constraints.empty()) array_rules(t, v, detail::span_from(r_, start), ctx, at);
     return v;
@@ -980,7 +987,7 @@ class dynamic_decoder {
         continue;
       }
       std::string message = r->empty() ? "must satisfy: " + inv.description : std::move(*r);
-      ctx.add(where, issue_code::invariant_violation, inv.description, "", std::move(message), inv.on_fail);
+      ctx.failed(where, inv.on_fail, issue_code::invariant_violation, inv.description, "", std::move(message));
     }
     if (!t.constraints.empty()) rules(t.constraints, view, detail::span_from(r_, start), false, false, ctx, at);
   }
@@ -1109,11 +1116,11 @@ class dynamic_decoder {
       }
       if (container) {
         std::string message = r->empty() ? (c.text.empty() ? schema::describe(c) : c.text) : std::move(*r);
-        ctx.failed(at, c.on_fail, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
+        ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
       } else {
         std::string message =
             r->empty() ? (c.text.empty() ? std::string("must satisfy its rule") : c.text) : std::move(*r);
-        ctx.failed(at, c.on_fail, issue_code::constraint_violation, c.text, detail::actual_of(raw), std::move(message));
+        ctx.failed(at, c, issue_code::constraint_violation, c.text, detail::actual_of(raw), std::move(message));
       }
     }
   }
@@ -1154,7 +1161,7 @@ class dynamic_decoder {
                      "; the first is kept)");
         continue;
       }
-      ctx.failed(at, c.on_fail, issue_code::constraint_violation, schema::describe(c), "", std::move(*m));
+      ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(*m));
     }
   }
 

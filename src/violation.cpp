@@ -34,6 +34,12 @@ violation& violation::add(std::string_view p, std::string message, fail_action a
   return add(std::move(i));
 }
 
+violation& violation::add(std::string_view p, std::string message, fail_action action, std::string reason) {
+  add(p, std::move(message), action);
+  issues_.back().reason = std::move(reason);
+  return *this;
+}
+
 violation& violation::refrain(std::string reason) {
   for (issue& i : issues_) {
     i.action = fail_action::refrain;

@@ -53,6 +53,10 @@ struct Question {
   std::string text;
 };
 
+struct Found {
+  std::vector<Link> resources;
+};
+
 }  // namespace on_fail_test
 
 namespace of = covenant::on_fail;
@@ -99,6 +103,14 @@ struct covenant::describe<on_fail_test::Strict> {
   static constexpr auto fields = covenant::fields<on_fail_test::Strict>(
       covenant::field<&on_fail_test::Strict::value>("Value.", of::refrain(covenant::maximum{100}),
                                                     of::exception(covenant::minimum{0})));
+};
+
+template <>
+struct covenant::describe<on_fail_test::Found> {
+  static constexpr auto fields = covenant::fields<on_fail_test::Found>(covenant::field<&on_fail_test::Found::resources>(
+      "Resources.", covenant::each{of::filter(covenant::predicate{[](const on_fail_test::Link& l) { return l.title != "fake"; },
+                                                                   "must be a real resource"},
+                                              "no_valid_resources")}));
 };
 
 namespace {
@@ -223,6 +235,23 @@ TEST(OnFailFilter, AnInvariantWithFilterDropsItsObjectAndAListLeftTooShortIsANew
   EXPECT_EQ(covenant::render_feedback(issues), "pairs: must not be empty (got [])\n");
 }
 
+TEST(OnFailFilter, AFilterWithAReasonRefrainsWhenItDropsEveryItemOfAList) {
+  Found f;
+  auto issues = covenant::decode_into(R"({"resources": [{"title": "fake", "url": "https://a.example"},
+      {"title": "fake", "url": "https://b.example"}]})",
+                                      f);
+  ASSERT_EQ(issues.size(), 1u) << covenant::render_feedback(issues);
+  EXPECT_EQ(issues[0].path.to_string(), "resources");
+  EXPECT_EQ(issues[0].action, fail_action::refrain);
+  EXPECT_EQ(issues[0].reason, "no_valid_resources");
+  // Some kept, or none listed at all: no issue.
+  EXPECT_TRUE(covenant::decode_into(R"({"resources": [{"title": "fake", "url": "https://a.example"},
+      {"title": "real", "url": "https://b.example"}]})",
+                                    f)
+                  .empty());
+  EXPECT_TRUE(covenant::decode_into(R"({"resources": []})", f).empty());
+}
+
 // ---- contracts: refrain, exception, interplay with the remedy loop ----------------------------
 
 struct StrictTask {
@@ -335,6 +364,37 @@ TEST(OnFailPost, RefrainWithAReasonOfItsOwn) {
   EXPECT_EQ(model.calls(), 1u);
   EXPECT_EQ(outcome.reason, "no_valid_links");
   EXPECT_EQ(outcome.failed_stage, covenant::stage::post);
+}
+
+struct AllDead {
+  static constexpr std::string_view prompt = "Links.";
+  void post(const Report& r) const {
+    covenant::violation v;
+    for (std::size_t i = 0; i < r.links.size(); ++i)
+      if (r.links[i].title == "dead")
+        v.add("links[" + std::to_string(i) + "].url", "does not resolve", fail_action::filter, "no_valid_links");
+    v.raise_if_any();
+  }
+  std::string forward(const Question&, const covenant::outcome<Report>& o) const {
+    return o.success ? std::to_string(o.result->links.size()) + " links" : o.reason;
+  }
+};
+
+TEST(OnFailPost, FiltersThatDropEveryItemRefrainWithTheirReasonButAnEmptyListIsFine) {
+  scripted_engine all_dead{reply_with_links("s", {"dead", "dead"})};
+  covenant::contract<AllDead> c{all_dead, instant()};
+  auto r = c.run(Question{"q"});
+  EXPECT_EQ(r.value, "no_valid_links");
+  EXPECT_EQ(all_dead.calls(), 1u);
+  EXPECT_EQ(r.outcome.failed_stage, covenant::stage::post);
+
+  scripted_engine none{reply_with_links("s", {})};
+  covenant::contract<AllDead> c2{none, instant()};
+  EXPECT_EQ(c2.run(Question{"q"}).value, "0 links");
+
+  scripted_engine some{reply_with_links("s", {"dead", "ok"})};
+  covenant::contract<AllDead> c3{some, instant()};
+  EXPECT_EQ(c3.run(Question{"q"}).value, "1 links");
 }
 
 TEST(OnFailPost, AHookHasNoFix) {

@@ -712,6 +712,7 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
     if (!r.begin_array()) return;
     std::size_t n = 0;
     std::size_t dropped = 0;
+    std::string all_dropped;  // the reason to refrain when every item is dropped
     bool first = true;
     path_frame f{at, {}, 0, true};
     while (r.next_element(first)) {
@@ -724,13 +725,15 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
       const std::size_t before = ctx.issues.size();
       read_value(r, out[n], node.args[0], ctx, &f);
       if (r.failed()) return;
-      if (COVENANT_UNLIKELY(ctx.issues.size() != before) && take_filtered(ctx, before, &f)) {
+      if (COVENANT_UNLIKELY(ctx.issues.size() != before) && take_filtered(ctx, before, &f, &all_dropped)) {
         ++dropped;  // on-fail action filter: the item is dropped (its slot is read into again)
         continue;
       }
       ++n;
     }
     if (r.failed()) return;
+    if (COVENANT_UNLIKELY(dropped > 0) && n == 0 && !all_dropped.empty())
+      all_items_dropped(ctx, at, dropped, std::move(all_dropped));
     if (n != out.size()) out.resize(n);
     if (!count_within_bounds(node.constraints, n))
       count_constraints(out, node, span_from(r, start), ctx, at);

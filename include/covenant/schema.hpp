@@ -73,6 +73,9 @@ struct constraint {
   std::string label;                               ///< optional name (schema-file @assert(name, ...))
   /// What happens when the constraint fails (noop: a note, not an issue; schema-file @check).
   fail_action on_fail = fail_action::reask;
+  /// refrain, exception: the reason the outcome reports; filter: the call refrains with this
+  /// reason when the filter drops every item of a list ("" = never).
+  std::string reason;
   /// predicate: judged as soon as its value is finished while the reply streams, so a violation
   /// stops the stream early (the check only ever depends on that value).
   bool streaming_safe = false;

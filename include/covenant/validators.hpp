@@ -604,11 +604,15 @@ inline void constraint_sizes(const schema::type& t, std::vector<std::size_t>& ou
   for (const auto& a : t.args) constraint_sizes(a, out);
 }
 // Sets `action` on every constraint added since constraint_sizes() recorded `sizes`.
-inline void mark_added(schema::type& t, const std::vector<std::size_t>& sizes, std::size_t& k, fail_action action) {
+inline void mark_added(schema::type& t, const std::vector<std::size_t>& sizes, std::size_t& k, fail_action action,
+                       std::string_view reason) {
   const std::size_t from = k < sizes.size() ? sizes[k] : 0;
   ++k;
-  for (std::size_t i = from; i < t.constraints.size(); ++i) t.constraints[i].on_fail = action;
-  for (auto& a : t.args) mark_added(a, sizes, k, action);
+  for (std::size_t i = from; i < t.constraints.size(); ++i) {
+    t.constraints[i].on_fail = action;
+    t.constraints[i].reason = std::string(reason);
+  }
+  for (auto& a : t.args) mark_added(a, sizes, k, action, reason);
 }
 
 }  // namespace detail
@@ -619,6 +623,9 @@ struct with_action {
   static constexpr bool is_covenant_validator = true;
   static constexpr bool has_fix = A == fail_action::fix;
   V inner;
+  /// refrain, exception: the outcome's reason; filter: refrain with this reason when every item
+  /// of a list is dropped.
+  std::string_view reason{};
   template <class F>
   void apply(schema::type& t) const {
     if constexpr (A == fail_action::fix) {
@@ -633,7 +640,7 @@ struct with_action {
     detail::constraint_sizes(t, sizes);
     inner.template apply<F>(t);
     std::size_t k = 0;
-    detail::mark_added(t, sizes, k, A);
+    detail::mark_added(t, sizes, k, A, reason);
   }
 };
 
@@ -651,7 +658,16 @@ struct action_t {
   template <class V>
   constexpr with_action<V, A> operator()(V v) const {
     static_assert(validator<V>, "covenant::on_fail: the argument must be a covenant validator");
-    return with_action<V, A>{v};
+    return with_action<V, A>{v, {}};
+  }
+  /// With a reason: refrain and exception report it as the outcome's reason; filter refrains
+  /// with it when it drops every item of a list (on_fail::filter(check, "no_valid_resources")).
+  template <class V>
+  constexpr with_action<V, A> operator()(V v, std::string_view reason) const {
+    static_assert(validator<V>, "covenant::on_fail: the argument must be a covenant validator");
+    static_assert(A == fail_action::refrain || A == fail_action::exception || A == fail_action::filter,
+                  "covenant::on_fail: a reason is given to refrain, exception or filter");
+    return with_action<V, A>{v, reason};
   }
 };
 

@@ -41,6 +41,9 @@ class violation : public std::exception {
   /// it; refrain and exception end the call. A hook has no fix: fail_action::fix throws
   /// std::invalid_argument.
   violation& add(std::string_view path, std::string message, fail_action action);
+  /// The same with a reason: refrain and exception report it as the outcome's reason; filter
+  /// refrains with it when the filters drop every item of a list.
+  violation& add(std::string_view path, std::string message, fail_action action, std::string reason);
 
   /// Gives up on this value without asking the model again: every violation held so far becomes
   /// refrain, and the outcome's reason is `reason` ("refrained" when empty).

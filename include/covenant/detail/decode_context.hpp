@@ -56,7 +56,12 @@ struct decode_context {
   /// A failed check with on-fail action `action`: noop is a check_failed note, fix (when the fix
   /// could not be applied) an ordinary reask issue, any other action an issue carrying it.
   void failed(const path_frame* at, fail_action action, issue_code code, std::string expected, std::string actual,
-              std::string message);
+              std::string message, std::string_view reason = {});
+  /// The same for constraint `c` (its action and reason).
+  void failed(const path_frame* at, const schema::constraint& c, issue_code code, std::string expected,
+              std::string actual, std::string message) {
+    failed(at, c.on_fail, code, std::move(expected), std::move(actual), std::move(message), c.reason);
+  }
 };
 
 // ---- constraint checks ---------------------------------------------------------------------
@@ -92,8 +97,11 @@ bool check_count_fix(const std::vector<schema::constraint>& cs, bool is_map, std
                      const container_ops& ops, decode_context& ctx, const path_frame* at);
 
 /// Whether the issues from `before` on hold one whose action is filter. When they do, they are all
-/// dropped (the value they are about is dropped by the caller) and a `filtered` note is recorded.
-bool take_filtered(decode_context& ctx, std::size_t before, const path_frame* at);
+/// dropped (the value they are about is dropped by the caller) and a `filtered` note is recorded;
+/// `reason` (when given) gets the filter's reason for refraining when a whole list is dropped.
+bool take_filtered(decode_context& ctx, std::size_t before, const path_frame* at, std::string* reason = nullptr);
+/// A list that had items lost every one to filters whose reason is `reason`: the call refrains.
+void all_items_dropped(decode_context& ctx, const path_frame* at, std::size_t dropped, std::string reason);
 
 /// Custom checks only (predicates on booleans, enums, objects).
 void check_native(const std::vector<schema::constraint>& cs, std::string_view raw, const void* native,

@@ -70,6 +70,39 @@ std::size_t drop_field(F& f, const schema::model& m, const schema::type& node, c
   }
 }
 
+// The number of items of the list at `p` (segments from k on) inside `v`; -1 when `p` does not
+// lead to a list.
+template <class T>
+long list_size_at(const T& v, const schema::model& m, const schema::type& node, const path& p, std::size_t k) {
+  if constexpr (is_optional<T>::value) {
+    return v.has_value() ? list_size_at(*v, m, node, p, k) : -1;
+  } else if constexpr (is_vector<T>::value) {
+    if (k == p.size()) return static_cast<long>(v.size());
+    const path_segment& seg = p.segments()[k];
+    if (!seg.is_index || seg.index >= v.size()) return -1;
+    return list_size_at(v[seg.index], m, node.args.at(0), p, k + 1);
+  } else if constexpr (is_string_map<T>::value) {
+    if (k == p.size() || p.segments()[k].is_index) return -1;
+    auto it = v.find(p.segments()[k].key);
+    return it == v.end() ? -1 : list_size_at(it->second, m, node.args.at(1), p, k + 1);
+  } else if constexpr (std::is_class_v<T> && std::is_aggregate_v<T> && !is_variant<T>::value) {
+    if (k == p.size() || p.segments()[k].is_index || node.def == schema::no_def) return -1;
+    const schema::object_def* def = m.defs[node.def].object();
+    if (def == nullptr) return -1;
+    std::size_t j = def->fields.size();
+    for (std::size_t i = 0; i < def->fields.size(); ++i)
+      if (def->fields[i].key == p.segments()[k].key) j = i;
+    long n = -1;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (void)((I == j && (n = list_size_at(boost::pfr::get<I>(v), m, def->fields[I].type, p, k + 1), true)) || ...);
+    }(std::make_index_sequence<field_count_v<T>>{});
+    return n;
+  } else {
+    (void)v, (void)m, (void)node, (void)p, (void)k;
+    return -1;
+  }
+}
+
 // Later items first, so that dropping one does not move the others.
 inline bool later_path_first(const issue& a, const issue& b) {
   const auto& x = a.path.segments();
@@ -97,6 +130,7 @@ bool apply_filters(T& value, issue_list& issues, note_list& notes) {
   std::stable_sort(filters.begin(), filters.end(), later_path_first);
   const schema::model& m = schema_of<T>();
   std::vector<path> dropped;
+  std::vector<std::pair<path, std::string>> emptied;  // lists whose filters carry a reason
   bool any = false;
   for (issue& i : filters) {
     const auto& segs = i.path.segments();
@@ -115,10 +149,27 @@ bool apply_filters(T& value, issue_list& issues, note_list& notes) {
     n.path = at;
     n.detail = "dropped: " + i.to_string();
     notes.push_back(std::move(n));
+    if (!i.reason.empty() && at.segments().back().is_index) {
+      path list(std::vector<path_segment>(at.begin(), at.end() - 1));
+      const bool known = std::any_of(emptied.begin(), emptied.end(), [&](const auto& e) { return e.first == list; });
+      if (!known) emptied.emplace_back(std::move(list), i.reason);
+    }
     dropped.push_back(std::move(at));
     any = true;
   }
   issues = std::move(rest);
+  // A list that lost every item to filters with a reason: the call refrains with it.
+  for (auto& [list, reason] : emptied) {
+    if (list_size_at(value, m, m.root, list, 0) != 0) continue;
+    issue i;
+    i.path = list;
+    i.code = issue_code::constraint_violation;
+    i.expected = "at least one valid item";
+    i.message = "every item was dropped";
+    i.action = fail_action::refrain;
+    i.reason = std::move(reason);
+    issues.push_back(std::move(i));
+  }
   return any;
 }
 
