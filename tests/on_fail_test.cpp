@@ -350,8 +350,8 @@ TEST(OnFailPost, FilterDropsTheItemsPostPointsAtAndNoopIsANote) {
   EXPECT_EQ(value.links[0].title, "a");
   EXPECT_EQ(value.links[1].title, "b");
   EXPECT_THAT(notes_of(outcome.notes, note_kind::filtered),
-              ::testing::ElementsAre("links[3]: dropped: links[3].url: does not resolve",
-                                     "links[1]: dropped: links[1].url: does not resolve"));
+              ::testing::ElementsAre("links[1]: dropped: links[1].url: does not resolve",
+                                     "links[3]: dropped: links[3].url: does not resolve"));
   EXPECT_THAT(notes_of(outcome.notes, note_kind::check_failed),
               ::testing::ElementsAre("summary: check failed: is vague"));
 }

@@ -70,6 +70,7 @@
 #include "covenant/detail/drop_at.hpp"
 #include "covenant/detail/expression.hpp"
 #include "covenant/detail/read_reply.hpp"
+#include "covenant/detail/tool_runs.hpp"
 #include "covenant/detail/stream_reader.hpp"
 #include "covenant/encode.hpp"
 #include "covenant/engine.hpp"
@@ -383,7 +384,16 @@ class contract {
     const core* c;
     const intermediate_type* const* context;
     void operator()(output_type& out, issue_list& issues, note_list& notes, perf_stage& where) const {
+      // Tool checks (the application's predicates), their filters applied before post() sees the value.
+      const bool tools = detail::apply_tool_checks(out, issues);
+      if (!issues.empty() && detail::apply_filters(out, issues, notes)) {
+        for (issue& i : covenant::validate(out)) issues.push_back(std::move(i));
+      }
       if constexpr (traits::with_post) {
+        where = tools ? perf_stage::validate : perf_stage::post;
+        // post() sees only a value its checks accepted (noop failures are only noted).
+        for (const issue& i : issues)
+          if (i.action != fail_action::noop) return;
         where = perf_stage::post;
         detail::run_hook("post", issue_code::postcondition_violation, issues, [&] {
           if constexpr (traits::post_arity() == 2) c->expr.post(out, **context);
@@ -398,7 +408,7 @@ class contract {
         (void)out;
         (void)issues;
         (void)notes;
-        where = perf_stage::total;  // nothing ran: no stage to time
+        where = tools ? perf_stage::validate : perf_stage::total;  // total: nothing ran, no stage to time
       }
     }
   };

@@ -38,6 +38,9 @@ class custom_check {
   /// The check's own fix (on-fail action fix) on the C++ value: true when it changed the value so
   /// that it passes. Checks without a fix return false.
   virtual bool fix_native(void* value) const;
+  /// A tool check (covenant/tool_check.hpp): run by the contract after the value is read, never
+  /// while it is decoded.
+  [[nodiscard]] virtual bool is_tool() const noexcept { return false; }
 };
 
 /// Compiled regular expression (RE2: linear time, no catastrophic backtracking).

@@ -131,6 +131,7 @@ bool apply_filters(T& value, issue_list& issues, note_list& notes) {
   const schema::model& m = schema_of<T>();
   std::vector<path> dropped;
   std::vector<std::pair<path, std::string>> emptied;  // lists whose filters carry a reason
+  const std::size_t first_note = notes.size();
   bool any = false;
   for (issue& i : filters) {
     const auto& segs = i.path.segments();
@@ -158,6 +159,7 @@ bool apply_filters(T& value, issue_list& issues, note_list& notes) {
     any = true;
   }
   issues = std::move(rest);
+  std::reverse(notes.begin() + static_cast<std::ptrdiff_t>(first_note), notes.end());  // in document order
   // A list that lost every item to filters with a reason: the call refrains with it.
   for (auto& [list, reason] : emptied) {
     if (list_size_at(value, m, m.root, list, 0) != 0) continue;
