@@ -101,7 +101,14 @@ struct metrics::impl {
                                 {"contract", "action"})),
         schema_versions(reg.add_counter("covenant_schema_version_calls_total",
                                         "Calls of registry-backed contracts, by schema version.",
-                                        {"contract", "schema_version"})) {}
+                                        {"contract", "schema_version"})),
+        call_retries(reg.add_histogram("covenant_call_retries", "Times the model was asked again, per contract call.",
+                                       {"contract"}, {0, 1, 2, 3, 4, 5, 10})),
+        success_ratio(reg.add_gauge("covenant_call_success_ratio",
+                                    "Share of contract calls that succeeded so far (0 to 1).", {"contract"})),
+        retries_average(reg.add_gauge("covenant_call_retries_average",
+                                      "Times the model was asked again per contract call, on average so far.",
+                                      {"contract"})) {}
 
   // The series of one contract that have no other label, looked up once per event.
   struct series {
@@ -114,6 +121,9 @@ struct metrics::impl {
     prom::counter* retries;
     prom::counter* tokens_in;
     prom::counter* tokens_out;
+    prom::histogram* call_retries;
+    prom::gauge* success_ratio;
+    prom::gauge* retries_average;
   };
 
   series& of(std::string_view contract) {
@@ -124,9 +134,10 @@ struct metrics::impl {
     const std::string_view c = contracts.admit(contract);
     std::unique_lock lock(by_contract_mutex);
     if (auto it = by_contract.find(contract); it != by_contract.end()) return it->second;
-    series s{&calls.with({c}),        &successes.with({c}),   &attempts.with({c}),
+    series s{&calls.with({c}),        &successes.with({c}),     &attempts.with({c}),
              &call_seconds.with({c}), &model_seconds.with({c}), &model_calls.with({c}),
-             &retries.with({c}),      &tokens_in.with({c}),   &tokens_out.with({c})};
+             &retries.with({c}),      &tokens_in.with({c}),     &tokens_out.with({c}),
+             &call_retries.with({c}), &success_ratio.with({c}), &retries_average.with({c})};
     return by_contract.emplace(std::string(contract), s).first->second;
   }
 
@@ -153,6 +164,9 @@ struct metrics::impl {
   prom::counter_family& notes;
   prom::counter_family& actions;
   prom::counter_family& schema_versions;
+  prom::histogram_family& call_retries;
+  prom::gauge_family& success_ratio;
+  prom::gauge_family& retries_average;
   std::shared_mutex by_contract_mutex;
   std::unordered_map<std::string, series, text_hash, std::equal_to<>> by_contract;
 };
@@ -195,14 +209,20 @@ void metrics::on_finished(const finished_event& e) {
   const outcome_base& o = e.outcome;
   s.calls->inc();
   s.attempts->observe(static_cast<double>(o.attempts.size()));
+  std::size_t asked_again = 0;
+  for (const attempt& a : o.attempts) asked_again += a.number > 1 ? 1 : 0;
+  s.call_retries->observe(static_cast<double>(asked_again));
+  if (o.success) s.successes->inc();
+  const double calls = s.calls->value();
+  if (calls > 0) {
+    s.success_ratio->set(s.successes->value() / calls);
+    s.retries_average->set(s.retries->value() / calls);
+  }
   s.call_seconds->observe(std::chrono::duration<double>(o.elapsed).count());
   const std::string_view c = impl_->contract_label(e.call.contract);
   if (!e.call.schema_version.empty())
     impl_->schema_versions.with({c, impl_->versions.admit(e.call.schema_version)}).inc();
-  if (o.success) {
-    s.successes->inc();
-    return;
-  }
+  if (o.success) return;
   impl_->failures.with({c, to_string(o.failed_stage)}).inc();
   for (const issue& i : o.issues) {
     impl_->failure_codes.with({c, to_string(i.code)}).inc();

@@ -114,6 +114,11 @@ TEST(Metrics, EachCallAddsItsCallsAttemptsTokensIssuesAndActions) {
   EXPECT_EQ(sample(text, R"(covenant_model_call_duration_seconds_count{contract="QA"})"), 3);
   EXPECT_EQ(sample(text, R"(covenant_call_duration_seconds_count{contract="QA"})"), 2);
   EXPECT_THAT(text, HasSubstr("# TYPE covenant_call_duration_seconds histogram\n"));
+  // Seed figures: retries per call (distribution and average), success rate.
+  EXPECT_EQ(sample(text, R"(covenant_call_retries_bucket{contract="QA",le="0"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_call_retries_bucket{contract="QA",le="1"})"), 2);
+  EXPECT_EQ(sample(text, R"(covenant_call_retries_average{contract="QA"})"), 0.5);
+  EXPECT_EQ(sample(text, R"(covenant_call_success_ratio{contract="QA"})"), 0.5);
 }
 
 TEST(Metrics, FieldPathsDropListIndices) {
