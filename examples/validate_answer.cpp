@@ -3,11 +3,13 @@
 // retries, and five calls: a valid answer, an invalid answer repaired by a retry, an unknown
 // schema version (BAML-ERR-007), an answer still invalid when the retries run out (BAML-ERR-005,
 // with the last output returned and flagged), and a version 2 answer.
+#include <covenant/metrics.hpp>
 #include <covenant/testing.hpp>
 
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -58,7 +60,10 @@ int main() {
       R"({"answer": "Around 330 m.", "confidence": "very high", "sources": []})",
   };
   covenant::testing::fake_sleeper sleeper;
-  v::answer_validator validator{generator, {.sleep = std::ref(sleeper)}};
+  // Metrics of every validation (success rate, failures by type and field, latency, retries,
+  // schema versions); an audit log would be attached the same way (covenant::audit_log).
+  auto metrics = std::make_shared<covenant::metrics>();
+  v::answer_validator validator{generator, {.sleep = std::ref(sleeper), .observers = {metrics}}};
 
   const std::string dir = std::string(COVENANT_SOURCE_DIR) + "/examples/models/";
   for (const char* version : {"v1", "v2"}) {
@@ -105,6 +110,15 @@ int main() {
       R"({"answer": "330 m", "confidence": 0.9, "sources": ["doc-eiffel"], "language": "en"})", query, evidence,
       "v2");
   show("version 2", second);
+
+  std::cout << "\nmetrics (excerpt):\n";
+  {
+    std::istringstream text(metrics->render());
+    for (std::string line; std::getline(text, line);)
+      if (line.rfind("covenant_call_success_ratio", 0) == 0 || line.rfind("covenant_call_retries_average", 0) == 0 ||
+          line.rfind("covenant_schema_version_calls_total", 0) == 0 || line.rfind("covenant_call_failures_total", 0) == 0)
+        std::cout << "  " << line << "\n";
+  }
 
   std::cout << "\nwaits between retries:";
   for (auto d : sleeper.sleeps()) std::cout << " " << std::chrono::duration<double>(d).count() << "s";

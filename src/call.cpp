@@ -157,7 +157,8 @@ void notify_failed(const std::exception* e) noexcept {
 
 void call_finished(const contract_core& core, const outcome_base& o, const call_timings& times) {
   core.stats.record(times);
-  log_call_result(core.name, o, core.options.retry.graceful);
+  if (core.schema_version.empty()) log_call_result(core.name, o, core.options.retry.graceful);
+  else log_call_result(core.name + " (schema version " + core.schema_version + ")", o, core.options.retry.graceful);
   if (core.options.observers.empty()) return;
   const call_info info{core.name, o.query_id, core.schema_version};
   notify(core, [&](observer& ob) { ob.on_finished(finished_event{info, o, times}); });
@@ -1015,3 +1016,9 @@ void start_async(std::shared_ptr<call_steps> steps, std::shared_ptr<const contra
 }
 
 }  // namespace covenant::detail
+
+namespace covenant {
+
+std::string make_query_id() { return detail::new_query_id(); }
+
+}  // namespace covenant

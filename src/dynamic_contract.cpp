@@ -32,6 +32,7 @@ struct dynamic_contract::core final : detail::contract_core {
   core(engine& model, dynamic_task t, contract_options o)
       : detail::contract_core(model, std::move(o), t.name.empty() ? std::string("task") : t.name), task(std::move(t)) {
     options.retry.check();
+    schema_version = task.schema_version;
     if (options.send_json_schema) response_schema = strict_schema(task.output);
     schema_name = task.output.title();
     const std::string input_format = options.describe_input && task.input && has_prompt_metadata(*task.input)

@@ -1,12 +1,18 @@
 // The answer validator example (examples/models/validate_answer.hpp): the specification's error
 // codes for every issue, schema and registry error, and validate_answer's retries, backoff,
 // versions and results, offline with the scripted engine.
+#include <covenant/audit_log.hpp>
+#include <covenant/metrics.hpp>
 #include <covenant/testing.hpp>
 #include <boost/json/parse.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <memory>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -248,6 +254,61 @@ TEST(ValidateAnswer, VersionsAreCompatibleAndEachValidatesItsOwnFields) {
   EXPECT_EQ(bad.retry_count, 1);
   EXPECT_THAT(codes(bad.attempts[0].errors), ElementsAre("BAML-ERR-004"));
   EXPECT_EQ(bad.attempts[0].errors[0].field_name, "language");
+}
+
+
+// Seed 000 §6.1 (metrics) and §7.1 (audit logging): what a validator with covenant's metrics and
+// audit log reports for three validations (valid at once, repaired by one retry, retries run out).
+TEST(ValidateAnswerTelemetry, MetricsAndAuditLinesCarryTheSpecifiedFields) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("covenant_validator_audit_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto metrics = std::make_shared<covenant::metrics>();
+  auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir});
+  scripted_engine generator{valid_answer, R"({"answer": ""})", R"({"answer": ""})"};
+  fake_sleeper sleeper;
+  v::answer_validator validator(generator, {.sleep = std::ref(sleeper), .observers = {metrics, audit}});
+  ASSERT_TRUE(validator.add_version("v1", schema_file("v1"), "final_answer_v1.baml").empty());
+  ASSERT_TRUE(validator.validate_answer(valid_answer, "q", {}, "v1", 3, "query-1").is_valid);
+  ASSERT_TRUE(validator.validate_answer(R"({"answer": "330 m", "confidence": 1.7, "sources": ["d"]})", "q", {}, "v1", 3,
+                                        "query-2")
+                  .is_valid);
+  ASSERT_FALSE(validator.validate_answer(R"({"answer": ""})", "q", {}, "v1", 2, "query-3").is_valid);
+
+  // §7.1: every validation attempt, with timestamp, query id, result, retry count, schema version
+  // and the error details of a failure.
+  std::ifstream in(audit->current_file());
+  std::vector<boost::json::object> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(boost::json::parse(line).as_object());
+  ASSERT_EQ(lines.size(), 1u + 2u + 3u);
+  std::vector<std::string> summary;
+  for (const auto& l : lines) {
+    EXPECT_FALSE(l.at("ts").as_string().empty());
+    EXPECT_EQ(l.at("schema_version").as_string(), "v1");
+    summary.push_back(std::string(l.at("query_id").as_string()) + " " + std::string(l.at("result").as_string()) +
+                      " retry " + std::to_string(l.at("retry_count").as_int64()) + " issues " +
+                      std::to_string(l.at("issues").as_array().size()));
+  }
+  EXPECT_THAT(summary, ElementsAre("query-1 accepted retry 0 issues 0", "query-2 rejected retry 0 issues 1",
+                                   "query-2 accepted retry 1 issues 0", "query-3 rejected retry 0 issues 3",
+                                   "query-3 rejected retry 1 issues 3", "query-3 failed retry 2 issues 3"));
+  EXPECT_EQ(lines[1].at("issues").as_array()[0].at("path").as_string(), "confidence");
+
+  // §6.1: success rate, failures by error type, latency, retry count distribution and average,
+  // schema version usage, errors by field.
+  const std::string text = metrics->render();
+  auto has = [&](const std::string& line) { return text.find("\n" + line + "\n") != std::string::npos; };
+  EXPECT_TRUE(has(R"(covenant_calls_total{contract="validate_answer"} 3)")) << text;
+  EXPECT_TRUE(has(R"(covenant_call_success_ratio{contract="validate_answer"} 0.6666666666666666)")) << text;
+  EXPECT_TRUE(has(R"(covenant_call_failure_issues_total{contract="validate_answer",code="missing_field"} 2)")) << text;
+  EXPECT_TRUE(has(R"(covenant_call_duration_seconds_count{contract="validate_answer"} 3)")) << text;
+  EXPECT_TRUE(has(R"(covenant_call_retries_bucket{contract="validate_answer",le="0"} 1)")) << text;
+  EXPECT_TRUE(has(R"(covenant_call_retries_bucket{contract="validate_answer",le="1"} 2)")) << text;
+  EXPECT_TRUE(has(R"(covenant_call_retries_bucket{contract="validate_answer",le="2"} 3)")) << text;
+  EXPECT_TRUE(has(R"(covenant_call_retries_average{contract="validate_answer"} 1)")) << text;
+  EXPECT_TRUE(has(R"(covenant_schema_version_calls_total{contract="validate_answer",schema_version="v1"} 3)")) << text;
+  EXPECT_TRUE(has(R"(covenant_attempt_issue_fields_total{contract="validate_answer",field="confidence"} 4)")) << text;
+  fs::remove_all(dir);
 }
 
 }  // namespace

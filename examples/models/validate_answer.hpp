@@ -24,6 +24,7 @@
 #include <covenant/dynamic_contract.hpp>
 #include <covenant/engine.hpp>
 #include <covenant/issues.hpp>
+#include <covenant/observer.hpp>
 #include <covenant/registry.hpp>
 
 #include <boost/json/array.hpp>
@@ -215,6 +216,41 @@ struct ValidatorOutput {
   std::vector<Attempt> attempts;
 };
 
+/// Tells `inner` about a validate_answer call as one validation: the raw answer is attempt 1 and
+/// each regeneration a retry (the contract that regenerates numbers its own calls from 1).
+class validation_observer final : public covenant::observer {
+ public:
+  validation_observer(covenant::observer& inner, const covenant::attempt* raw) : inner_(&inner), raw_(raw) {}
+  void on_request(const covenant::request_event& e) override {
+    // The first regeneration is the first retry of the validation.
+    if (e.attempt == 1 && raw_ != nullptr)
+      inner_->on_retry(covenant::retry_event{e.call, e.kind, 2, std::chrono::nanoseconds(0), raw_->issues});
+    inner_->on_request(covenant::request_event{e.call, e.kind, e.attempt + 1, e.request});
+  }
+  void on_stream(const covenant::stream_event& e) override { inner_->on_stream(e); }
+  void on_attempt(const covenant::attempt_event& e) override {
+    covenant::attempt a = e.a;
+    a.number += 1;
+    inner_->on_attempt(covenant::attempt_event{e.call, a, e.verdict, e.retries + 1});
+  }
+  void on_action(const covenant::action_event& e) override {
+    inner_->on_action(covenant::action_event{e.call, e.attempt + 1, e.action, e.note, e.issue});
+  }
+  void on_retry(const covenant::retry_event& e) override {
+    inner_->on_retry(covenant::retry_event{e.call, e.kind, e.next_attempt + 1, e.wait, e.issues});
+  }
+  void on_finished(const covenant::finished_event& e) override {
+    covenant::outcome_base o = e.outcome;
+    for (auto& a : o.attempts) a.number += 1;
+    if (raw_ != nullptr) o.attempts.insert(o.attempts.begin(), *raw_);
+    inner_->on_finished(covenant::finished_event{e.call, o, e.timings});
+  }
+
+ private:
+  covenant::observer* inner_;
+  const covenant::attempt* raw_;
+};
+
 struct validator_options {
   /// Wait before the first retry; each later one waits `backoff` times longer, at most max_delay.
   std::chrono::duration<double> first_delay{1.0};
@@ -222,6 +258,10 @@ struct validator_options {
   std::chrono::duration<double> max_delay{8.0};
   /// Sleeps between retries (default: std::this_thread::sleep_for); tests record instead.
   std::function<void(std::chrono::nanoseconds)> sleep{};
+  /// Told about every validation (covenant::metrics, covenant::audit_log, tracing): one call per
+  /// validate_answer, the raw answer as attempt 1, each regeneration as a retry, with the query
+  /// id given to validate_answer and the schema version used.
+  std::vector<std::shared_ptr<covenant::observer>> observers{};
 };
 
 /// Validates answers against the registered versions of FinalAnswer and asks `generator` for
@@ -258,7 +298,8 @@ class answer_validator {
   /// most `max_retries` times (1 to 5; std::invalid_argument otherwise).
   [[nodiscard]] ValidatorOutput validate_answer(std::string_view raw_answer, std::string_view query,
                                                 const std::vector<EvidenceChunk>& evidence = {},
-                                                std::string_view schema_version = "v1", int max_retries = 3) const {
+                                                std::string_view schema_version = "v1", int max_retries = 3,
+                                                std::string_view query_id = {}) const {
     if (max_retries < 1 || max_retries > 5) throw std::invalid_argument("max_retries must be between 1 and 5");
     const auto start = std::chrono::steady_clock::now();
     ValidatorOutput out;
@@ -277,11 +318,34 @@ class answer_validator {
     out.schema = schema->ref();
 
     // The raw answer, read the way contracts read replies (fences, repairs, coercions).
+    const auto read_start = std::chrono::steady_clock::now();
     covenant::read_result first = covenant::read_dynamic(raw_answer, *schema->model);
     out.attempts.push_back({std::string(raw_answer), to_validation_errors(first.issues)});
+    const std::string id = query_id.empty() ? covenant::make_query_id() : std::string(query_id);
+    const std::string version(schema_version);
+    covenant::attempt raw;
+    raw.text = std::string(raw_answer);
+    raw.issues = first.issues;
+    raw.notes = first.notes;
+    raw.latency = std::chrono::steady_clock::now() - read_start;
     if (first.ok()) {
       out.is_valid = true;
       out.validated_answer = std::move(first.value);
+      // One validation, accepted at once: told to the observers here (no contract runs).
+      const covenant::call_info info{"validate_answer", id, version};
+      covenant::outcome_base o;
+      o.success = true;
+      o.query_id = id;
+      o.attempts.push_back(raw);
+      o.elapsed = std::chrono::steady_clock::now() - start;
+      const covenant::call_timings timings;
+      for (const auto& ob : options_.observers) {
+        try {
+          ob->on_attempt(covenant::attempt_event{info, raw, covenant::verdict::accepted, 0});
+          ob->on_finished(covenant::finished_event{info, o, timings});
+        } catch (...) {
+        }
+      }
       return finish();
     }
 
@@ -296,8 +360,20 @@ class answer_validator {
     co.retry.graceful = true;
     co.accumulate_errors = true;
     co.sleep = options_.sleep;
+    // Observers see the raw answer's rejection as attempt 1, then the contract's calls as retries.
+    std::vector<std::shared_ptr<validation_observer>> adapters;
+    for (const auto& ob : options_.observers) {
+      if (!ob) continue;
+      const covenant::call_info info{"validate_answer", id, version};
+      try {
+        ob->on_attempt(covenant::attempt_event{info, raw, covenant::verdict::rejected, 0});
+      } catch (...) {
+      }
+      co.observers.push_back(std::make_shared<validation_observer>(*ob, &raw));
+    }
     covenant::dynamic_task task;
     task.name = "validate_answer";
+    task.schema_version = version;
     task.prompt =
         "You write the final answer of a question-answering system. The answer in the input, to the "
         "query in the input, does not satisfy the answer schema; the input lists every problem. "
@@ -316,7 +392,9 @@ class answer_validator {
     input["problems"] = std::move(problems);
 
     sleep(options_.first_delay);
-    covenant::outcome<boost::json::value> o = regenerate.run(input);
+    covenant::call_options call;
+    call.query_id = id;
+    covenant::outcome<boost::json::value> o = regenerate.run(input, call);
     out.retry_count = static_cast<int>(o.calls());
     for (const auto& a : o.attempts) out.attempts.push_back({a.text, to_validation_errors(a.issues)});
     if (o.success) {

@@ -47,6 +47,9 @@ struct dynamic_task {
   std::function<void(const boost::json::value& input)> pre{};
   /// Optional postcondition on the validated output (with the input); throws covenant::violation.
   std::function<void(const boost::json::value& output, const boost::json::value& input)> post{};
+  /// The schema's version (registry-backed tasks, e.g. "v2"): in observers' events, audit lines,
+  /// metrics (covenant_schema_version_calls_total) and log lines.
+  std::string schema_version{};
 };
 
 class dynamic_contract {

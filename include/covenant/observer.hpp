@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "covenant/engine.hpp"
@@ -94,6 +95,9 @@ struct finished_event {
   const outcome_base& outcome;
   const call_timings& timings;  ///< the call's stage times (perf_stats has the same, aggregated)
 };
+
+/// A new call id: 16 hexadecimal digits (what a call without call_options::query_id gets).
+std::string make_query_id();
 
 /// Receives the events of contract calls. Every callback has an empty default.
 class observer {
