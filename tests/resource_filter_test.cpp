@@ -12,13 +12,7 @@
 #include "../examples/models/resources.hpp"
 #include "loopback_server.hpp"
 
-namespace {
-
-using covenant::testing::instant;
-using covenant::testing::scripted_engine;
-using covenant_test::loopback_server;
-using covenant_test::received_request;
-using covenant_test::response_plan;
+namespace resource_filter_test {
 
 struct Question {
   std::string text;
@@ -30,6 +24,17 @@ struct Task {
     return o.result.value_or(models::ResourcefulAnswer{});
   }
 };
+
+}  // namespace resource_filter_test
+
+namespace {
+
+using namespace resource_filter_test;
+using covenant::testing::instant;
+using covenant::testing::scripted_engine;
+using covenant_test::loopback_server;
+using covenant_test::received_request;
+using covenant_test::response_plan;
 
 class ResourceFilter : public ::testing::Test {
  protected:
