@@ -146,6 +146,20 @@ options:
   --stream           one record at a time, each changed partial value printed as
                      {"partial": VALUE, "attempt": N} before the record's line
   --quiet            no progress and no summary on standard error
+  --metrics-file FILE
+                     write the Prometheus metrics (text format 0.0.4) to FILE every
+                     --metrics-interval seconds and at the end, atomically (FILE.tmp.<pid>, then
+                     renamed over FILE: node_exporter's textfile collector)
+  --metrics-interval S
+                     seconds between two writes of --metrics-file (default 5)
+  --metrics-port PORT
+                     serve the metrics at http://127.0.0.1:PORT/metrics during the run; 0 picks
+                     a free port (the address is printed on standard error)
+  --audit-log DIR    one JSON line per model call in DIR/audit_YYYY-MM-DD.jsonl (DIR is created)
+  --audit-retention-days N
+                     delete audit files older than N days (default 30; 0 keeps them all)
+  --audit-include-reply
+                     also write each raw reply in the audit lines (API keys redacted)
   -h, --help         show this help
 
 Progress goes to standard error: a line redrawn in place on a terminal, a line every 5 seconds
@@ -154,8 +168,9 @@ lines are not written) and exits 1; run again with --resume to finish. The libra
 off unless COVENANT_LOG_LEVEL is set (warn also shows transport retries).
 
 exit status: 0 every record succeeded; 1 some records failed (or the run was interrupted); 2
-usage, schema, input-file or output errors (a bad input line is reported with its line number
-and skipped; the other records still run).
+usage, schema, input-file, output or telemetry errors (an audit directory that cannot be created,
+a metrics file that cannot be written, a port that cannot be listened on; a bad input line is
+reported with its line number and skipped; the other records still run).
 )";
 
 constexpr std::string_view check_usage = "usage: covenant check FILE...\n";

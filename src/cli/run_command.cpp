@@ -2,31 +2,47 @@
 //
 // A dynamic contract per record of a JSON Lines file, run as a batch (covenant/batch.hpp) against
 // an OpenAI-compatible server, one JSON line out per record, written and flushed as records
-// finish; --resume skips what an earlier run already wrote.
+// finish; --resume skips what an earlier run already wrote. --metrics-file, --metrics-port and
+// --audit-log attach covenant::metrics and covenant::audit_log to the contract.
+#include <covenant/audit_log.hpp>
 #include <covenant/batch.hpp>
 #include <covenant/dynamic.hpp>
 #include <covenant/dynamic_contract.hpp>
 #include <covenant/http_engine.hpp>
 #include <covenant/logging.hpp>
+#include <covenant/metrics.hpp>
 
 #include <boost/json/parse.hpp>
 
+#ifdef COVENANT_CLI_HTTPLIB
+#include <httplib.h>
+#endif
+
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <unordered_set>
 
 #include "cli.hpp"
@@ -192,6 +208,177 @@ std::size_t count_lines(const std::string& file) {
   return n + (last_newline ? 0 : 1);
 }
 
+/// A whole number from `min` to `max` (the whole text: no sign, no fraction, nothing after it).
+std::uint64_t whole_number_named(const arguments& a, std::string_view name, std::uint64_t fallback, std::uint64_t min,
+                                 std::uint64_t max, std::string_view what) {
+  const auto v = a.get(name);
+  if (!v) return fallback;
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+  if (v->empty() || ec != std::errc() || end != v->data() + v->size() || n < min || n > max)
+    throw usage_error(std::string(name) + " takes " + std::string(what) + " (got '" + *v + "')");
+  return n;
+}
+
+/// --metrics-interval: seconds, more than 0 and at most a day.
+std::chrono::nanoseconds interval_named(const arguments& a, std::string_view name, double fallback) {
+  const auto v = a.get(name);
+  double d = fallback;
+  if (v) {
+    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
+    if (ec != std::errc() || end != v->data() + v->size() || !std::isfinite(d) || d <= 0 || d > 86400)
+      throw usage_error(std::string(name) + " takes a number of seconds greater than 0 (at most 86400), such as 5 (got '" +
+                        *v + "')");
+  }
+  return std::max(std::chrono::nanoseconds(1),
+                  std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(d)));
+}
+
+std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
+
+/// Writes a line to standard error with one write(): safe from any thread.
+void error_line(const std::string& text) {
+  const std::string line = "covenant run: " + printable(text) + "\n";
+  std::size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+/// --metrics-file: the metrics written to FILE.tmp.<pid> beside FILE and renamed over it (a
+/// reader such as node_exporter's textfile collector never sees a half-written file), every
+/// `interval` while the run goes and once more at the end.
+class metrics_file_writer {
+ public:
+  metrics_file_writer(std::shared_ptr<const metrics> m, std::string file, std::chrono::nanoseconds interval)
+      : metrics_(std::move(m)),
+        file_(std::move(file)),
+        temp_(file_ + ".tmp." + std::to_string(::getpid())),
+        interval_(interval) {}
+  metrics_file_writer(const metrics_file_writer&) = delete;
+  metrics_file_writer& operator=(const metrics_file_writer&) = delete;
+  ~metrics_file_writer() {
+    if (started_ && !finished_) finish();  // the run ended by an exception
+  }
+
+  /// Writes the file now; the reason it failed, or "" when it was written.
+  [[nodiscard]] std::string write_now() const {
+    const std::string text = metrics_->render();
+    const int fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return "cannot write '" + temp_ + "': " + errno_text(errno);
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int e = errno;
+        ::close(fd);
+        ::unlink(temp_.c_str());
+        return "cannot write '" + temp_ + "': " + errno_text(e);
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (::close(fd) != 0) {
+      const int e = errno;
+      ::unlink(temp_.c_str());
+      return "cannot write '" + temp_ + "': " + errno_text(e);
+    }
+    std::error_code ec;
+    std::filesystem::rename(temp_, file_, ec);
+    if (ec) {
+      ::unlink(temp_.c_str());
+      return "cannot replace '" + file_ + "': " + ec.message();
+    }
+    return {};
+  }
+
+  /// Starts writing every interval.
+  void start() {
+    started_ = true;
+    thread_ = std::jthread([this](std::stop_token stop) {
+      std::mutex m;
+      std::condition_variable_any wake;
+      std::unique_lock lock(m);
+      while (!wake.wait_for(lock, stop, interval_, [] { return false; }) && !stop.stop_requested()) {
+        const std::string error = write_now();
+        if (!error.empty() && !warned_) error_line("metrics: " + error);
+        warned_ = !error.empty();
+      }
+    });
+  }
+
+  /// Stops the periodic writes and writes the final figures; false (after saying why) when that
+  /// last write failed.
+  bool finish() {
+    finished_ = true;
+    if (thread_.joinable()) {
+      thread_.request_stop();
+      thread_.join();
+    }
+    const std::string error = write_now();
+    if (!error.empty()) error_line("metrics: " + error);
+    return error.empty();
+  }
+
+ private:
+  std::shared_ptr<const metrics> metrics_;
+  std::string file_;
+  std::string temp_;
+  std::chrono::nanoseconds interval_;
+  bool warned_ = false;  // the periodic thread's: a failure is reported once, not every interval
+  bool started_ = false;
+  bool finished_ = false;
+  std::jthread thread_;
+};
+
+#ifdef COVENANT_CLI_HTTPLIB
+/// --metrics-port: GET /metrics on 127.0.0.1:PORT (0: a free port) while the run goes.
+class metrics_server {
+ public:
+  metrics_server(std::shared_ptr<const metrics> m, int port) {
+    server_.new_task_queue = [] { return new httplib::ThreadPool(2); };
+    // One request per connection, and a short wait for it: stopping never waits long for a scraper.
+    server_.set_keep_alive_max_count(1);
+    server_.set_keep_alive_timeout(1);
+    // SO_REUSEADDR without httplib's SO_REUSEPORT: a port another process listens on is an error,
+    // not a share of its connections.
+    server_.set_socket_options([](socket_t sock) {
+      int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+    server_.Get("/metrics", [m = std::move(m)](const httplib::Request&, httplib::Response& res) {
+      res.set_content(m->render(), metrics::content_type);
+    });
+    port_ = port == 0 ? server_.bind_to_any_port("127.0.0.1") : (server_.bind_to_port("127.0.0.1", port) ? port : -1);
+    if (port_ <= 0)
+      throw fatal_error("--metrics-port: cannot listen on 127.0.0.1:" + std::to_string(port) +
+                        " (is the port in use?)");
+    thread_ = std::thread([this] {
+      server_.listen_after_bind();
+      listen_returned_.store(true);
+    });
+    // stop() only takes effect once the server runs.
+    while (!server_.is_running() && !listen_returned_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  metrics_server(const metrics_server&) = delete;
+  metrics_server& operator=(const metrics_server&) = delete;
+  ~metrics_server() {
+    server_.stop();
+    thread_.join();
+  }
+  [[nodiscard]] int port() const noexcept { return port_; }
+
+ private:
+  httplib::Server server_;
+  int port_ = -1;
+  std::atomic<bool> listen_returned_{false};
+  std::thread thread_;
+};
+#endif
+
 std::atomic<bool> interrupted{false};
 
 extern "C" void on_interrupt(int) { interrupted.store(true); }
@@ -206,7 +393,12 @@ int run_run(const std::vector<std::string>& args) {
                                              {"--backoff", true},     {"--max-delay", true}, {"--jitter", true},
                                              {"--strictness", true},  {"--concurrency", true}, {"--rpm", true},
                                              {"--tpm", true},         {"--shard", true},     {"--stream", false},
-                                             {"--quiet", false}});
+                                             {"--quiet", false},      {"--metrics-file", true},
+                                             {"--metrics-interval", true},
+                                             {"--metrics-port", true},
+                                             {"--audit-log", true},
+                                             {"--audit-retention-days", true},
+                                             {"--audit-include-reply", false}});
   if (a.help) {
     std::cout << help_text("run");
     return exit_ok;
@@ -224,6 +416,26 @@ int run_run(const std::vector<std::string>& args) {
   const std::optional<std::string> input_field = a.get("--input-field");
   const bool stream = a.has("--stream");
   const bool quiet = a.has("--quiet");
+
+  // Telemetry: the metrics (a file rewritten every interval, an HTTP endpoint) and the audit log.
+  const std::optional<std::string> metrics_file = a.get("--metrics-file");
+  if (metrics_file && metrics_file->empty()) throw usage_error("--metrics-file takes a file name");
+  if (a.has("--metrics-interval") && !metrics_file) throw usage_error("--metrics-interval needs --metrics-file FILE");
+  const std::chrono::nanoseconds metrics_interval = interval_named(a, "--metrics-interval", 5.0);
+  std::optional<int> metrics_port;
+  if (a.has("--metrics-port"))
+    metrics_port = static_cast<int>(
+        whole_number_named(a, "--metrics-port", 0, 0, 65535, "a port number from 0 to 65535 (0: any free port)"));
+#ifndef COVENANT_CLI_HTTPLIB
+  if (metrics_port) throw usage_error("--metrics-port is not available in this build (it needs cpp-httplib)");
+#endif
+  const std::optional<std::string> audit_dir = a.get("--audit-log");
+  if (audit_dir && audit_dir->empty()) throw usage_error("--audit-log takes a directory");
+  if (!audit_dir && (a.has("--audit-retention-days") || a.has("--audit-include-reply")))
+    throw usage_error(std::string(a.has("--audit-retention-days") ? "--audit-retention-days" : "--audit-include-reply") +
+                      " needs --audit-log DIR");
+  const auto audit_retention = static_cast<unsigned>(whole_number_named(
+      a, "--audit-retention-days", 30, 0, 36500, "a whole number of days from 0 (keep every file) to 36500"));
 
   contract_options options;
   options.retry.tries = static_cast<int>(number_named(a, "--tries", 2, 0, 100));
@@ -251,6 +463,30 @@ int run_run(const std::vector<std::string>& args) {
     return exit_error;
   }
   const schema::model m = select_model(s, a.get("--type"));
+
+  std::shared_ptr<covenant::metrics> run_metrics;
+  if (metrics_file || metrics_port) {
+    run_metrics = std::make_shared<covenant::metrics>();
+    options.observers.push_back(run_metrics);
+  }
+  if (audit_dir) {
+    try {
+      options.observers.push_back(std::make_shared<covenant::audit_log>(audit_log_options{
+          .directory = *audit_dir, .retention_days = audit_retention, .include_reply = a.has("--audit-include-reply")}));
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      constexpr std::string_view prefix = "covenant::audit_log: ";
+      if (what.starts_with(prefix)) what.erase(0, prefix.size());
+      throw fatal_error("--audit-log: " + what);
+    }
+  }
+  // Written once now, so that a file that cannot be written stops the run before any model call.
+  std::unique_ptr<metrics_file_writer> metrics_writer;
+  if (metrics_file) {
+    metrics_writer = std::make_unique<metrics_file_writer>(run_metrics, *metrics_file, metrics_interval);
+    if (const std::string error = metrics_writer->write_now(); !error.empty())
+      throw fatal_error("--metrics-file: " + error);
+  }
 
   // The engine: the environment, then the flags.
   http_engine_options eo;
@@ -376,6 +612,15 @@ int run_run(const std::vector<std::string>& args) {
       else if (p.in_flight > 0 || p.done < p.started) std::cerr << "covenant run: " << p.line() << "\n";  // the summary says the rest
     };
   }
+#ifdef COVENANT_CLI_HTTPLIB
+  std::unique_ptr<metrics_server> metrics_http;
+  if (metrics_port) {
+    metrics_http = std::make_unique<metrics_server>(run_metrics, *metrics_port);
+    error_line("metrics at http://127.0.0.1:" + std::to_string(metrics_http->port()) + "/metrics");
+  }
+#endif
+  if (metrics_writer) metrics_writer->start();
+
   std::stop_source stop;
   batch.stop = stop.get_token();
   std::signal(SIGINT, on_interrupt);
@@ -435,6 +680,10 @@ int run_run(const std::vector<std::string>& args) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (out_fd != STDOUT_FILENO) ::close(out_fd);
+#ifdef COVENANT_CLI_HTTPLIB
+  metrics_http.reset();
+#endif
+  const bool metrics_written = !metrics_writer || metrics_writer->finish();
 
   if (!quiet) {
     if (terminal) std::cerr << "\r\x1b[2K";
@@ -452,6 +701,7 @@ int run_run(const std::vector<std::string>& args) {
     std::cerr << "covenant run: cannot write the results\n";
     return exit_error;
   }
+  if (!metrics_written) return exit_error;
   if (bad_lines > 0) return exit_error;
   if (interrupted.load()) return exit_invalid;
   return failed > 0 ? exit_invalid : exit_ok;
