@@ -4,10 +4,12 @@
 #include <spdlog/logger.h>
 #include <spdlog/sinks/daily_file_sink.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <stdexcept>
 #include <string>
@@ -19,7 +21,6 @@
 
 namespace covenant {
 
-using detail::append_json_string;
 
 namespace {
 
@@ -103,18 +104,17 @@ struct audit_log::impl {
     return removed;
   }
 
-  // Writes `s` with every redaction replaced.
-  void append_redacted(std::string& out, std::string_view s) const {
-    if (redactions.empty()) {
-      append_json_string(out, s);
-      return;
-    }
+  // The line for `e`, written in `storage` (a buffer that is reused).
+  std::string_view write_line(const attempt_event& e, std::string& storage) const;
+
+  // `s` with every redaction replaced.
+  [[nodiscard]] std::string redacted(std::string_view s) const {
     std::string text(s);
     for (const auto& r : redactions) {
       for (std::size_t at = text.find(r); at != std::string::npos; at = text.find(r, at + 10))
         text.replace(at, r.size(), "[redacted]");
     }
-    append_json_string(out, text);
+    return text;
   }
 };
 
@@ -136,7 +136,9 @@ audit_log::audit_log(audit_log_options options) : impl_(std::make_unique<impl>()
   spdlog::file_event_handlers handlers;
   impl* self = impl_.get();
   // Opened at start and at each daily rotation: the retention applies then.
-  handlers.after_open = [self](const spdlog::filename_t&, std::FILE*) {
+  handlers.after_open = [self](const spdlog::filename_t&, std::FILE* file) {
+    // Unbuffered: each line is one write to the file, nothing waits in the process.
+    if (file != nullptr) std::setvbuf(file, nullptr, _IONBF, 0);
     try {
       self->sweep();
     } catch (...) {
@@ -151,7 +153,6 @@ audit_log::audit_log(audit_log_options options) : impl_(std::make_unique<impl>()
   impl_->logger = std::make_shared<spdlog::logger>("covenant.audit", impl_->sink);
   impl_->logger->set_pattern("%v");
   impl_->logger->set_level(spdlog::level::info);
-  impl_->logger->flush_on(spdlog::level::info);  // every line reaches the file at once
 }
 
 audit_log::~audit_log() {
@@ -165,85 +166,162 @@ std::filesystem::path audit_log::current_file() const { return impl_->sink->file
 
 std::size_t audit_log::apply_retention() const { return impl_->sweep(); }
 
+namespace {
+
+// Appends to a buffer that only grows (no allocation per line once it is big enough), copying
+// with memcpy: the audit line is written on the caller's thread for every attempt.
+class line_buffer {
+ public:
+  explicit line_buffer(std::string& storage) : s_(&storage) {
+    if (s_->size() < 512) s_->resize(512);
+    p_ = s_->data();
+  }
+  [[nodiscard]] std::string_view view() const noexcept { return {s_->data(), static_cast<std::size_t>(p_ - s_->data())}; }
+
+  void lit(std::string_view v) {
+    room(v.size());
+    std::memcpy(p_, v.data(), v.size());
+    p_ += v.size();
+  }
+  void ch(char c) {
+    room(1);
+    *p_++ = c;
+  }
+  template <class N>
+  void number(N v) {
+    room(32);
+    p_ = std::to_chars(p_, p_ + 32, v).ptr;
+  }
+  void millis(double v) {
+    room(64);
+    p_ = std::to_chars(p_, p_ + 64, v, std::chars_format::fixed, 3).ptr;
+  }
+  /// A JSON string (quotes included).
+  void json(std::string_view v) {
+    static constexpr char hex[] = "0123456789abcdef";
+    room(2 + 6 * v.size());
+    *p_++ = '"';
+    for (const char c : v) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u >= 0x20 && c != '"' && c != '\\') {
+        *p_++ = c;
+        continue;
+      }
+      *p_++ = '\\';
+      switch (c) {
+        case '"': *p_++ = '"'; break;
+        case '\\': *p_++ = '\\'; break;
+        case '\n': *p_++ = 'n'; break;
+        case '\r': *p_++ = 'r'; break;
+        case '\t': *p_++ = 't'; break;
+        default:
+          *p_++ = 'u';
+          *p_++ = '0';
+          *p_++ = '0';
+          *p_++ = hex[u >> 4];
+          *p_++ = hex[u & 15];
+      }
+    }
+    *p_++ = '"';
+  }
+
+ private:
+  void room(std::size_t n) {
+    const auto used = static_cast<std::size_t>(p_ - s_->data());
+    if (used + n <= s_->size()) return;
+    s_->resize(std::max(2 * s_->size(), used + n));
+    p_ = s_->data() + used;
+  }
+
+  std::string* s_;
+  char* p_;
+};
+
+}  // namespace
+
 std::string audit_log::line(const attempt_event& e) const {
+  std::string storage;
+  return std::string(impl_->write_line(e, storage));
+}
+
+std::string_view audit_log::impl::write_line(const attempt_event& e, std::string& storage) const {
+  using namespace std::string_view_literals;
   const attempt& a = e.a;
-  std::string out;
-  out.reserve(256 + (impl_->options.include_reply ? a.text.size() : 0));
-  out += "{\"ts\":\"";
-  append_iso8601_utc(out, std::chrono::system_clock::now());
-  out += "\",\"query_id\":";
-  append_json_string(out, e.call.query_id);
-  out += ",\"contract\":";
-  append_json_string(out, e.call.contract);
-  out += ",\"kind\":\"";
-  out += a.kind == attempt_kind::input_repair ? "input_repair" : "output";
-  out += "\",\"attempt\":";
-  append_number(out, a.number);
-  out += ",\"result\":\"";
-  out += to_string(e.verdict);
-  out += "\",\"retry_count\":";
-  append_number(out, e.retries);
-  out += ",\"schema_version\":";
-  append_json_string(out, e.call.schema_version);
-  out += ",\"issues\":[";
+  line_buffer out(storage);
+  out.lit("{\"ts\":\""sv);
+  {
+    std::string ts;
+    append_iso8601_utc(ts, std::chrono::system_clock::now());
+    out.lit(ts);
+  }
+  out.lit("\",\"query_id\":"sv);
+  out.json(e.call.query_id);
+  out.lit(",\"contract\":"sv);
+  out.json(e.call.contract);
+  out.lit(a.kind == attempt_kind::input_repair ? ",\"kind\":\"input_repair\",\"attempt\":"sv
+                                               : ",\"kind\":\"output\",\"attempt\":"sv);
+  out.number(a.number);
+  out.lit(",\"result\":\""sv);
+  out.lit(to_string(e.verdict));
+  out.lit("\",\"retry_count\":"sv);
+  out.number(e.retries);
+  out.lit(",\"schema_version\":"sv);
+  out.json(e.call.schema_version);
+  out.lit(",\"issues\":["sv);
   for (std::size_t i = 0; i < a.issues.size(); ++i) {
     const issue& x = a.issues[i];
-    if (i) out += ',';
-    out += "{\"path\":";
-    append_json_string(out, x.path.to_string());
-    out += ",\"code\":\"";
-    out += to_string(x.code);
-    out += "\",\"message\":";
-    impl_->append_redacted(out, x.message);
+    if (i) out.ch(',');
+    out.lit("{\"path\":"sv);
+    out.json(x.path.to_string());
+    out.lit(",\"code\":\""sv);
+    out.lit(to_string(x.code));
+    out.lit("\",\"message\":"sv);
+    out.json(redacted(x.message));
     if (!x.actual.empty()) {
-      out += ",\"actual\":";
-      impl_->append_redacted(out, x.actual);
+      out.lit(",\"actual\":"sv);
+      out.json(redacted(x.actual));
     }
     if (x.action != fail_action::reask) {
-      out += ",\"action\":\"";
-      out += to_string(x.action);
-      out += '"';
+      out.lit(",\"action\":\""sv);
+      out.lit(to_string(x.action));
+      out.ch('"');
     }
-    out += '}';
+    out.ch('}');
   }
-  out += "],\"notes\":{";
-  {
+  out.lit("],\"notes\":{"sv);
+  if (!a.notes.empty()) {
     std::size_t counts[16] = {};
     for (const note& n : a.notes) ++counts[static_cast<std::size_t>(n.kind) & 15];
     bool first = true;
     for (std::size_t k = 0; k < 16; ++k) {
       if (counts[k] == 0) continue;
-      if (!first) out += ',';
+      if (!first) out.ch(',');
       first = false;
-      out += '"';
-      out += to_string(static_cast<note_kind>(k));
-      out += "\":";
-      append_number(out, counts[k]);
+      out.ch('"');
+      out.lit(to_string(static_cast<note_kind>(k)));
+      out.lit("\":"sv);
+      out.number(counts[k]);
     }
   }
-  out += "},\"usage\":{\"input_tokens\":";
-  append_number(out, a.usage.input_tokens);
-  out += ",\"output_tokens\":";
-  append_number(out, a.usage.output_tokens);
-  out += "},\"latency_ms\":";
-  {
-    char buf[48];
-    const auto r = std::to_chars(buf, buf + sizeof buf, std::chrono::duration<double, std::milli>(a.latency).count(),
-                                 std::chars_format::fixed, 3);
-    out.append(buf, static_cast<std::size_t>(r.ptr - buf));
+  out.lit("},\"usage\":{\"input_tokens\":"sv);
+  out.number(a.usage.input_tokens);
+  out.lit(",\"output_tokens\":"sv);
+  out.number(a.usage.output_tokens);
+  out.lit("},\"latency_ms\":"sv);
+  out.millis(std::chrono::duration<double, std::milli>(a.latency).count());
+  out.lit(",\"finish_reason\":"sv);
+  out.json(a.finish_reason);
+  if (options.include_reply) {
+    out.lit(",\"reply\":"sv);
+    out.json(redacted(a.text));
   }
-  out += ",\"finish_reason\":";
-  append_json_string(out, a.finish_reason);
-  if (impl_->options.include_reply) {
-    out += ",\"reply\":";
-    impl_->append_redacted(out, a.text);
-  }
-  out += '}';
-  return out;
+  out.ch('}');
+  return out.view();
 }
 
 void audit_log::on_attempt(const attempt_event& e) {
-  const std::string text = line(e);
+  thread_local std::string storage;  // reused: no allocation per line once it has grown
+  const std::string_view text = impl_->write_line(e, storage);
   try {
     impl_->logger->log(spdlog::level::info, spdlog::string_view_t(text.data(), text.size()));
   } catch (const std::exception& ex) {
