@@ -21,7 +21,7 @@
 
 #include "models/resources.hpp"
 
-namespace {
+namespace resource_filter {
 
 struct Question {
   std::string text;
@@ -91,9 +91,10 @@ std::string reply_listing(const little_web& web, const std::vector<std::pair<std
   return R"({"answer": "The Eiffel Tower is 330 m tall.", "resources": [)" + list + "]}";
 }
 
-}  // namespace
+}  // namespace resource_filter
 
 int main() {
+  using namespace resource_filter;
   covenant::set_log_level(covenant::log_level::warn);  // the dropped links are logged as warnings
   little_web web;
   models::resource_verifier(covenant::link_verifier_options{.timeout = std::chrono::milliseconds(500), .max_redirects = 3});
