@@ -451,7 +451,7 @@ bool count_checks(const std::vector<schema::constraint>& cs, std::size_t n, bool
       case schema::constraint_kind::unique_items:
       case schema::constraint_kind::unique_by:
       case schema::constraint_kind::predicate:
-        if (c.custom && native != nullptr && c.custom->has_native()) {
+        if (c.custom && native != nullptr && (ops == nullptr || ops->native) && c.custom->has_native()) {
           auto r = c.custom->check_native(native);
           if (r) {
             if (fix && c.custom->fix_native(native)) {

@@ -532,7 +532,8 @@ class dynamic_decoder {
         [](void* c, std::size_t n) {
           auto& a = *static_cast<json::array*>(c);
           if (n < a.size()) a.resize(n);
-        }};
+        },
+        false};
     detail::check_count_fix(t.constraints, false, raw, &v.get_array(), ops, ctx, at);
     uniqueness(t, v.get_array(), ctx, at);
     rules(t.constraints, v, raw, true, false, ctx, at);

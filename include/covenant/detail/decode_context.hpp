@@ -90,6 +90,9 @@ bool check_string_fix(const std::vector<schema::constraint>& cs, std::string_vie
 struct container_ops {
   std::size_t (*size)(const void* c) = nullptr;
   void (*cut)(void* c, std::size_t n) = nullptr;  ///< null: cannot be cut (maps)
+  /// The container is the C++ value custom checks expect (false: a JSON array of a runtime
+  /// schema, whose uniqueness the dynamic decoder checks itself).
+  bool native = true;
 };
 /// Lists and maps: cuts a list to its maximum item count, drops later duplicates (unique_items,
 /// unique_by through custom_check::fix_native).
