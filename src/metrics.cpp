@@ -1,7 +1,9 @@
 // Prometheus metrics of contract calls: an observer feeding covenant/metrics_text.hpp families.
 #include "covenant/metrics.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -127,6 +129,22 @@ struct metrics::impl {
   };
 
   series& of(std::string_view contract) {
+    // The last contract this thread reported for, to this instance: no lock, no hash.
+    struct last_used {
+      std::uint64_t instance = 0;
+      std::string name;
+      series* s = nullptr;
+    };
+    thread_local last_used last;
+    if (last.instance == id && last.s != nullptr && last.name == contract) return *last.s;
+    series& s = lookup(contract);
+    last.instance = id;
+    last.name.assign(contract.data(), contract.size());
+    last.s = &s;
+    return s;
+  }
+
+  series& lookup(std::string_view contract) {
     {
       std::shared_lock lock(by_contract_mutex);
       if (auto it = by_contract.find(contract); it != by_contract.end()) return it->second;
@@ -143,6 +161,12 @@ struct metrics::impl {
 
   std::string_view contract_label(std::string_view contract) { return contracts.admit(contract); }
 
+  static std::uint64_t next_id() {
+    static std::atomic<std::uint64_t> n{0};
+    return ++n;
+  }
+
+  const std::uint64_t id = next_id();  // told apart from a later instance at the same address
   prom::registry reg;
   bounded_values contracts;
   bounded_values fields;
@@ -219,6 +243,7 @@ void metrics::on_finished(const finished_event& e) {
     s.retries_average->set(s.retries->value() / calls);
   }
   s.call_seconds->observe(std::chrono::duration<double>(o.elapsed).count());
+  if (o.success && e.call.schema_version.empty()) return;
   const std::string_view c = impl_->contract_label(e.call.contract);
   if (!e.call.schema_version.empty())
     impl_->schema_versions.with({c, impl_->versions.admit(e.call.schema_version)}).inc();
