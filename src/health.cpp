@@ -24,6 +24,7 @@
 #include "covenant/json_schema_import.hpp"
 #include "covenant/registry.hpp"
 #include "covenant/schema_diagnostic.hpp"
+#include "covenant/validate.hpp"
 #include "covenant/schema_file.hpp"
 #include "covenant/version.hpp"
 
@@ -48,71 +49,9 @@ std::string_view trim(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
-// Length of the valid UTF-8 sequence at s[i], or 0.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  std::size_t n = 0;
-  unsigned lo = 0x80;
-  unsigned hi = 0xBF;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k)
-    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
-  return n;
-}
+std::string valid_utf8(std::string_view text) { return detail::repair_utf8(text); }
 
-// `text` with every byte that is not part of valid UTF-8 replaced by U+FFFD.
-std::string valid_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    const std::size_t n = utf8_length(text, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-      continue;
-    }
-    out.append(text.substr(i, n));
-    i += n;
-  }
-  return out;
-}
-
-// `text` with control characters and bytes that are not UTF-8 written as \xNN.
-std::string printable(std::string_view text) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    const std::size_t n = utf8_length(text, i);
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (n == 0 || c < 0x20 || c == 0x7F) {
-      out += "\\x";
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 0xF]);
-      ++i;
-      continue;
-    }
-    out.append(text.substr(i, n));
-    i += n;
-  }
-  return out;
-}
+std::string printable(std::string_view text) { return detail::printable_text(text); }
 
 // `text` on one line: line breaks and tabs become spaces.
 std::string one_line(std::string_view text) {
