@@ -1,6 +1,7 @@
 // The audit log: JSON lines through an spdlog daily file sink, with retention in days.
 #include "covenant/audit_log.hpp"
 
+#include <spdlog/formatter.h>
 #include <spdlog/logger.h>
 #include <spdlog/sinks/daily_file_sink.h>
 
@@ -84,6 +85,16 @@ void append_number(std::string& out, N v) {
 
 }  // namespace
 
+// The message as it is, and a newline (no pattern to interpret per line).
+class line_formatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    dest.append(msg.payload.begin(), msg.payload.end());
+    dest.push_back('\n');
+  }
+  [[nodiscard]] std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<line_formatter>(); }
+};
+
 struct audit_log::impl {
   audit_log_options options;
   std::shared_ptr<spdlog::sinks::daily_file_sink_mt> sink;
@@ -151,7 +162,7 @@ audit_log::audit_log(audit_log_options options) : impl_(std::make_unique<impl>()
     throw std::runtime_error(std::string("covenant::audit_log: ") + e.what());
   }
   impl_->logger = std::make_shared<spdlog::logger>("covenant.audit", impl_->sink);
-  impl_->logger->set_pattern("%v");
+  impl_->logger->set_formatter(std::make_unique<line_formatter>());
   impl_->logger->set_level(spdlog::level::info);
 }
 
