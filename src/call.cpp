@@ -129,20 +129,11 @@ double default_random() {
   return std::uniform_real_distribution<double>(0.0, 1.0)(gen);
 }
 
-std::string new_query_id() {
-  thread_local std::mt19937_64 gen{std::random_device{}()};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::uint64_t x = gen();
-  std::string id(16, '0');
-  for (int i = 15; i >= 0; --i, x >>= 4) id[static_cast<std::size_t>(i)] = hex[x & 15];
-  return id;
-}
-
 namespace {
 
 void set_query_id(outcome_base& oc, const call_options* options) {
   if (options != nullptr && !options->query_id.empty()) oc.query_id = options->query_id.view();
-  else if (oc.query_id.empty()) oc.query_id = new_query_id();
+  else if (oc.query_id.empty()) oc.query_id = make_query_id();
 }
 
 }  // namespace
@@ -293,8 +284,7 @@ fail_action settle_actions(attempt& a) {
         note n;
         n.kind = note_kind::check_failed;
         n.path = i.path;
-        n.detail = "check failed: " + i.message;
-        if (!i.actual.empty()) n.detail += " (got " + i.actual + ")";
+        n.detail = check_failed_detail(i.message, i.actual);
         a.notes.push_back(std::move(n));
         continue;
       }
@@ -1019,6 +1009,13 @@ void start_async(std::shared_ptr<call_steps> steps, std::shared_ptr<const contra
 
 namespace covenant {
 
-std::string make_query_id() { return detail::new_query_id(); }
+std::string make_query_id() {
+  thread_local std::mt19937_64 gen{std::random_device{}()};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::uint64_t x = gen();
+  std::string id(16, '0');
+  for (int i = 15; i >= 0; --i, x >>= 4) id[static_cast<std::size_t>(i)] = hex[x & 15];
+  return id;
+}
 
 }  // namespace covenant

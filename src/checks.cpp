@@ -36,12 +36,21 @@ void decode_context::add(const path_frame* at, issue_code code, std::string expe
   issues.push_back(std::move(i));
 }
 
+std::string check_failed_detail(std::string_view message, std::string_view actual) {
+  std::string detail = "check failed: ";
+  detail += message;
+  if (!actual.empty()) {
+    detail += " (got ";
+    detail += actual;
+    detail += ')';
+  }
+  return detail;
+}
+
 void decode_context::failed(const path_frame* at, fail_action action, issue_code code, std::string expected,
                             std::string actual, std::string message, std::string_view reason) {
   if (action == fail_action::noop) {
-    std::string detail = "check failed: " + message;
-    if (!actual.empty()) detail += " (got " + actual + ")";
-    note(at, note_kind::check_failed, std::move(detail));
+    note(at, note_kind::check_failed, check_failed_detail(message, actual));
     return;
   }
   add(at, code, std::move(expected), std::move(actual), std::move(message),
@@ -61,17 +70,7 @@ bool take_filtered(decode_context& ctx, std::size_t before, const path_frame* at
     if (ctx.issues[k].action == fail_action::filter) first = &ctx.issues[k];
   if (first == nullptr) return false;
   if (reason != nullptr && !first->reason.empty()) *reason = first->reason;
-  std::string detail = "dropped: ";
-  const covenant::path here = to_path(at);
-  if (first->path.size() > here.size()) {
-    covenant::path rest(std::vector<path_segment>(first->path.begin() + static_cast<std::ptrdiff_t>(here.size()),
-                                                  first->path.end()));
-    detail += rest.to_string();
-    detail += first->path.segments()[here.size()].is_index ? " " : ": ";
-    if (detail.size() > 9 && detail[9] == '[') detail.insert(9, "item");
-  }
-  detail += first->message;
-  if (!first->actual.empty()) detail += " (got " + first->actual + ")";
+  std::string detail = "dropped: " + first->to_string();
   ctx.issues.erase(ctx.issues.begin() + static_cast<std::ptrdiff_t>(before), ctx.issues.end());
   ctx.note(at, note_kind::filtered, std::move(detail));
   return true;

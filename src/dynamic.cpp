@@ -1185,13 +1185,7 @@ class dynamic_decoder {
         if (const auto* m = v.get_object().if_contains(key)) return *m;
       return null_value;
     };
-    json::array kept(a.storage());
-    for (auto& v : a) {
-      bool seen = false;
-      for (const auto& k : kept) seen = seen || same_value(part(k), part(v));
-      if (!seen) kept.push_back(std::move(v));
-    }
-    a = std::move(kept);
+    detail::keep_first_of_equal(a, [&](const json::value& x, const json::value& y) { return same_value(part(x), part(y)); });
   }
 
   static std::optional<std::string> duplicate_items(const json::array& a) {

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -63,59 +62,6 @@ std::string one_line(std::string_view text) {
 
 // ---- schema files -------------------------------------------------------------------------------
 
-struct file_text {
-  std::string text;
-  std::string error;  // why it cannot be read ("" = read)
-};
-
-file_text read_schema_text(const std::filesystem::path& file, std::size_t max_bytes) {
-  file_text out;
-  std::error_code ec;
-  const auto status = std::filesystem::status(file, ec);
-  if (ec || !std::filesystem::exists(status)) {
-    out.error = "cannot read the file: no such file";
-    return out;
-  }
-  if (std::filesystem::is_directory(status)) {
-    out.error = "cannot read the file: is a directory";
-    return out;
-  }
-  if (std::filesystem::is_regular_file(status)) {
-    const auto size = std::filesystem::file_size(file, ec);
-    if (!ec && size > max_bytes) {
-      out.error = "the file is " + std::to_string(size) + " bytes, larger than the limit of " +
-                  std::to_string(max_bytes) + " bytes";
-      return out;
-    }
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    out.error = "cannot read the file: cannot be opened";
-    return out;
-  }
-  char buffer[65536];
-  while (in) {
-    in.read(buffer, sizeof buffer);
-    const auto n = static_cast<std::size_t>(in.gcount());
-    if (n == 0) break;
-    if (out.text.size() + n > max_bytes) {
-      out.text.clear();
-      out.error = "the file is larger than the limit of " + std::to_string(max_bytes) + " bytes";
-      return out;
-    }
-    out.text.append(buffer, n);
-  }
-  if (in.bad()) out.error = "cannot read the file: read error";
-  return out;
-}
-
-bool is_json_schema(const std::filesystem::path& file, std::string_view text) {
-  if (file.string().ends_with(".json")) return true;
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
-  const std::size_t start = text.find_first_not_of(" \t\r\n");
-  return start != std::string_view::npos && text[start] == '{';
-}
-
 // "3:10: unknown type 'Sourc' [unknown_type]" or "/properties/x: ... [invalid_json_schema]".
 std::string describe(const schema_diagnostic& d) {
   std::string out;
@@ -145,42 +91,23 @@ std::string describe_all(const schema_diagnostics& ds) {
 }
 
 void check_schema_file(const std::filesystem::path& file, health_check& c) {
-  const file_text f = read_schema_text(file, COVENANT_SCHEMA_MAX_BYTES);
-  if (!f.error.empty()) {
-    c.detail = f.error;
-    return;
-  }
-  if (is_json_schema(file, f.text)) {
-    json_schema_import_options options;
-    options.file = file.string();
-    json_schema_import_result r = try_import_json_schema_text(f.text, options);
-    if (!r.ok()) {
-      c.detail = describe_all(r.errors);
-      return;
-    }
-    const std::string root = r.model->title();
-    schema_set set;
-    try {
-      set = schema_set::from_model(std::move(*r.model));
-    } catch (const schema_error& e) {
-      c.detail = describe_all(e.diagnostics());
-      return;
-    }
-    c.ok = true;
-    c.detail = "JSON Schema, root " + root + ", " + count(set.names().size(), "type", "types") + " loaded";
-    return;
-  }
-  schema_load_options options;
-  options.file = file.string();
-  const schema_load_result r = load_schema(f.text, options);
-  if (!r.ok()) {
-    c.detail = describe_all(r.errors);
+  const schema_document d = load_schema_document(file);
+  if (!d.ok()) {
+    // A file that cannot be read says only why; problems in it are listed with where they are.
+    const bool unread = d.errors.size() == 1 && (d.errors[0].code == schema_error_code::io_error ||
+                                                 d.errors[0].code == schema_error_code::limit_exceeded);
+    c.detail = unread ? one_line(d.errors[0].message) : describe_all(d.errors);
     return;
   }
   c.ok = true;
-  c.detail = count(r.set.names().size(), "type", "types") + " loaded";
+  if (d.json_schema) {
+    c.detail = "JSON Schema, root " + d.document->title() + ", " + count(d.set.names().size(), "type", "types") +
+               " loaded";
+    return;
+  }
+  c.detail = count(d.set.names().size(), "type", "types") + " loaded";
   std::size_t skipped = 0;
-  for (const auto& n : r.notes)
+  for (const auto& n : d.notes)
     if (n.code == schema_error_code::skipped) ++skipped;
   if (skipped > 0) c.detail += ", " + count(skipped, "declaration", "declarations") + " skipped";
 }

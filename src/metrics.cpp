@@ -205,8 +205,6 @@ std::shared_ptr<metrics> metrics::process() {
 
 std::string metrics::render() const { return impl_->reg.render(); }
 
-void metrics::on_request(const request_event&) {}
-
 void metrics::on_attempt(const attempt_event& e) {
   impl::series& s = impl_->of(e.call.contract);
   s.model_calls->inc();

@@ -116,50 +116,43 @@ void perf_stats::reset() {
   early_stops_.store(0, std::memory_order_relaxed);
 }
 
+stage_stats perf_stats::accumulator::stats(std::string_view name, double grand) const {
+  stage_stats s;
+  s.name = name;
+  s.count = count;
+  s.total = sum;
+  s.mean = mean;
+  s.stddev = count > 1 ? std::sqrt(m2 / static_cast<double>(count - 1)) : 0.0;
+  s.min = min;
+  s.max = max;
+  s.p50 = percentile(0.50);
+  s.p95 = percentile(0.95);
+  s.p99 = percentile(0.99);
+  s.share = grand > 0 ? sum / grand : 0.0;
+  return s;
+}
+
 std::vector<stage_stats> perf_stats::snapshot() const {
   std::lock_guard lock(mutex_);
   std::vector<stage_stats> out;
   const double grand = stages_[static_cast<std::size_t>(perf_stage::total)].sum;
-  for (std::size_t i = 0; i < perf_stage_count; ++i) {
-    const accumulator& a = stages_[i];
-    stage_stats s;
-    s.name = to_string(static_cast<perf_stage>(i));
-    s.count = a.count;
-    s.total = a.sum;
-    s.mean = a.mean;
-    s.stddev = a.count > 1 ? std::sqrt(a.m2 / static_cast<double>(a.count - 1)) : 0.0;
-    s.min = a.min;
-    s.max = a.max;
-    s.p50 = a.percentile(0.50);
-    s.p95 = a.percentile(0.95);
-    s.p99 = a.percentile(0.99);
-    s.share = grand > 0 ? a.sum / grand : 0.0;
-    out.push_back(s);
-  }
+  for (std::size_t i = 0; i < perf_stage_count; ++i)
+    out.push_back(stages_[i].stats(to_string(static_cast<perf_stage>(i)), grand));
   return out;
 }
 
 stage_stats perf_stats::of(perf_stage s) const { return snapshot()[static_cast<std::size_t>(s)]; }
 
 stage_stats perf_stats::per_attempt(perf_stage s) const {
-  stage_stats out;
-  out.name = to_string(s);
   const int k = attempt_index(s);
-  if (k < 0) return out;
+  if (k < 0) {
+    stage_stats out;
+    out.name = to_string(s);
+    return out;
+  }
   std::lock_guard lock(mutex_);
-  const accumulator& a = attempt_stages_[static_cast<std::size_t>(k)];
-  out.count = a.count;
-  out.total = a.sum;
-  out.mean = a.mean;
-  out.stddev = a.count > 1 ? std::sqrt(a.m2 / static_cast<double>(a.count - 1)) : 0.0;
-  out.min = a.min;
-  out.max = a.max;
-  out.p50 = a.percentile(0.50);
-  out.p95 = a.percentile(0.95);
-  out.p99 = a.percentile(0.99);
-  const double grand = stages_[static_cast<std::size_t>(perf_stage::total)].sum;
-  out.share = grand > 0 ? a.sum / grand : 0.0;
-  return out;
+  return attempt_stages_[static_cast<std::size_t>(k)].stats(to_string(s),
+                                                            stages_[static_cast<std::size_t>(perf_stage::total)].sum);
 }
 
 namespace {
@@ -173,25 +166,45 @@ std::string human(double seconds) {
 }
 }  // namespace
 
+namespace {
+
+constexpr perf_stage attempt_stages[] = {perf_stage::engine, perf_stage::parse, perf_stage::validate};
+
+void append_row(std::string& out, const stage_stats& r) {
+  out += fmt::format("{:<17}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>7.1f}%\n", r.name, r.count,
+                     human(r.total), human(r.mean), human(r.stddev), human(r.min), human(r.max), human(r.p50),
+                     human(r.p95), human(r.p99), r.share * 100);
+}
+
+boost::json::object json_of(const stage_stats& r) {
+  boost::json::object o;
+  o["count"] = r.count;
+  o["total_s"] = r.total;
+  o["mean_s"] = r.mean;
+  o["std_s"] = r.stddev;
+  o["min_s"] = r.min;
+  o["max_s"] = r.max;
+  o["p50_s"] = r.p50;
+  o["p95_s"] = r.p95;
+  o["p99_s"] = r.p99;
+  o["share"] = r.share;
+  return o;
+}
+
+}  // namespace
+
 std::string perf_stats::table() const {
-  const auto rows = snapshot();
   std::string out = fmt::format("{:<17}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>8}\n", "stage", "count",
                                 "total", "mean", "std", "min", "max", "p50", "p95", "p99", "share");
-  for (const auto& r : rows) {
-    if (r.count == 0) continue;
-    out += fmt::format("{:<17}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>7.1f}%\n", r.name, r.count,
-                       human(r.total), human(r.mean), human(r.stddev), human(r.min), human(r.max), human(r.p50),
-                       human(r.p95), human(r.p99), r.share * 100);
-  }
+  for (const auto& r : snapshot())
+    if (r.count > 0) append_row(out, r);
   bool header = false;
-  for (perf_stage st : {perf_stage::engine, perf_stage::parse, perf_stage::validate}) {
+  for (perf_stage st : attempt_stages) {
     const stage_stats r = per_attempt(st);
     if (r.count == 0) continue;
     if (!header) out += "per attempt (one model call each):\n";
     header = true;
-    out += fmt::format("{:<17}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>7.1f}%\n", r.name, r.count,
-                       human(r.total), human(r.mean), human(r.stddev), human(r.min), human(r.max), human(r.p50),
-                       human(r.p95), human(r.p99), r.share * 100);
+    append_row(out, r);
   }
   if (const std::uint64_t n = early_stops(); n > 0) out += fmt::format("streams stopped early: {}\n", n);
   return out;
@@ -202,32 +215,11 @@ void perf_stats::print() const { print(std::cout); }
 
 boost::json::value perf_stats::to_json() const {
   boost::json::object stages;
-  for (const auto& r : snapshot()) {
-    boost::json::object o;
-    o["count"] = r.count;
-    o["total_s"] = r.total;
-    o["mean_s"] = r.mean;
-    o["std_s"] = r.stddev;
-    o["min_s"] = r.min;
-    o["max_s"] = r.max;
-    o["p50_s"] = r.p50;
-    o["p95_s"] = r.p95;
-    o["p99_s"] = r.p99;
-    o["share"] = r.share;
-    stages[r.name] = std::move(o);
-  }
+  for (const auto& r : snapshot()) stages[r.name] = json_of(r);
   boost::json::object attempts;
-  for (perf_stage st : {perf_stage::engine, perf_stage::parse, perf_stage::validate}) {
+  for (perf_stage st : attempt_stages) {
     const stage_stats r = per_attempt(st);
-    boost::json::object o;
-    o["count"] = r.count;
-    o["total_s"] = r.total;
-    o["mean_s"] = r.mean;
-    o["p50_s"] = r.p50;
-    o["p95_s"] = r.p95;
-    o["p99_s"] = r.p99;
-    o["max_s"] = r.max;
-    attempts[r.name] = std::move(o);
+    attempts[r.name] = json_of(r);
   }
   boost::json::object root;
   root["stages"] = std::move(stages);

@@ -13,7 +13,6 @@
 #include <charconv>
 #include <cmath>
 #include <deque>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <system_error>
@@ -21,6 +20,7 @@
 
 #include "covenant/detail/schema_checks.hpp"
 #include "covenant/detail/schema_expression.hpp"
+#include "text_file.hpp"
 
 namespace covenant {
 
@@ -1650,28 +1650,15 @@ schema_load_result load_schema(std::string_view text, const schema_load_options&
 
 schema_load_result load_schema_file(const std::filesystem::path& file, schema_load_options options) {
   if (options.file.empty()) options.file = file.string();
+  const detail::file_text f = detail::read_text_file(file, options.limits.max_bytes);
+  if (f.error.empty()) return load_schema(f.text, options);
   schema_load_result result;
-  auto fail = [&](schema_error_code code, std::string message) {
-    schema_diagnostic d;
-    d.code = code;
-    d.file = options.file;
-    d.message = std::move(message);
-    result.errors.push_back(std::move(d));
-    return std::move(result);
-  };
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(file, ec);
-  if (ec) return fail(schema_error_code::io_error, "cannot read the file: " + ec.message());
-  if (size > options.limits.max_bytes)
-    return fail(schema_error_code::limit_exceeded, "file is " + std::to_string(size) +
-                                                       " bytes, more than the limit of " +
-                                                       std::to_string(options.limits.max_bytes));
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return fail(schema_error_code::io_error, "cannot open the file");
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(size));
-  if (static_cast<std::size_t>(in.gcount()) != size) return fail(schema_error_code::io_error, "cannot read the file");
-  return load_schema(text, options);
+  schema_diagnostic d;
+  d.code = f.too_large ? schema_error_code::limit_exceeded : schema_error_code::io_error;
+  d.file = options.file;
+  d.message = f.too_large ? "file " + f.error : "cannot read the file: " + f.error;
+  result.errors.push_back(std::move(d));
+  return result;
 }
 
 }  // namespace covenant

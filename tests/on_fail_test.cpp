@@ -195,8 +195,8 @@ TEST(OnFailFilter, AFailingListItemIsDroppedAndTheOrderOfTheRestKept) {
   EXPECT_EQ(r.links[0].title, "one");
   EXPECT_EQ(r.links[1].title, "three");
   EXPECT_THAT(notes_of(notes, note_kind::filtered),
-              ::testing::ElementsAre("links[1]: dropped: url: must be an absolute URL (got \"not a url\")",
-                                     "links[3]: dropped: url: must be an absolute URL (got \"ftp:/broken\")"));
+              ::testing::ElementsAre("links[1]: dropped: links[1].url: must be an absolute URL (got \"not a url\")",
+                                     "links[3]: dropped: links[3].url: must be an absolute URL (got \"ftp:/broken\")"));
 }
 
 TEST(OnFailFilter, OtherIssuesOfADroppedItemGoWithIt) {
@@ -229,7 +229,7 @@ TEST(OnFailFilter, AnInvariantWithFilterDropsItsObjectAndAListLeftTooShortIsANew
   ASSERT_EQ(p.pairs.size(), 1u);
   EXPECT_EQ(p.pairs[0].high, 2);
   EXPECT_THAT(notes_of(notes, note_kind::filtered),
-              ::testing::ElementsAre("pairs[1]: dropped: must satisfy: low must not exceed high"));
+              ::testing::ElementsAre("pairs[1]: dropped: pairs[1]: must satisfy: low must not exceed high"));
 
   issues = covenant::decode_into(R"({"pairs": [{"low": 5, "high": 3}]})", p);
   EXPECT_EQ(covenant::render_feedback(issues), "pairs: must not be empty (got [])\n");

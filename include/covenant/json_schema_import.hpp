@@ -32,6 +32,7 @@
 
 #include <boost/json/value.hpp>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,5 +70,28 @@ json_schema_import_result try_import_json_schema_text(std::string_view text,
 schema::model import_json_schema(const boost::json::value& document, const json_schema_import_options& options = {});
 /// Parses and imports JSON text; throws schema_error with every problem.
 schema::model import_json_schema_text(std::string_view text, const json_schema_import_options& options = {});
+
+/// A schema file (BAML syntax) or a JSON Schema document, loaded.
+struct schema_document {
+  std::string file;
+  bool json_schema = false;
+  /// The named types (JSON Schema: its definitions); meaningful when errors is empty.
+  schema_set set{};
+  /// JSON Schema: the document's own model (its root).
+  std::optional<schema::model> document{};
+  schema_diagnostics errors{};
+  schema_diagnostics notes{};
+
+  [[nodiscard]] bool ok() const noexcept { return errors.empty(); }
+};
+
+/// Whether `text` (from `file`) is a JSON Schema document: a .json name, or text that starts with
+/// '{' (after white space and a byte order mark).
+bool is_json_schema_document(std::string_view file, std::string_view text) noexcept;
+
+/// Loads `file` as a JSON Schema document or a schema file, whichever it is (see
+/// is_json_schema_document), at most COVENANT_SCHEMA_MAX_BYTES. Every problem is in `errors`,
+/// a file that cannot be read included (io_error, limit_exceeded).
+schema_document load_schema_document(const std::filesystem::path& file);
 
 }  // namespace covenant

@@ -41,7 +41,6 @@ class metrics final : public observer {
   /// The Content-Type to serve render() with.
   static constexpr const char* content_type = "text/plain; version=0.0.4; charset=utf-8";
 
-  void on_request(const request_event& e) override;
   void on_attempt(const attempt_event& e) override;
   void on_action(const action_event& e) override;
   void on_retry(const retry_event& e) override;

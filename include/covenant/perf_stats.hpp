@@ -123,6 +123,8 @@ class perf_stats {
     std::array<std::uint32_t, buckets> histogram{};
     void add(std::int64_t ns);
     [[nodiscard]] double percentile(double p) const;
+    /// The figures of this accumulator (`grand`: the sum of stage total, for the share).
+    [[nodiscard]] stage_stats stats(std::string_view name, double grand) const;
   };
   mutable std::mutex mutex_;
   std::array<accumulator, perf_stage_count> stages_;

@@ -116,6 +116,23 @@ class native_predicate final : public schema::custom_check {
   Fn fn_;
 };
 
+/// Keeps the first of the elements `same` calls equal, in order; true when any was dropped (the
+/// fix of unique_items and unique_by).
+template <class V, class Same>
+bool keep_first_of_equal(V& v, Same same) {
+  const std::size_t before = v.size();
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    bool seen = false;
+    for (std::size_t j = 0; j < kept && !seen; ++j) seen = same(v[j], v[i]);
+    if (seen) continue;
+    if (kept != i) v[kept] = std::move(v[i]);
+    ++kept;
+  }
+  v.erase(v.begin() + static_cast<std::ptrdiff_t>(kept), v.end());
+  return kept != before;
+}
+
 template <class F>
 class native_unique_items final : public schema::custom_check {
  public:
@@ -129,18 +146,7 @@ class native_unique_items final : public schema::custom_check {
     return std::nullopt;
   }
   bool fix_native(void* value) const override {
-    auto& v = *static_cast<F*>(value);
-    const std::size_t before = v.size();
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      bool seen = false;
-      for (std::size_t j = 0; j < kept && !seen; ++j) seen = deep_equal(v[j], v[i]);
-      if (seen) continue;
-      if (kept != i) v[kept] = std::move(v[i]);
-      ++kept;
-    }
-    v.erase(v.begin() + static_cast<std::ptrdiff_t>(kept), v.end());
-    return kept != before;
+    return keep_first_of_equal(*static_cast<F*>(value), [](const auto& a, const auto& b) { return deep_equal(a, b); });
   }
 };
 
@@ -167,18 +173,8 @@ class native_unique_by final : public schema::custom_check {
     return std::nullopt;
   }
   bool fix_native(void* value) const override {
-    auto& v = *static_cast<F*>(value);
-    const std::size_t before = v.size();
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      bool seen = false;
-      for (std::size_t j = 0; j < kept && !seen; ++j) seen = deep_equal(v[j].*MemberPtr, v[i].*MemberPtr);
-      if (seen) continue;
-      if (kept != i) v[kept] = std::move(v[i]);
-      ++kept;
-    }
-    v.erase(v.begin() + static_cast<std::ptrdiff_t>(kept), v.end());
-    return kept != before;
+    return keep_first_of_equal(*static_cast<F*>(value),
+                               [](const auto& a, const auto& b) { return deep_equal(a.*MemberPtr, b.*MemberPtr); });
   }
 
  private:

@@ -3,6 +3,7 @@
 
 #include <covenant/schema.hpp>
 #include <covenant/schema_diagnostic.hpp>
+#include <covenant/json_schema_import.hpp>
 #include <covenant/schema_file.hpp>
 
 #include <cstddef>
@@ -59,25 +60,10 @@ arguments parse_arguments(const std::vector<std::string>& args, std::initializer
 std::string read_input(const std::string& file, std::size_t max_bytes);
 
 /// A schema file (BAML syntax) or JSON Schema document, loaded.
-struct loaded_schema {
-  std::string file;
-  bool json_schema = false;
-  /// The named types (JSON Schema: its definitions); meaningful when errors is empty.
-  schema_set set;
-  /// JSON Schema: the document's own model (its root).
-  std::optional<schema::model> document;
-  schema_diagnostics errors;
-  schema_diagnostics notes;
-
-  [[nodiscard]] bool ok() const noexcept { return errors.empty(); }
-};
-
-/// Whether `text` (from `file`) is a JSON Schema document: a .json name, or text that starts
-/// with '{' (after white space and a byte order mark).
-bool is_json_schema(std::string_view file, std::string_view text);
+using loaded_schema = covenant::schema_document;
 
 /// Loads a schema file; problems (including a file that cannot be read) are in `errors`.
-loaded_schema load_schema_arg(const std::string& file);
+inline loaded_schema load_schema_arg(const std::string& file) { return covenant::load_schema_document(file); }
 
 /// The model of `type` (a name or type expression; empty: the only top-level class, or the root
 /// of a JSON Schema document). Throws fatal_error naming the types when it cannot be chosen.

@@ -10,6 +10,7 @@
 #include <system_error>
 #include <utility>
 
+#include "../text_file.hpp"
 #include "cli.hpp"
 
 #include <CLI/CLI.hpp>
@@ -17,63 +18,6 @@
 namespace covenant::cli {
 
 namespace {
-
-struct file_text {
-  std::string text;
-  std::string error;  ///< why it cannot be read ("" = read)
-  bool too_large = false;
-};
-
-// Reads at most `max_bytes` of a stream; `too_large` when there is more.
-void read_stream(std::istream& in, std::size_t max_bytes, file_text& out) {
-  char buffer[65536];
-  while (in) {
-    in.read(buffer, sizeof buffer);
-    const auto n = static_cast<std::size_t>(in.gcount());
-    if (n == 0) break;
-    if (out.text.size() + n > max_bytes) {
-      out.too_large = true;
-      out.error = "larger than the limit of " + std::to_string(max_bytes) + " bytes";
-      out.text.clear();
-      return;
-    }
-    out.text.append(buffer, n);
-  }
-  if (in.bad()) out.error = "cannot be read";
-}
-
-file_text read_file(const std::string& file, std::size_t max_bytes) {
-  file_text out;
-  if (file == "-") {
-    read_stream(std::cin, max_bytes, out);
-    return out;
-  }
-  std::error_code ec;
-  const auto status = std::filesystem::status(file, ec);
-  if (ec || !std::filesystem::exists(status)) {
-    out.error = "no such file";
-    return out;
-  }
-  if (std::filesystem::is_directory(status)) {
-    out.error = "is a directory";
-    return out;
-  }
-  if (std::filesystem::is_regular_file(status)) {
-    const auto size = std::filesystem::file_size(file, ec);
-    if (!ec && size > max_bytes) {
-      out.too_large = true;
-      out.error = "is " + std::to_string(size) + " bytes, larger than the limit of " + std::to_string(max_bytes) + " bytes";
-      return out;
-    }
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    out.error = "cannot be opened";
-    return out;
-  }
-  read_stream(in, max_bytes, out);
-  return out;
-}
 
 // Calls f on every type under `t` (iteratively).
 template <class F>
@@ -167,59 +111,10 @@ arguments parse_arguments(const std::vector<std::string>& args, std::initializer
 }
 
 std::string read_input(const std::string& file, std::size_t max_bytes) {
-  file_text f = read_file(file, max_bytes);
+  detail::file_text f = file == "-" ? detail::read_text(std::cin, max_bytes) : detail::read_text_file(file, max_bytes);
   const std::string name = file == "-" ? std::string("standard input") : "'" + file + "'";
   if (!f.error.empty()) throw fatal_error("cannot read " + name + ": " + f.error);
   return std::move(f.text);
-}
-
-bool is_json_schema(std::string_view file, std::string_view text) {
-  if (file.size() >= 5 && file.substr(file.size() - 5) == ".json") return true;
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
-  const std::size_t start = text.find_first_not_of(" \t\r\n");
-  return start != std::string_view::npos && text[start] == '{';
-}
-
-loaded_schema load_schema_arg(const std::string& file) {
-  loaded_schema out;
-  out.file = file;
-  auto fail = [&](schema_error_code code, std::string message) {
-    schema_diagnostic d;
-    d.code = code;
-    d.file = file;
-    d.message = std::move(message);
-    out.errors.push_back(std::move(d));
-    return std::move(out);
-  };
-  file_text f = read_file(file, COVENANT_SCHEMA_MAX_BYTES);
-  if (!f.error.empty())
-    return fail(f.too_large ? schema_error_code::limit_exceeded : schema_error_code::io_error,
-                f.too_large ? "file " + f.error : "cannot read the file: " + f.error);
-  out.json_schema = is_json_schema(file, f.text);
-  if (out.json_schema) {
-    json_schema_import_options options;
-    options.file = file;
-    json_schema_import_result r = try_import_json_schema_text(f.text, options);
-    if (!r.ok()) {
-      out.errors = std::move(r.errors);
-      return out;
-    }
-    try {
-      out.set = schema_set::from_model(*r.model);
-    } catch (const schema_error& e) {
-      out.errors = e.diagnostics();
-      return out;
-    }
-    out.document = std::move(r.model);
-    return out;
-  }
-  schema_load_options options;
-  options.file = file;
-  schema_load_result r = load_schema(f.text, options);
-  out.errors = std::move(r.errors);
-  out.notes = std::move(r.notes);
-  out.set = std::move(r.set);
-  return out;
 }
 
 schema::model select_model(const loaded_schema& s, const std::optional<std::string>& type) {

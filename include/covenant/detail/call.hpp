@@ -187,8 +187,6 @@ issue stopped_issue(stage why, std::string_view reason);
 void log_call_result(std::string_view expression, const outcome_base& o, bool graceful);
 /// The call ended: its times into the contract's statistics, the result logged, observers told.
 void call_finished(const contract_core& core, const outcome_base& o, const call_timings& times);
-/// A call id: 16 hexadecimal digits.
-std::string new_query_id();
 
 void notify_failed(const std::exception* e) noexcept;
 /// Calls `f(observer&)` for each observer of the contract; one that throws is logged and ignored.

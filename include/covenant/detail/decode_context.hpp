@@ -103,6 +103,8 @@ bool check_count_fix(const std::vector<schema::constraint>& cs, bool is_map, std
 /// dropped (the value they are about is dropped by the caller) and a `filtered` note is recorded;
 /// `reason` (when given) gets the filter's reason for refraining when a whole list is dropped.
 bool take_filtered(decode_context& ctx, std::size_t before, const path_frame* at, std::string* reason = nullptr);
+/// The detail of a check_failed note (a noop check that failed): "check failed: <message> (got <actual>)".
+std::string check_failed_detail(std::string_view message, std::string_view actual);
 /// A list that had items lost every one to filters whose reason is `reason`: the call refrains.
 void all_items_dropped(decode_context& ctx, const path_frame* at, std::size_t dropped, std::string reason);
 
