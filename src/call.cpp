@@ -167,6 +167,7 @@ remedy_phase::remedy_phase(const contract_core& core, attempt_kind kind, bool re
   if (kind == attempt_kind::output) {
     request_.response_schema = core.response_schema;
     request_.schema_name = core.schema_name;
+    request_.mode = core.options.mode;
   }
 }
 

@@ -10,7 +10,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <charconv>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -30,14 +30,14 @@
 #include "covenant/version.hpp"
 #include "http_transport.hpp"
 #include "log.hpp"
+#include "wire_dialect.hpp"
+#include "wire_text.hpp"
 
 namespace covenant {
 
 namespace json = boost::json;
 
 namespace {
-
-constexpr std::string_view endpoint_suffix = "/chat/completions";
 
 void global_init() {
   static std::once_flag once;
@@ -47,47 +47,14 @@ void global_init() {
     throw engine_error(std::string("http_engine: curl_global_init failed: ") + curl_easy_strerror(result));
 }
 
-char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
-}
-
-bool istarts_with(std::string_view s, std::string_view prefix) noexcept {
-  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
-}
-
-std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && static_cast<unsigned char>(s.front()) <= ' ') s.remove_prefix(1);
-  while (!s.empty() && static_cast<unsigned char>(s.back()) <= ' ') s.remove_suffix(1);
-  return s;
-}
+using detail::wire::iequals;
+using detail::wire::istarts_with;
+using detail::wire::one_line;
+using detail::wire::parse_number;
+using detail::wire::redact;
+using detail::wire::trim;
 
 bool has_crlf(std::string_view s) noexcept { return s.find_first_of("\r\n") != std::string_view::npos; }
-
-/// One line: control characters and whitespace runs become one space; trimmed; at most
-/// `max_chars` bytes (cut on a UTF-8 boundary) followed by "...".
-std::string one_line(std::string_view text, std::size_t max_chars) {
-  std::string out;
-  out.reserve(std::min(text.size(), max_chars + 3));
-  bool space = false;
-  for (char c : trim(text)) {
-    if (static_cast<unsigned char>(c) <= ' ' || c == '\x7f') {
-      space = true;
-      continue;
-    }
-    if (space) out.push_back(' ');
-    space = false;
-    out.push_back(c);
-  }
-  if (out.size() > max_chars) {
-    std::size_t cut = max_chars;
-    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0u) == 0x80u) --cut;
-    out.resize(cut);
-    out += "...";
-  }
-  return out;
-}
 
 /// The URL without user-info, query and fragment (they may carry credentials).
 std::string safe_url(std::string_view url) {
@@ -100,27 +67,6 @@ std::string safe_url(std::string_view url) {
   const auto authority_end = std::min(rest.find_first_of("/?#"), rest.size());
   if (const auto at = rest.substr(0, authority_end).rfind('@'); at != std::string_view::npos) rest.remove_prefix(at + 1);
   out.append(rest.substr(0, std::min(rest.find_first_of("?#"), rest.size())));
-  return out;
-}
-
-/// Every occurrence of the secret replaced by "[redacted]".
-std::string redact(std::string text, std::string_view secret) {
-  if (secret.empty()) return text;
-  for (std::size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
-    text.replace(at, secret.size(), "[redacted]");
-    at += 10;
-  }
-  return text;
-}
-
-std::string sanitize_schema_name(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (out.size() == 64) break;
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-    out.push_back(ok ? c : '_');
-  }
-  if (out.empty()) out = "response";
   return out;
 }
 
@@ -143,36 +89,10 @@ bool retryable_curl_code(CURLcode code) noexcept {
   }
 }
 
-std::optional<double> parse_number(std::string_view s) {
-  s = trim(s);
-  if (s.empty()) return std::nullopt;
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
-
 std::chrono::nanoseconds seconds_to_ns(double seconds) {
   seconds = std::clamp(seconds, 0.0, 1e9);  // ~31 years: far past any cap, far from overflow
   return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
 }
-
-std::uint64_t token_count(const json::object& o, std::string_view key, std::string_view alt) {
-  const json::value* v = o.if_contains(key);
-  if (v == nullptr || v->is_null()) v = o.if_contains(alt);
-  if (v == nullptr) return 0;
-  if (v->is_uint64()) return v->as_uint64();
-  if (v->is_int64()) return v->as_int64() > 0 ? static_cast<std::uint64_t>(v->as_int64()) : 0;
-  if (v->is_double()) return v->as_double() > 0 ? static_cast<std::uint64_t>(v->as_double()) : 0;
-  return 0;
-}
-
-std::string string_or_empty(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return (v != nullptr && v->is_string()) ? std::string(v->as_string()) : std::string();
-}
-
-[[noreturn]] void bad_body(const std::string& what) { throw engine_error(what, 200, false); }
 
 struct slist_deleter {
   void operator()(curl_slist* l) const noexcept { curl_slist_free_all(l); }
@@ -202,112 +122,6 @@ std::optional<std::chrono::nanoseconds> parse_retry_after(std::string_view value
   return std::chrono::duration_cast<std::chrono::nanoseconds>(when - now);
 }
 
-chat_response parse_chat_completion(std::string_view body) {
-  if (trim(body).empty()) bad_body("the response body is empty");
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
-  if (ec) bad_body("the response body is not JSON (" + ec.message() + ")");
-  if (!v.is_object()) bad_body("the response body is not a JSON object");
-  const json::object& root = v.as_object();
-  const json::value* choices = root.if_contains("choices");
-  if (choices == nullptr) {
-    if (root.contains("error")) bad_body("the server reported an error: " + server_error_message(body));
-    bad_body("the response has no \"choices\"");
-  }
-  if (!choices->is_array() || choices->as_array().empty()) bad_body("the response's \"choices\" is empty or not an array");
-  const json::value& first = choices->as_array().front();
-  if (!first.is_object()) bad_body("choices[0] is not an object");
-  const json::value* msg = first.as_object().if_contains("message");
-  if (msg == nullptr || !msg->is_object()) bad_body("choices[0].message is missing or not an object");
-  const json::object& m = msg->as_object();
-
-  chat_response out;
-  const json::value* content = m.if_contains("content");
-  if (content != nullptr && content->is_string()) {
-    out.text = std::string(content->as_string());
-  } else if (content != nullptr && content->is_array()) {  // content parts: [{"type": "text", "text": ...}]
-    for (const json::value& part : content->as_array()) {
-      if (const auto* p = part.if_object()) {
-        if (const auto* t = p->if_contains("text"); t != nullptr && t->is_string()) out.text += t->as_string();
-      }
-    }
-  } else {
-    if (const auto* refusal = m.if_contains("refusal"); refusal != nullptr && refusal->is_string())
-      bad_body("the model refused: " + one_line(refusal->as_string(), 300));
-    bad_body("choices[0].message.content is missing or not a string");
-  }
-  out.finish_reason = string_or_empty(first.as_object(), "finish_reason");
-  out.model = string_or_empty(root, "model");
-  if (const auto* u = root.if_contains("usage"); u != nullptr && u->is_object()) {
-    out.usage.input_tokens = token_count(u->as_object(), "prompt_tokens", "input_tokens");
-    out.usage.output_tokens = token_count(u->as_object(), "completion_tokens", "output_tokens");
-  }
-  return out;
-}
-
-std::string server_error_message(std::string_view body, std::size_t max_chars) {
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
-  if (!ec) {
-    if (const auto* o = v.if_object()) {
-      const json::value* e = o->if_contains("error");
-      if (e == nullptr) e = o->if_contains("detail");   // FastAPI-style servers
-      if (e == nullptr) e = o->if_contains("message");
-      if (e != nullptr) {
-        if (e->is_string()) return one_line(e->as_string(), max_chars);
-        if (const auto* eo = e->if_object()) {
-          if (const auto* m = eo->if_contains("message"); m != nullptr && m->is_string())
-            return one_line(m->as_string(), max_chars);
-        }
-        return one_line(json::serialize(*e), max_chars);
-      }
-    }
-  }
-  return one_line(body, max_chars);
-}
-
-
-stream_chunk parse_stream_chunk(std::string_view data) {
-  stream_chunk out;
-  boost::system::error_code ec;
-  json::value v = json::parse(data, ec);
-  if (ec || !v.is_object()) {
-    out.malformed = true;
-    return out;
-  }
-  const json::object& root = v.as_object();
-  if (const json::value* e = root.if_contains("error"); e != nullptr && !e->is_null()) {
-    out.error = server_error_message(data);
-    return out;
-  }
-  out.model = string_or_empty(root, "model");
-  if (const auto* u = root.if_contains("usage"); u != nullptr && u->is_object()) {
-    usage got;
-    got.input_tokens = token_count(u->as_object(), "prompt_tokens", "input_tokens");
-    got.output_tokens = token_count(u->as_object(), "completion_tokens", "output_tokens");
-    out.usage = got;
-  }
-  const json::value* choices = root.if_contains("choices");
-  if (choices == nullptr || !choices->is_array() || choices->as_array().empty()) return out;
-  const json::object* first = choices->as_array().front().if_object();
-  if (first == nullptr) return out;
-  if (const auto* fr = first->if_contains("finish_reason"); fr != nullptr && fr->is_string())
-    out.finish_reason = std::string(fr->as_string());
-  const json::value* delta = first->if_contains("delta");
-  if (delta == nullptr) delta = first->if_contains("message");  // servers that send whole messages
-  if (delta == nullptr || !delta->is_object()) return out;
-  if (const auto* c = delta->as_object().if_contains("content"); c != nullptr) {
-    if (c->is_string()) {
-      out.content = std::string(c->as_string());
-    } else if (c->is_array()) {
-      for (const json::value& part : c->as_array())
-        if (const auto* p = part.if_object())
-          if (const auto* t = p->if_contains("text"); t != nullptr && t->is_string()) out.content += t->as_string();
-    }
-  }
-  return out;
-}
-
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
@@ -322,6 +136,11 @@ class http_call;
 /// What an engine shares with its calls in flight (they may outlive the engine object).
 struct http_shared {
   http_engine_options options;
+  std::unique_ptr<detail::wire_dialect> dialect;
+  /// output_mode::automatic: the dialect's modes, best first, and the first one this endpoint has
+  /// not refused (a server's refusal moves it on for every later call).
+  std::vector<output_mode> modes;
+  std::atomic<std::size_t> auto_from{0};
   std::string endpoint;   // the real URL
   std::string shown_url;  // the URL as logged and put into messages
   std::string user_agent;
@@ -414,10 +233,13 @@ class exchange final : public detail::http_transfer {
 /// the receiver it reports to. Runs on the I/O strand.
 class http_call final : public std::enable_shared_from_this<http_call> {
  public:
+  /// `automatic`: the request, kept to build its body again in the next mode when the server
+  /// refuses `mode` (output_mode::automatic), with the index of `mode` in the engine's modes.
   http_call(std::shared_ptr<http_shared> s, std::string body, bool stream, std::shared_ptr<reply_receiver> receiver,
-            std::shared_ptr<rate_limiter> limiter)
+            std::shared_ptr<rate_limiter> limiter, output_mode mode, std::optional<chat_request> automatic,
+            std::size_t mode_index)
       : s_(std::move(s)), body_(std::move(body)), stream_(stream), receiver_(std::move(receiver)),
-        limiter_(std::move(limiter)) {}
+        limiter_(std::move(limiter)), mode_(mode), automatic_(std::move(automatic)), mode_index_(mode_index) {}
 
   void watch(std::stop_token stop) {
     std::weak_ptr<http_call> self = weak_from_this();
@@ -450,28 +272,29 @@ class http_call final : public std::enable_shared_from_this<http_call> {
 
   // --- streaming (called from curl's write callback, on the strand) ---
 
-  /// One SSE event's data; returns false to stop reading events.
-  bool on_event(std::string_view data) {
-    if (data == "[DONE]") {
-      stream_done_ = true;
-      return false;
-    }
-    detail::stream_chunk c = detail::parse_stream_chunk(data);
-    if (c.malformed) {
+  /// One SSE event (its type, "message" when unnamed); returns false to stop reading events.
+  bool on_event(std::string_view type, std::string_view data) {
+    detail::wire_event e = s_->dialect->parse_event(type == "message" ? std::string_view() : type, data, mode_);
+    if (e.malformed) {
       ++malformed_;
       return true;  // tolerate a stray event (keep-alive payloads, vendor extras)
     }
-    if (c.error) {
-      stream_error_ = s_->safe(*c.error);
+    if (e.error) {
+      stream_error_ = s_->safe(*e.error);
       return false;
     }
-    if (!c.model.empty()) model_ = c.model;
-    if (c.usage) usage_ = *c.usage;
-    if (c.finish_reason) finish_reason_ = *c.finish_reason;
-    if (!c.content.empty()) {
+    if (!e.model.empty()) model_ = std::move(e.model);
+    if (e.input_tokens) usage_.input_tokens = *e.input_tokens;
+    if (e.output_tokens) usage_.output_tokens = *e.output_tokens;
+    if (e.finish_reason) finish_reason_ = std::move(*e.finish_reason);
+    if (!e.text.empty()) {
       content_started_ = true;
-      text_ += c.content;
-      receiver_->on_text(c.content);
+      text_ += e.text;
+      receiver_->on_text(e.text);
+    }
+    if (e.done) {
+      stream_done_ = true;
+      return false;
     }
     return true;
   }
@@ -544,7 +367,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
       status = static_cast<int>(r.status);
       if (ok_status) {
         try {
-          chat_response out = detail::parse_chat_completion(r.body);
+          chat_response out = s_->dialect->parse_reply(r.body, mode_);
           if (x.stream && !out.text.empty()) receiver_->on_text(out.text);  // a server that did not stream
           return deliver(std::move(out));
         } catch (const engine_error& e) {
@@ -557,6 +380,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
       reason = "HTTP " + std::to_string(status);
       const std::string server = s_->safe(detail::server_error_message(r.body));
       if (!server.empty()) reason += ": " + server;
+      if (automatic_ && detail::is_mode_refusal(status, server) && fall_back(where, reason)) return;
       const auto& rs = s_->options.retry_statuses;
       if (std::find(rs.begin(), rs.end(), status) == rs.end()) return fail(engine_error(where + ": " + reason, status, false));
     }
@@ -584,6 +408,30 @@ class http_call final : public std::enable_shared_from_this<http_call> {
   }
 
   [[nodiscard]] bool done() const noexcept { return done_; }
+
+  /// The server refused the request's output mode (output_mode::automatic): send it again at once
+  /// in the next mode, and make that the endpoint's first choice from now on. Neither a transport
+  /// retry nor a remedy attempt. false when there is no next mode.
+  bool fall_back(const std::string& where, const std::string& reason) {
+    if (mode_index_ + 1 >= s_->modes.size()) return false;
+    const output_mode refused = mode_;
+    ++mode_index_;
+    mode_ = s_->modes[mode_index_];
+    try {
+      body_ = json::serialize(s_->dialect->body(*automatic_, mode_, s_->options));
+    } catch (const std::exception& e) {
+      fail(engine_error(where + ": cannot build the request: " + e.what()));
+      return true;
+    }
+    std::size_t seen = mode_index_ - 1;
+    if (s_->auto_from.compare_exchange_strong(seen, mode_index_))
+      detail::log_warn("{}: the server refused output mode {} ({}); using {} for this endpoint from now on", where,
+                       to_string(refused), reason, to_string(mode_));
+    attempt_ = 0;
+    reset_stream_state();
+    send();
+    return true;
+  }
   [[nodiscard]] const http_shared& shared() const noexcept { return *s_; }
 
  private:
@@ -661,6 +509,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     out.model = std::move(model_);
     out.finish_reason = std::move(finish_reason_);
     out.cut_off = cut_off;
+    out.mode = mode_;
     deliver(std::move(out));
   }
 
@@ -689,6 +538,9 @@ class http_call final : public std::enable_shared_from_this<http_call> {
   bool stream_;
   std::shared_ptr<reply_receiver> receiver_;
   std::shared_ptr<rate_limiter> limiter_;
+  output_mode mode_;
+  std::optional<chat_request> automatic_;
+  std::size_t mode_index_;
   std::optional<std::stop_callback<std::function<void()>>> on_stop_;
   std::uint64_t id_ = 0;
   int attempt_ = 0;
@@ -784,10 +636,7 @@ std::size_t exchange::on_body(char* data, std::size_t size, std::size_t count, v
                         istarts_with(trim(type), "text/event-stream");
       if (x->event_stream) {
         http_call* call = c.get();
-        x->sse.emplace([call](const detail::sse_event& e) {
-          if (e.type != "message") return true;  // only unnamed events carry chunks
-          return call->on_event(e.data);
-        });
+        x->sse.emplace([call](const detail::sse_event& e) { return call->on_event(e.type, e.data); });
       }
     }
     if (x->result.body.size() + n > x->max_bytes) {
@@ -858,20 +707,19 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
   if (options.max_tokens_field.empty()) bad("max_tokens_field is empty");
   if (options.stream_idle_timeout.count() < 0) bad("stream_idle_timeout must be >= 0");
   if (options.max_connections < 0 || options.max_host_connections < 0) bad("connection limits must be >= 0");
+  s.dialect = options.provider == provider::anthropic ? detail::anthropic_dialect() : detail::openai_dialect();
+  s.modes = s.dialect->modes();
   bool own_authorization = false;
   for (const auto& [name, value] : options.headers) {
     if (name.empty() || has_crlf(name) || name.find_first_of(": \t") != std::string::npos)
       bad("invalid header name \"" + one_line(name, 60) + "\"");
     if (has_crlf(value)) bad("the value of header \"" + name + "\" must not contain line breaks");
-    if (iequals(name, "authorization")) own_authorization = true;
+    if (iequals(name, s.dialect->auth_header_name())) own_authorization = true;
   }
   global_init();
 
   while (!base.empty() && base.back() == '/') base.pop_back();
-  if (base.size() >= endpoint_suffix.size() && iequals(std::string_view(base).substr(base.size() - endpoint_suffix.size()), endpoint_suffix))
-    s.endpoint = base;
-  else
-    s.endpoint = base + std::string(endpoint_suffix);
+  s.endpoint = s.dialect->endpoint(base);
   s.shown_url = safe_url(s.endpoint);
   s.user_agent = options.user_agent.empty() ? "covenant/" + std::string(version()) : options.user_agent;
 
@@ -887,7 +735,7 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
   append("Content-Type: application/json");
   append("Accept: application/json");
   append("Expect:");  // no 100-continue round trip for large bodies
-  if (!options.api_key.empty() && !own_authorization) append("Authorization: Bearer " + options.api_key);
+  for (const std::string& line : s.dialect->auth_headers(options, own_authorization)) append(line);
   for (const auto& [name, value] : options.headers) append(name + (value.empty() ? ";" : ": " + value));
   s.headers.reset(list);
   // The environment's proxy for this endpoint, as libcurl itself would read it: https_proxy (or
@@ -970,17 +818,28 @@ http_engine& http_engine::operator=(http_engine&& other) noexcept {
   return *this;
 }
 
+std::string_view to_string(provider p) noexcept { return p == provider::anthropic ? "anthropic" : "openai"; }
+
 http_engine_options http_engine::options_from_env(http_engine_options defaults) {
   auto get = [](const char* name) -> std::optional<std::string> {
     const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
     if (v == nullptr || *v == '\0') return std::nullopt;
     return std::string(v);
   };
+  if (auto v = get("COVENANT_PROVIDER")) {
+    if (*v == "openai")
+      defaults.provider = provider::openai;
+    else if (*v == "anthropic")
+      defaults.provider = provider::anthropic;
+    else
+      throw std::invalid_argument("covenant::http_engine::from_env: COVENANT_PROVIDER must be openai or anthropic (got \"" +
+                                  one_line(*v, 40) + "\")");
+  }
   if (auto v = get("COVENANT_BASE_URL")) defaults.base_url = std::move(*v);
   if (trim(defaults.base_url).empty())
     throw std::invalid_argument(
         "covenant::http_engine::from_env: COVENANT_BASE_URL is not set (the API root, e.g. "
-        "https://api.openai.com/v1 or http://localhost:8080/v1)");
+        "https://api.openai.com/v1, http://localhost:8080/v1 or, with COVENANT_PROVIDER=anthropic, https://api.anthropic.com)");
   if (auto v = get("COVENANT_API_KEY")) defaults.api_key = std::move(*v);
   if (auto v = get("COVENANT_MODEL")) defaults.model = std::move(*v);
   if (auto v = get("COVENANT_CA_FILE")) defaults.ca_file = std::move(*v);
@@ -1000,28 +859,25 @@ http_engine http_engine::from_env(http_engine_options defaults) {
 const std::string& http_engine::endpoint() const noexcept { return impl_->s->endpoint; }
 const http_engine_options& http_engine::options() const noexcept { return impl_->s->options; }
 
+namespace {
+
+/// The mode a request goes out in, and its index in the engine's modes (automatic: the first the
+/// endpoint has not refused).
+std::pair<output_mode, std::size_t> resolve_mode(const http_shared& s, output_mode asked) {
+  if (asked == output_mode::automatic) {
+    const std::size_t i = std::min(s.auto_from.load(std::memory_order_relaxed), s.modes.size() - 1);
+    return {s.modes[i], i};
+  }
+  const output_mode m = s.dialect->nearest(asked);
+  const auto at = std::find(s.modes.begin(), s.modes.end(), m);
+  return {m, static_cast<std::size_t>(at - s.modes.begin())};
+}
+
+}  // namespace
+
 json::object http_engine::request_body(const chat_request& request) const {
-  const http_engine_options& o = impl_->s->options;
-  json::object body = o.extra_body;
-  if (!o.model.empty()) body["model"] = o.model;
-  json::array messages;
-  messages.reserve(request.messages.size());
-  for (const message& m : request.messages) {
-    json::object jm;
-    jm["role"] = to_string(m.role);
-    jm["content"] = m.content;
-    messages.emplace_back(std::move(jm));
-  }
-  body["messages"] = std::move(messages);
-  if (request.temperature) body["temperature"] = *request.temperature;
-  if (request.max_tokens) body[o.max_tokens_field] = *request.max_tokens;
-  if (o.structured_outputs && request.response_schema && request.response_schema->is_object()) {
-    json::value rf = detail::response_format(*request.response_schema, request.schema_name);
-    json::value& name = rf.as_object()["json_schema"].as_object()["name"];
-    name = sanitize_schema_name(name.is_string() ? std::string_view(name.as_string()) : std::string_view());
-    body["response_format"] = std::move(rf);
-  }
-  return body;
+  const http_shared& s = *impl_->s;
+  return s.dialect->body(request, resolve_mode(s, request.mode).first, s.options);
 }
 
 void http_engine::start(const chat_request& request, std::shared_ptr<reply_receiver> receiver, std::stop_token stop) {
@@ -1030,21 +886,18 @@ void http_engine::start(const chat_request& request, std::shared_ptr<reply_recei
     return;
   }
   std::shared_ptr<http_shared> s = impl_->s;
+  const auto [mode, index] = resolve_mode(*s, request.mode);
   std::string body;
+  std::optional<chat_request> automatic;
   try {
-    json::object b = request_body(request);
-    if (request.stream) {
-      b["stream"] = true;
-      json::object so;
-      so["include_usage"] = true;
-      b["stream_options"] = std::move(so);
-    }
-    body = json::serialize(b);
+    body = json::serialize(s->dialect->body(request, mode, s->options));
+    if (request.mode == output_mode::automatic) automatic.emplace(request);
   } catch (const std::exception& e) {
     receiver->on_error(engine_error(std::string("http_engine: cannot build the request: ") + e.what()));
     return;
   }
-  auto call = std::make_shared<http_call>(s, std::move(body), request.stream, std::move(receiver), request.limiter);
+  auto call = std::make_shared<http_call>(s, std::move(body), request.stream, std::move(receiver), request.limiter,
+                                          mode, std::move(automatic), index);
   call->watch(std::move(stop));
   asio::post(s->loop->strand(), [s, call] {
     const std::uint64_t id = s->next_call++;

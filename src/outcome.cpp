@@ -14,6 +14,25 @@ std::string_view to_string(role r) noexcept {
   return "user";
 }
 
+std::string_view to_string(output_mode m) noexcept {
+  switch (m) {
+    case output_mode::json_schema: return "json_schema";
+    case output_mode::json_object: return "json_object";
+    case output_mode::tools: return "tools";
+    case output_mode::prompt: return "prompt";
+    case output_mode::automatic: return "auto";
+  }
+  return "json_schema";
+}
+
+std::optional<output_mode> parse_output_mode(std::string_view name) noexcept {
+  for (output_mode m : {output_mode::json_schema, output_mode::json_object, output_mode::tools, output_mode::prompt,
+                        output_mode::automatic})
+    if (name == to_string(m)) return m;
+  if (name == "automatic") return output_mode::automatic;
+  return std::nullopt;
+}
+
 std::string_view to_string(stage s) noexcept {
   switch (s) {
     case stage::none: return "none";

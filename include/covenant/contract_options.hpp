@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "covenant/detail/decode_context.hpp"
+#include "covenant/engine.hpp"
 #include "covenant/lenient.hpp"
 #include "covenant/retry.hpp"
 
@@ -47,6 +48,11 @@ struct contract_options {
   decode_options decode{};
   /// Send the output's JSON Schema with each request (for engines with structured outputs).
   bool send_json_schema = true;
+  /// How the output type is asked for: json_schema (structured outputs, the default), json_object
+  /// (JSON mode), tools (a forced function call), prompt (the schema in the prompt only) or
+  /// automatic (the engine's best, falling back when the server refuses it). The prompt shows the
+  /// output's schema and constraints in every mode. See docs/engines.md, "Output modes".
+  output_mode mode = output_mode::json_schema;
   /// Show the input type's schema (field descriptions, constraints) in the system prompt when it
   /// has such metadata, so the model knows what the input's fields mean.
   bool describe_input = true;

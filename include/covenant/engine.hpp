@@ -59,13 +59,37 @@ struct usage {
   friend bool operator==(const usage&, const usage&) = default;
 };
 
+/// How a request asks for the output type (docs/engines.md, "Output modes"). Every mode sends the
+/// same schema where it sends one, and the contract's prompt shows the constraints in every mode.
+enum class output_mode : std::uint8_t {
+  /// Structured outputs: the JSON Schema as `response_format` (strict); the default.
+  json_schema,
+  /// JSON mode: `response_format: {"type": "json_object"}`; the schema only in the prompt.
+  json_object,
+  /// The output type as the one function (tool) the model must call; the reply is its arguments.
+  tools,
+  /// The schema in the prompt only; nothing else is sent.
+  prompt,
+  /// The engine's best mode; when the server refuses the request because of the mode, the engine
+  /// falls back to its next mode and remembers that for its endpoint (http_engine).
+  automatic,
+};
+
+/// "json_schema", "json_object", "tools", "prompt", "auto"
+std::string_view to_string(output_mode m) noexcept;
+/// The mode named by to_string()'s spelling ("automatic" is accepted for "auto"); nullopt otherwise.
+std::optional<output_mode> parse_output_mode(std::string_view name) noexcept;
+
 struct chat_request {
   std::vector<message> messages;
   /// JSON Schema of the expected reply (OpenAI strict form) for engines with structured outputs;
   /// null when the reply is not JSON-constrained. Shared, built once per contract.
   std::shared_ptr<const boost::json::value> response_schema;
-  /// Name of the expected type (for structured-output APIs).
+  /// Name of the expected type (for structured-output APIs; the tool's name in `tools` mode).
   std::string schema_name;
+  /// How the output type is asked for (contract_options::mode). Engines without the mode use
+  /// their nearest one (see each engine's documentation).
+  output_mode mode = output_mode::json_schema;
   std::optional<double> temperature;
   std::optional<std::uint32_t> max_tokens;
   /// Deliver the reply as it is written (receiver::on_text) when the engine can stream. Engines
@@ -86,6 +110,8 @@ struct chat_response {
   /// stream broken after its first content byte, or one that ended without a finish reason.
   /// `text` holds what arrived. Contracts treat it like a reply cut at the token limit.
   bool cut_off = false;
+  /// The mode the reply was asked for in (for output_mode::automatic: the one the server took).
+  output_mode mode = output_mode::json_schema;
 };
 
 /// The engine could not produce a reply (after its own transport retries), or was stopped.

@@ -10,9 +10,13 @@
 // where response_format = {"type": "json_schema", "json_schema": {"name", "strict": true, "schema"}}
 // is sent when the request carries a response schema and `structured_outputs` is on. The reply's
 // choices[0].message.content, usage.prompt_tokens / completion_tokens, finish_reason and model
-// become the chat_response.
+// become the chat_response. The request's output_mode changes what is sent (json_object: JSON
+// mode; tools: the schema as the one function the model must call, the reply read from
+// tool_calls[0].function.arguments; prompt: nothing; automatic: the best mode the server takes,
+// falling back once per refused mode and remembering it). `provider = provider::anthropic` speaks
+// the Anthropic Messages API instead (POST {base_url}/v1/messages). See docs/engines.md.
 //
-// Transport retries (never shown to the model): HTTP 408, 429, 500, 502, 503, 504 (see
+// Transport retries (never shown to the model): HTTP 408, 429, 500, 502, 503, 504, 529 (see
 // `retry_statuses`), connection failures and timeouts are retried up to `max_retries` times.
 // The wait before retry k (k = 1..max_retries) is
 //     Retry-After (retry-after-ms, or Retry-After in seconds or as an HTTP-date) when the server
@@ -74,14 +78,32 @@ enum class http_version : std::uint8_t {
   http2_prior_knowledge,
 };
 
+/// Which wire protocol the engine speaks.
+enum class provider : std::uint8_t {
+  openai,     ///< OpenAI Chat Completions: POST {base_url}/chat/completions
+  anthropic,  ///< Anthropic Messages: POST {base_url}/v1/messages
+};
+
+/// "openai", "anthropic"
+std::string_view to_string(provider p) noexcept;
+
 struct http_engine_options {
+  /// The protocol: OpenAI Chat Completions (also vLLM, llama.cpp, Ollama, ...) or Anthropic
+  /// Messages. COVENANT_PROVIDER in from_env().
+  covenant::provider provider = covenant::provider::openai;
   /// API root, e.g. "https://api.openai.com/v1" or "http://localhost:8080/v1" (a trailing slash is
-  /// ignored). Requests go to {base_url}/chat/completions. Required.
+  /// ignored). Requests go to {base_url}/chat/completions; for Anthropic the root is
+  /// "https://api.anthropic.com" and requests go to {base_url}/v1/messages. Required.
   std::string base_url{};
-  /// Sent as "Authorization: Bearer <api_key>"; empty sends no Authorization header.
+  /// Sent as "Authorization: Bearer <api_key>" (Anthropic: "x-api-key: <api_key>"); empty sends
+  /// no key.
   std::string api_key{};
   /// The "model" field of each request; empty leaves the field out (single-model local servers).
   std::string model{};
+  /// Anthropic: the anthropic-version header.
+  std::string anthropic_version = "2023-06-01";
+  /// Anthropic: max_tokens of a request that sets none (the API requires the field).
+  std::uint32_t default_max_tokens = 4096;
   /// Time allowed to establish the connection (TCP and TLS), per attempt.
   std::chrono::milliseconds connect_timeout{10'000};
   /// Time allowed for one whole attempt (connect, send, wait, receive).
@@ -97,7 +119,7 @@ struct http_engine_options {
   /// Wait as long as the server's Retry-After / retry-after-ms says (capped at max_backoff).
   bool honour_retry_after = true;
   /// HTTP statuses retried as transient.
-  std::vector<int> retry_statuses{408, 429, 500, 502, 503, 504};
+  std::vector<int> retry_statuses{408, 429, 500, 502, 503, 504, 529};
   /// Extra request headers (name, value), e.g. {"OpenAI-Organization", "org-..."}. Never logged.
   std::vector<std::pair<std::string, std::string>> headers{};
   /// User-Agent header; empty uses "covenant/<version>".
@@ -194,6 +216,7 @@ std::string server_error_message(std::string_view body, std::size_t max_chars = 
 /// One streamed chunk (an SSE event's data) of a Chat Completions stream.
 struct stream_chunk {
   std::string content;                       ///< choices[0].delta.content ("" when none)
+  std::string tool_arguments;                ///< choices[0].delta.tool_calls[0].function.arguments ("" when none)
   std::optional<std::string> finish_reason;  ///< choices[0].finish_reason when not null
   std::optional<covenant::usage> usage;      ///< usage, when the chunk has it
   std::string model;

@@ -116,8 +116,8 @@ of it) is the input, the type of FILE is the output the model must produce, and 
 validated and asked for again exactly as a contract does. One JSON line per record is written as
 soon as the record is finished: {"id", "line", "ok", "value", "failed_stage", "issues", "notes",
 "attempts", "usage": {"input_tokens", "output_tokens"}, "latency_ms"}. The model server is the
-OpenAI-compatible endpoint of COVENANT_BASE_URL (COVENANT_API_KEY, COVENANT_MODEL,
-COVENANT_TIMEOUT_S), or the flags below.
+endpoint of COVENANT_BASE_URL (COVENANT_PROVIDER openai or anthropic, COVENANT_API_KEY,
+COVENANT_MODEL, COVENANT_TIMEOUT_S), or the flags below.
 
 arguments:
   INPUT.jsonl        one JSON object per line; - or nothing: standard input
@@ -133,6 +133,10 @@ options:
   --base-url URL     the API root (default: COVENANT_BASE_URL)
   --model NAME       the model (default: COVENANT_MODEL)
   --timeout S        seconds allowed for one HTTP exchange (default: COVENANT_TIMEOUT_S, else 120)
+  --provider P       openai (Chat Completions) or anthropic (Messages API) (default:
+                     COVENANT_PROVIDER, else openai)
+  --mode M           how the output type is asked for: json_schema (default), json_object,
+                     tools, prompt or auto (the best mode the server accepts)
   --tries N          times to ask again after a rejected reply (default 2)
   --delay S          seconds before the first new attempt (default 0.5)
   --backoff X        factor of each further delay (default 2)

@@ -398,7 +398,9 @@ int run_run(const std::vector<std::string>& args) {
                                              {"--metrics-port", true},
                                              {"--audit-log", true},
                                              {"--audit-retention-days", true},
-                                             {"--audit-include-reply", false}});
+                                             {"--audit-include-reply", false},
+                                             {"--provider", true},
+                                             {"--mode", true}});
   if (a.help) {
     std::cout << help_text("run");
     return exit_ok;
@@ -445,6 +447,17 @@ int run_run(const std::vector<std::string>& args) {
   options.retry.jitter = number_named(a, "--jitter", 0.1, 0.0, 1.0);
   options.retry.graceful = true;
   options.strictness = strictness_of(a.get("--strictness").value_or("coerce"));
+  if (const auto m = a.get("--mode")) {
+    const std::optional<output_mode> mode = parse_output_mode(*m);
+    if (!mode) throw usage_error("unknown mode '" + *m + "' (json_schema, json_object, tools, prompt or auto)");
+    options.mode = *mode;
+  }
+  std::optional<covenant::provider> provider;
+  if (const auto p = a.get("--provider")) {
+    if (*p == "openai") provider = covenant::provider::openai;
+    else if (*p == "anthropic") provider = covenant::provider::anthropic;
+    else throw usage_error("unknown provider '" + *p + "' (openai or anthropic)");
+  }
   covenant::batch_options batch;
   batch.concurrency = static_cast<std::size_t>(number_named(a, "--concurrency", 8, 1, 100000));
   batch.requests_per_minute = number_named(a, "--rpm", 0, 0, 1e9);
@@ -494,6 +507,7 @@ int run_run(const std::vector<std::string>& args) {
   std::unique_ptr<http_engine> engine;
   try {
     eo = http_engine::options_from_env(eo);
+    if (provider) eo.provider = *provider;
     if (const auto v = a.get("--base-url")) eo.base_url = *v;
     if (const auto v = a.get("--model")) eo.model = *v;
     if (a.has("--timeout"))

@@ -1,0 +1,294 @@
+// The OpenAI Chat Completions wire format (also spoken by vLLM, llama.cpp, Ollama, LM Studio and
+// most gateways): request bodies in each output mode, whole replies, streamed chunks.
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <algorithm>
+#include <array>
+
+#include "covenant/http_engine.hpp"
+#include "covenant/json_schema.hpp"
+#include "wire_dialect.hpp"
+#include "wire_text.hpp"
+
+namespace covenant {
+
+namespace json = boost::json;
+using detail::wire::bad_body;
+using detail::wire::one_line;
+using detail::wire::string_or_empty;
+using detail::wire::token_count;
+
+namespace {
+
+usage read_usage(const json::object& u) {
+  usage out;
+  out.input_tokens = token_count(u, "prompt_tokens", "input_tokens");
+  out.output_tokens = token_count(u, "completion_tokens", "output_tokens");
+  return out;
+}
+
+/// The text of a message's (or delta's) "content": a string, or content parts
+/// [{"type": "text", "text": ...}]. nullopt when there is none.
+std::optional<std::string> content_text(const json::object& m) {
+  const json::value* content = m.if_contains("content");
+  if (content == nullptr) return std::nullopt;
+  if (content->is_string()) return std::string(content->as_string());
+  if (!content->is_array()) return std::nullopt;
+  std::string out;
+  for (const json::value& part : content->as_array())
+    if (const auto* p = part.if_object())
+      if (const auto* t = p->if_contains("text"); t != nullptr && t->is_string()) out += t->as_string();
+  return out;
+}
+
+/// tool_calls[0].function.arguments of a message or delta: the arguments text (a streamed delta
+/// holds the next piece of it). nullopt when there is no tool call.
+std::optional<std::string> tool_arguments(const json::object& m) {
+  const json::value* calls = m.if_contains("tool_calls");
+  if (calls == nullptr || !calls->is_array() || calls->as_array().empty()) return std::nullopt;
+  const json::object* first = calls->as_array().front().if_object();
+  if (first == nullptr) return std::nullopt;
+  if (const auto* index = first->if_contains("index"); index != nullptr && index->is_number() && index->to_number<double>() != 0)
+    return std::nullopt;  // a later parallel call; only the first is the reply
+  const json::value* fn = first->if_contains("function");
+  if (fn == nullptr || !fn->is_object()) return std::nullopt;
+  const json::value* args = fn->as_object().if_contains("arguments");
+  if (args == nullptr || args->is_null()) return std::string();
+  if (args->is_string()) return std::string(args->as_string());
+  return json::serialize(*args);  // a server that sends the arguments as an object
+}
+
+}  // namespace
+
+namespace detail {
+
+chat_response parse_chat_completion(std::string_view body) {
+  if (wire::trim(body).empty()) bad_body("the response body is empty");
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec) bad_body("the response body is not JSON (" + ec.message() + ")");
+  if (!v.is_object()) bad_body("the response body is not a JSON object");
+  const json::object& root = v.as_object();
+  const json::value* choices = root.if_contains("choices");
+  if (choices == nullptr) {
+    if (root.contains("error")) bad_body("the server reported an error: " + server_error_message(body));
+    bad_body("the response has no \"choices\"");
+  }
+  if (!choices->is_array() || choices->as_array().empty()) bad_body("the response's \"choices\" is empty or not an array");
+  const json::value& first = choices->as_array().front();
+  if (!first.is_object()) bad_body("choices[0] is not an object");
+  const json::value* msg = first.as_object().if_contains("message");
+  if (msg == nullptr || !msg->is_object()) bad_body("choices[0].message is missing or not an object");
+  const json::object& m = msg->as_object();
+
+  chat_response out;
+  std::optional<std::string> text = content_text(m);
+  // A tool call is the reply when there is one and no content beside it (output_mode::tools).
+  if (std::optional<std::string> args = tool_arguments(m); args && (!text || text->empty())) text = std::move(args);
+  if (!text) {
+    if (const auto* refusal = m.if_contains("refusal"); refusal != nullptr && refusal->is_string())
+      bad_body("the model refused: " + one_line(refusal->as_string(), 300));
+    bad_body("choices[0].message.content is missing or not a string");
+  }
+  out.text = std::move(*text);
+  out.finish_reason = string_or_empty(first.as_object(), "finish_reason");
+  out.model = string_or_empty(root, "model");
+  if (const auto* u = root.if_contains("usage"); u != nullptr && u->is_object()) out.usage = read_usage(u->as_object());
+  return out;
+}
+
+std::string server_error_message(std::string_view body, std::size_t max_chars) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (!ec) {
+    if (const auto* o = v.if_object()) {
+      const json::value* e = o->if_contains("error");
+      if (e == nullptr) e = o->if_contains("detail");  // FastAPI-style servers
+      if (e == nullptr) e = o->if_contains("message");
+      if (e != nullptr) {
+        if (e->is_string()) return one_line(e->as_string(), max_chars);
+        if (const auto* eo = e->if_object()) {
+          if (const auto* m = eo->if_contains("message"); m != nullptr && m->is_string())
+            return one_line(m->as_string(), max_chars);
+        }
+        return one_line(json::serialize(*e), max_chars);
+      }
+    }
+  }
+  return one_line(body, max_chars);
+}
+
+stream_chunk parse_stream_chunk(std::string_view data) {
+  stream_chunk out;
+  boost::system::error_code ec;
+  json::value v = json::parse(data, ec);
+  if (ec || !v.is_object()) {
+    out.malformed = true;
+    return out;
+  }
+  const json::object& root = v.as_object();
+  if (const json::value* e = root.if_contains("error"); e != nullptr && !e->is_null()) {
+    out.error = server_error_message(data);
+    return out;
+  }
+  out.model = string_or_empty(root, "model");
+  if (const auto* u = root.if_contains("usage"); u != nullptr && u->is_object()) out.usage = read_usage(u->as_object());
+  const json::value* choices = root.if_contains("choices");
+  if (choices == nullptr || !choices->is_array() || choices->as_array().empty()) return out;
+  const json::object* first = choices->as_array().front().if_object();
+  if (first == nullptr) return out;
+  if (const auto* fr = first->if_contains("finish_reason"); fr != nullptr && fr->is_string())
+    out.finish_reason = std::string(fr->as_string());
+  const json::value* delta = first->if_contains("delta");
+  if (delta == nullptr) delta = first->if_contains("message");  // servers that send whole messages
+  if (delta == nullptr || !delta->is_object()) return out;
+  if (std::optional<std::string> text = content_text(delta->as_object())) out.content = std::move(*text);
+  if (std::optional<std::string> args = tool_arguments(delta->as_object())) out.tool_arguments = std::move(*args);
+  return out;
+}
+
+namespace {
+
+class openai final : public wire_dialect {
+ public:
+  [[nodiscard]] std::string_view name() const noexcept override { return "openai"; }
+
+  [[nodiscard]] std::string endpoint(std::string_view base) const override {
+    constexpr std::string_view suffix = "/chat/completions";
+    if (wire::iends_with(base, suffix)) return std::string(base);
+    return std::string(base) + std::string(suffix);
+  }
+
+  [[nodiscard]] std::string_view auth_header_name() const noexcept override { return "authorization"; }
+
+  [[nodiscard]] std::vector<std::string> auth_headers(const http_engine_options& o, bool own_auth) const override {
+    if (o.api_key.empty() || own_auth) return {};
+    return {"Authorization: Bearer " + o.api_key};
+  }
+
+  [[nodiscard]] std::vector<output_mode> modes() const override {
+    return {output_mode::json_schema, output_mode::tools, output_mode::json_object, output_mode::prompt};
+  }
+
+  [[nodiscard]] output_mode nearest(output_mode asked) const noexcept override {
+    return asked == output_mode::automatic ? output_mode::json_schema : asked;
+  }
+
+  [[nodiscard]] json::object body(const chat_request& request, output_mode mode,
+                                  const http_engine_options& o) const override {
+    json::object body = o.extra_body;
+    if (!o.model.empty()) body["model"] = o.model;
+    json::array messages;
+    messages.reserve(request.messages.size());
+    for (const message& m : request.messages) {
+      json::object jm;
+      jm["role"] = to_string(m.role);
+      jm["content"] = m.content;
+      messages.emplace_back(std::move(jm));
+    }
+    body["messages"] = std::move(messages);
+    if (request.temperature) body["temperature"] = *request.temperature;
+    if (request.max_tokens) body[o.max_tokens_field] = *request.max_tokens;
+    const bool schema = request.response_schema && request.response_schema->is_object();
+    switch (mode) {
+      case output_mode::json_schema:
+        if (schema && o.structured_outputs) {
+          json::value rf = detail::response_format(*request.response_schema, request.schema_name);
+          json::value& n = rf.as_object()["json_schema"].as_object()["name"];
+          n = wire::api_name(n.is_string() ? std::string_view(n.as_string()) : std::string_view());
+          body["response_format"] = std::move(rf);
+        }
+        break;
+      case output_mode::json_object: {
+        json::object rf;
+        rf["type"] = "json_object";
+        body["response_format"] = std::move(rf);
+        break;
+      }
+      case output_mode::tools:
+        if (schema) {
+          const std::string name = wire::api_name(request.schema_name);
+          json::object fn;
+          fn["name"] = name;
+          fn["description"] = "Reply with the result as this function's arguments.";
+          fn["parameters"] = *request.response_schema;
+          fn["strict"] = true;
+          json::object tool;
+          tool["type"] = "function";
+          tool["function"] = std::move(fn);
+          json::array tools;
+          tools.emplace_back(std::move(tool));
+          body["tools"] = std::move(tools);
+          json::object choice_fn;
+          choice_fn["name"] = name;
+          json::object choice;
+          choice["type"] = "function";
+          choice["function"] = std::move(choice_fn);
+          body["tool_choice"] = std::move(choice);
+        }
+        break;
+      case output_mode::prompt:
+      case output_mode::automatic:
+        break;
+    }
+    if (request.stream) {
+      body["stream"] = true;
+      json::object so;
+      so["include_usage"] = true;
+      body["stream_options"] = std::move(so);
+    }
+    return body;
+  }
+
+  [[nodiscard]] chat_response parse_reply(std::string_view body, output_mode mode) const override {
+    chat_response r = parse_chat_completion(body);
+    r.mode = mode;
+    return r;
+  }
+
+  [[nodiscard]] wire_event parse_event(std::string_view type, std::string_view data, output_mode mode) const override {
+    wire_event out;
+    if (!type.empty() && type != "message") return out;  // only unnamed events carry chunks
+    if (data == "[DONE]") {
+      out.done = true;
+      return out;
+    }
+    stream_chunk c = parse_stream_chunk(data);
+    out.malformed = c.malformed;
+    out.error = std::move(c.error);
+    out.model = std::move(c.model);
+    out.finish_reason = std::move(c.finish_reason);
+    if (c.usage) {
+      out.input_tokens = c.usage->input_tokens;
+      out.output_tokens = c.usage->output_tokens;
+    }
+    // In tools mode the reply is the forced call's arguments; otherwise the content (a server that
+    // answers with a tool call anyway still gets read).
+    out.text = mode == output_mode::tools ? (c.tool_arguments.empty() ? std::move(c.content) : std::move(c.tool_arguments))
+                                          : (c.content.empty() ? std::move(c.tool_arguments) : std::move(c.content));
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<wire_dialect> openai_dialect() { return std::make_unique<openai>(); }
+
+bool is_mode_refusal(int status, std::string_view error_text) noexcept {
+  if (status != 400 && status != 422) return false;
+  std::string lower;
+  try {
+    lower.reserve(error_text.size());
+    for (char c : error_text) lower.push_back((c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c);
+  } catch (...) {
+    return false;
+  }
+  static constexpr std::array<std::string_view, 7> words{"response_format", "json_schema", "json_object", "tool_choice",
+                                                         "tools", "functions", "structured output"};
+  return std::any_of(words.begin(), words.end(), [&](std::string_view w) { return lower.find(w) != std::string::npos; });
+}
+
+}  // namespace detail
+
+}  // namespace covenant
