@@ -862,13 +862,16 @@ const http_engine_options& http_engine::options() const noexcept { return impl_-
 namespace {
 
 /// The mode a request goes out in, and its index in the engine's modes (automatic: the first the
-/// endpoint has not refused).
-std::pair<output_mode, std::size_t> resolve_mode(const http_shared& s, output_mode asked) {
-  if (asked == output_mode::automatic) {
-    const std::size_t i = std::min(s.auto_from.load(std::memory_order_relaxed), s.modes.size() - 1);
-    return {s.modes[i], i};
-  }
-  const output_mode m = s.dialect->nearest(asked);
+/// endpoint has not refused). Without a schema there is no tool to force: `tools` goes out as
+/// `prompt`.
+std::pair<output_mode, std::size_t> resolve_mode(const http_shared& s, const chat_request& request) {
+  output_mode m = output_mode::prompt;
+  if (request.mode == output_mode::automatic)
+    m = s.modes[std::min(s.auto_from.load(std::memory_order_relaxed), s.modes.size() - 1)];
+  else
+    m = s.dialect->nearest(request.mode);
+  if (m == output_mode::tools && !(request.response_schema && request.response_schema->is_object()))
+    m = s.dialect->nearest(output_mode::prompt);
   const auto at = std::find(s.modes.begin(), s.modes.end(), m);
   return {m, static_cast<std::size_t>(at - s.modes.begin())};
 }
@@ -877,7 +880,7 @@ std::pair<output_mode, std::size_t> resolve_mode(const http_shared& s, output_mo
 
 json::object http_engine::request_body(const chat_request& request) const {
   const http_shared& s = *impl_->s;
-  return s.dialect->body(request, resolve_mode(s, request.mode).first, s.options);
+  return s.dialect->body(request, resolve_mode(s, request).first, s.options);
 }
 
 void http_engine::start(const chat_request& request, std::shared_ptr<reply_receiver> receiver, std::stop_token stop) {
@@ -886,7 +889,7 @@ void http_engine::start(const chat_request& request, std::shared_ptr<reply_recei
     return;
   }
   std::shared_ptr<http_shared> s = impl_->s;
-  const auto [mode, index] = resolve_mode(*s, request.mode);
+  const auto [mode, index] = resolve_mode(*s, request);
   std::string body;
   std::optional<chat_request> automatic;
   try {

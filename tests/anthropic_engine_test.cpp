@@ -166,6 +166,19 @@ TEST(AnthropicEngine, StreamsTextAndToolInput) {
   EXPECT_EQ(body_of(server, 0).at("stream"), true);
 }
 
+TEST(AnthropicEngine, ToolsWithoutASchemaGoOutAsPromptAndStreamTheirText) {
+  loopback_server server([](const received_request&, std::size_t) {
+    return streamed(anthropic_stream({"plain ", "text"}, false));
+  });
+  covenant::http_engine engine(options_for(server));
+  covenant::chat_request r = request_in(output_mode::tools, true);
+  r.response_schema.reset();
+  const covenant::chat_response reply = engine.complete(r);
+  EXPECT_EQ(reply.text, "plain text");
+  EXPECT_EQ(reply.mode, output_mode::prompt);
+  EXPECT_FALSE(body_of(server, 0).contains("tools"));
+}
+
 TEST(AnthropicEngine, MaxTokensStopReasonIsACutOffReplyForTheContract) {
   loopback_server server([](const received_request&, std::size_t i) {
     if (i == 0) return whole(anthropic_tool_message("Answer", R"({"answer": "Par)", 10, 4096, "max_tokens"));

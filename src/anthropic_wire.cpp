@@ -1,0 +1,309 @@
+// The Anthropic Messages API as a wire dialect (wire_dialect.hpp): POST {base}/v1/messages with
+// the x-api-key and anthropic-version headers.
+//
+// Request body:
+//     {"model", "max_tokens" (required by the API), "system"?, "messages": [{"role", "content"}],
+//      "temperature"?, "stream"?, "tools"?, "tool_choice"?}
+// The API takes the system prompt as a top-level string, not as a message, and wants the turns to
+// start with a user turn; the output type in `tools` mode is one tool the model is forced to call
+// (tool_choice {"type": "tool"}), whose `input` is the reply.
+//
+// Reply: {"type": "message", "content": [{"type": "text", "text"} | {"type": "tool_use", "input"}],
+//         "model", "stop_reason", "usage": {"input_tokens", "output_tokens"}}
+// Stream (Server-Sent Events, each with an `event:` line naming the data's "type"):
+//     message_start (model, input usage) -> per content block: content_block_start,
+//     content_block_delta* (text_delta.text | input_json_delta.partial_json), content_block_stop
+//     -> message_delta (stop_reason, cumulative output usage) -> message_stop
+// with `ping` anywhere and `error` ({"error": {"type", "message"}}) possibly mid-stream.
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "wire_dialect.hpp"
+#include "wire_text.hpp"
+
+namespace covenant::detail {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::size_t max_error_chars = 300;
+
+/// The tool that carries the output type in `tools` mode: the model is told to call it, and the
+/// reply is its input.
+constexpr std::string_view tool_description = "Reply with the result as this tool's input.";
+
+/// The name of that tool: the schema's name as the API accepts tool names ([a-zA-Z0-9_-]{1,64}).
+std::string tool_name(std::string_view schema_name) {
+  return schema_name.empty() ? std::string("output") : wire::api_name(schema_name);
+}
+
+/// stop_reason in the terms of chat_response::finish_reason: "end_turn" and "stop_sequence" are
+/// a normal end ("stop"), "max_tokens" is the token limit ("length"); "tool_use", "refusal",
+/// "pause_turn" and reasons added later are kept as they are.
+std::string finish_reason_of(std::string_view stop_reason) {
+  if (stop_reason == "end_turn" || stop_reason == "stop_sequence") return "stop";
+  if (stop_reason == "max_tokens") return "length";
+  return std::string(stop_reason);
+}
+
+/// "<type>: <message>" of an error object {"type", "message"}, one line; whatever there is of it.
+std::string error_text(const json::value* error) {
+  const json::object* e = error != nullptr ? error->if_object() : nullptr;
+  if (e == nullptr) {
+    if (error != nullptr && error->is_string()) return wire::one_line(error->as_string(), max_error_chars);
+    return "unknown error";
+  }
+  const std::string type = wire::string_or_empty(*e, "type");
+  const std::string message = wire::string_or_empty(*e, "message");
+  std::string out = type.empty() ? message : message.empty() ? type : type + ": " + message;
+  if (out.empty()) out = json::serialize(*e);
+  return wire::one_line(out, max_error_chars);
+}
+
+/// The object under `key`, or null.
+const json::object* object_at(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v != nullptr ? v->if_object() : nullptr;
+}
+
+/// Appends a turn's text to a merged turn, a blank line between the two.
+void append_turn(std::string& to, std::string_view text) {
+  if (text.empty()) return;
+  if (!to.empty()) to += "\n\n";
+  to += text;
+}
+
+class anthropic_wire final : public wire_dialect {
+ public:
+  [[nodiscard]] std::string_view name() const noexcept override { return "anthropic"; }
+
+  /// The API root ("https://api.anthropic.com") gets "/v1/messages"; a root that already ends with
+  /// "/v1" (the form OpenAI-style roots take) gets "/messages"; a full endpoint is kept.
+  [[nodiscard]] std::string endpoint(std::string_view base_url) const override {
+    while (!base_url.empty() && base_url.back() == '/') base_url.remove_suffix(1);
+    std::string out(base_url);
+    if (base_url.ends_with("/v1/messages")) return out;
+    if (base_url.ends_with("/v1")) return out + "/messages";
+    return out + "/v1/messages";
+  }
+
+  /// x-api-key (unless empty, or the application's own headers carry it) and anthropic-version
+  /// (unless empty, or the application's headers already name a version).
+  [[nodiscard]] std::vector<std::string> auth_headers(const http_engine_options& o, bool own_auth) const override {
+    std::vector<std::string> out;
+    if (!o.api_key.empty() && !own_auth) out.push_back("x-api-key: " + o.api_key);
+    bool own_version = false;
+    for (const auto& [header, value] : o.headers) own_version = own_version || wire::iequals(header, "anthropic-version");
+    if (!o.anthropic_version.empty() && !own_version) out.push_back("anthropic-version: " + o.anthropic_version);
+    return out;
+  }
+
+  [[nodiscard]] std::string_view auth_header_name() const noexcept override { return "x-api-key"; }
+
+  /// A forced tool call is the API's way to a reply of a given schema; the prompt is the fallback.
+  /// (The Messages API has no response_format and no JSON mode.)
+  [[nodiscard]] std::vector<output_mode> modes() const override { return {output_mode::tools, output_mode::prompt}; }
+
+  [[nodiscard]] output_mode nearest(output_mode asked) const noexcept override {
+    switch (asked) {
+      case output_mode::json_schema:
+      case output_mode::tools:
+      case output_mode::automatic:
+        return output_mode::tools;
+      case output_mode::json_object:
+      case output_mode::prompt:
+        return output_mode::prompt;
+    }
+    return output_mode::prompt;
+  }
+
+  /// options.extra_body first, then the request's fields. Turns:
+  ///   * every system message (wherever it stands) goes into the top-level "system" string, in
+  ///     order, a blank line between two; no "system" field when there is none;
+  ///   * consecutive user (or assistant) messages are merged into one turn, their texts joined by
+  ///     a blank line (the API wants user and assistant turns to alternate);
+  ///   * the API wants the first turn to be a user turn: when the turns would start with an
+  ///     assistant turn, or there would be none, a user turn "(continue)" is put first. A last
+  ///     assistant turn is kept (the API continues it: a prefill).
+  /// Without system messages an extra_body "system" stays.
+  /// max_tokens is the request's or options.default_max_tokens (options.max_tokens_field is an
+  /// OpenAI setting and not used here). "stream" is true when the request streams and left out
+  /// otherwise (even when extra_body has it: the transport reads the reply as the request says).
+  [[nodiscard]] json::object body(const chat_request& request, output_mode mode,
+                                  const http_engine_options& o) const override {
+    json::object body = o.extra_body;
+    if (!o.model.empty()) body["model"] = o.model;
+    body["max_tokens"] = request.max_tokens ? *request.max_tokens : o.default_max_tokens;
+
+    std::string system;
+    std::vector<std::pair<role, std::string>> turns;
+    for (const message& m : request.messages) {
+      if (m.role == role::system) {
+        append_turn(system, m.content);
+      } else if (!turns.empty() && turns.back().first == m.role) {
+        append_turn(turns.back().second, m.content);
+      } else {
+        turns.emplace_back(m.role, m.content);
+      }
+    }
+    if (turns.empty() || turns.front().first != role::user) turns.emplace(turns.begin(), role::user, "(continue)");
+    if (!system.empty()) body["system"] = system;
+    json::array messages;
+    messages.reserve(turns.size());
+    for (auto& [r, text] : turns) messages.emplace_back(json::object{{"role", to_string(r)}, {"content", std::move(text)}});
+    body["messages"] = std::move(messages);
+
+    if (request.temperature) body["temperature"] = *request.temperature;
+    if (request.stream) {
+      body["stream"] = true;
+    } else {
+      body.erase("stream");
+    }
+    if (mode == output_mode::tools && request.response_schema && request.response_schema->is_object()) {
+      const std::string name = tool_name(request.schema_name);
+      json::object tool{{"name", name}, {"description", tool_description}, {"input_schema", *request.response_schema}};
+      body["tools"] = json::array{std::move(tool)};
+      body["tool_choice"] = json::object{{"type", "tool"}, {"name", name}};
+    }
+    return body;
+  }
+
+  /// The reply text: in `tools` mode the input of the first tool_use block (serialized), or the
+  /// text blocks concatenated when there is none; in the other modes the text blocks, or the first
+  /// tool_use input when there is no text (a tool the application asked for through extra_body).
+  [[nodiscard]] chat_response parse_reply(std::string_view body, output_mode mode) const override {
+    if (wire::trim(body).empty()) wire::bad_body("the response body is empty");
+    boost::system::error_code ec;
+    json::value v = json::parse(body, ec);
+    if (ec) wire::bad_body("the response body is not JSON (" + ec.message() + ")");
+    const json::object* root = v.if_object();
+    if (root == nullptr) wire::bad_body("the response body is not a JSON object");
+    const std::string type = wire::string_or_empty(*root, "type");
+    if (type == "error" || root->contains("error"))
+      wire::bad_body("the server reported an error: " + error_text(root->if_contains("error")));
+    if (!type.empty() && type != "message")
+      wire::bad_body("the response is not a message (its \"type\" is \"" + wire::one_line(type, 60) + "\")");
+    const json::value* content = root->if_contains("content");
+    if (content == nullptr) wire::bad_body("the response has no \"content\"");
+    if (!content->is_array()) wire::bad_body("the response's \"content\" is not an array");
+
+    std::string text;
+    const json::value* tool_input = nullptr;
+    for (const json::value& block : content->as_array()) {
+      const json::object* b = block.if_object();
+      if (b == nullptr) continue;
+      const std::string block_type = wire::string_or_empty(*b, "type");
+      if (block_type == "text") {
+        if (const json::value* t = b->if_contains("text"); t != nullptr && t->is_string()) {
+          text += t->as_string();
+        }
+      } else if (block_type == "tool_use" && tool_input == nullptr) {
+        static const json::value no_input = json::object{};
+        tool_input = b->if_contains("input");
+        if (tool_input == nullptr || tool_input->is_null()) tool_input = &no_input;
+      }
+    }
+
+    chat_response out;
+    const bool use_tool = tool_input != nullptr && (mode == output_mode::tools || text.empty());
+    out.text = use_tool ? json::serialize(*tool_input) : std::move(text);
+    out.finish_reason = finish_reason_of(wire::string_or_empty(*root, "stop_reason"));
+    out.model = wire::string_or_empty(*root, "model");
+    if (const json::object* u = object_at(*root, "usage")) {
+      out.usage.input_tokens = wire::token_count(*u, "input_tokens");
+      out.usage.output_tokens = wire::token_count(*u, "output_tokens");
+    }
+    out.mode = mode;
+    return out;
+  }
+
+  /// One streamed event. In `tools` mode only the tool input (input_json_delta) is reply text, in
+  /// the other modes only text (text_delta): the dialect keeps no state between events, and with a
+  /// forced tool the model writes no text block anyway. Thinking, signature and citation deltas
+  /// are not reply text. Never throws; data that is not JSON, or an event of an unknown type or
+  /// shape, is `malformed` (the transport ignores it).
+  [[nodiscard]] wire_event parse_event(std::string_view type, std::string_view data, output_mode mode) const override {
+    wire_event out;
+    try {
+      boost::system::error_code ec;
+      json::value v = json::parse(data, ec);
+      const json::object* root = ec ? nullptr : v.if_object();
+      if (root == nullptr) {
+        out.malformed = true;
+        return out;
+      }
+      const std::string own_type = wire::string_or_empty(*root, "type");
+      if (type.empty()) type = own_type;
+      const bool tools = mode == output_mode::tools;
+
+      if (type == "message_start") {
+        const json::object* message = object_at(*root, "message");
+        if (message == nullptr) {
+          out.malformed = true;
+          return out;
+        }
+        out.model = wire::string_or_empty(*message, "model");
+        if (const json::object* u = object_at(*message, "usage")) read_usage(*u, out);
+      } else if (type == "content_block_start") {
+        // A tool_use block starts with "input": {} and its input follows as input_json_delta; a
+        // text block starts with "text": "" (an initial text, if any, is its first piece).
+        const json::object* block = object_at(*root, "content_block");
+        if (block == nullptr) {
+          out.malformed = true;
+          return out;
+        }
+        if (!tools && wire::string_or_empty(*block, "type") == "text") out.text = wire::string_or_empty(*block, "text");
+      } else if (type == "content_block_delta") {
+        const json::object* delta = object_at(*root, "delta");
+        if (delta == nullptr) {
+          out.malformed = true;
+          return out;
+        }
+        const std::string delta_type = wire::string_or_empty(*delta, "type");
+        if (delta_type == "text_delta" && !tools) out.text = wire::string_or_empty(*delta, "text");
+        if (delta_type == "input_json_delta" && tools) out.text = wire::string_or_empty(*delta, "partial_json");
+      } else if (type == "message_delta") {
+        // Its usage is cumulative: output_tokens is the reply's total so far.
+        if (const json::object* delta = object_at(*root, "delta")) {
+          if (const json::value* r = delta->if_contains("stop_reason"); r != nullptr && r->is_string())
+            out.finish_reason = finish_reason_of(r->as_string());
+        }
+        if (const json::object* u = object_at(*root, "usage")) read_usage(*u, out);
+      } else if (type == "message_stop") {
+        out.done = true;
+      } else if (type == "error") {
+        out.error = error_text(root->if_contains("error"));
+      } else if (type != "content_block_stop" && type != "ping") {
+        out.malformed = true;
+      }
+    } catch (...) {  // only allocation failures can get here
+      out = wire_event{};
+      out.malformed = true;
+    }
+    return out;
+  }
+
+ private:
+  /// The token counts a usage object reports (a missing count is not reported as 0).
+  static void read_usage(const json::object& u, wire_event& out) {
+    if (const json::value* n = u.if_contains("input_tokens"); n != nullptr && n->is_number())
+      out.input_tokens = wire::token_count(u, "input_tokens");
+    if (const json::value* n = u.if_contains("output_tokens"); n != nullptr && n->is_number())
+      out.output_tokens = wire::token_count(u, "output_tokens");
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<wire_dialect> anthropic_dialect() { return std::make_unique<anthropic_wire>(); }
+
+}  // namespace covenant::detail
