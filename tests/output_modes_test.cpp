@@ -179,6 +179,40 @@ TEST(OutputModes, PromptSendsNothingButTheMessages) {
   EXPECT_EQ(body.at("messages").as_array().size(), 2u);
 }
 
+TEST(OutputModes, EachModeSendsExactlyItsBody) {
+  loopback_server server([](const received_request&, std::size_t) { return json_reply(openai_completion(answer_json)); });
+  covenant::http_engine engine(options_for(server));
+  const json::value schema = covenant::openai_strict_schema_of<Answer>();
+  const json::array messages{json::object{{"role", "system"}, {"content", "Reply with JSON."}},
+                             json::object{{"role", "user"}, {"content", "Capital of France?"}}};
+  const json::object base{{"model", "m"}, {"messages", messages}};
+  auto with = [&](std::initializer_list<std::pair<json::string_view, json::value>> extra) {
+    json::object o = base;
+    for (const auto& [k, v] : extra) o[k] = v;
+    return o;
+  };
+  const std::vector<std::pair<output_mode, json::object>> expected{
+      {output_mode::json_schema,
+       with({{"response_format",
+              json::object{{"type", "json_schema"},
+                           {"json_schema", json::object{{"name", "Answer"}, {"strict", true}, {"schema", schema}}}}}})},
+      {output_mode::json_object, with({{"response_format", json::object{{"type", "json_object"}}}})},
+      {output_mode::tools,
+       with({{"tools", json::array{json::object{
+                           {"type", "function"},
+                           {"function", json::object{{"name", "Answer"},
+                                                     {"description", "Reply with the result as this function's arguments."},
+                                                     {"parameters", schema},
+                                                     {"strict", true}}}}}},
+             {"tool_choice", json::object{{"type", "function"}, {"function", json::object{{"name", "Answer"}}}}}})},
+      {output_mode::prompt, base},
+  };
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    (void)engine.complete(request_in(expected[i].first));
+    EXPECT_EQ(body_of(server, i), expected[i].second) << to_string(expected[i].first);
+  }
+}
+
 TEST(OutputModes, RequestBodyShowsWhatEachModeSends) {
   loopback_server server([](const received_request&, std::size_t) { return json_reply(openai_completion(answer_json)); });
   covenant::http_engine engine(options_for(server));
@@ -235,6 +269,30 @@ TEST(OutputModes, StreamedToolCallArgumentsArriveAsTheReplyText) {
   engine.start(request_in(output_mode::tools, true), w, {});
   ASSERT_EQ(done.get_future().wait_for(10s), std::future_status::ready);
   EXPECT_EQ(deltas->deltas, pieces);
+}
+
+TEST(OutputModes, AContractStreamsTypedPartialsFromAToolCall) {
+  loopback_server server([](const received_request&, std::size_t) {
+    response_plan p;
+    p.content_type = "text/event-stream";
+    p.chunks = tool_call_stream("Answer", {R"({"answer": "Pa)", R"(ris", "confid)", R"(ence": 0.9})"});
+    p.chunk_delay = 2ms;
+    return p;
+  });
+  covenant::http_engine engine(options_for(server));
+  covenant::contract_options opts = covenant::testing::instant();
+  opts.mode = output_mode::tools;
+  covenant::contract<QA> qa{engine, opts};
+  std::vector<std::string> texts;
+  auto r = qa.stream(Question{"Capital of France?"}, [&](const covenant::stream_update<Answer>& u) {
+               if (u.what == covenant::stream_update<Answer>::kind::partial) texts.emplace_back(u.text);
+             }).get();
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  EXPECT_EQ(r.value.answer, "Paris");
+  ASSERT_GE(texts.size(), 2u);  // partial values shown while the arguments arrived
+  EXPECT_EQ(texts.back(), R"({"answer": "Paris", "confidence": 0.9})");
+  EXPECT_EQ(body_of(server, 0).at("stream"), true);
+  EXPECT_TRUE(body_of(server, 0).contains("tool_choice"));
 }
 
 TEST(OutputModes, MalformedToolArgumentsGoThroughTheLenientReader) {
