@@ -18,32 +18,12 @@
 
 #include "anthropic_replies.hpp"
 #include "loopback_server.hpp"
-
-namespace anthropic_engine_test {
-struct Question {
-  std::string text;
-};
-struct Answer {
-  std::string answer;
-  double confidence = 0;
-};
-struct QA {
-  static constexpr std::string_view prompt = "Answer the question.";
-  Answer forward(const Question&, const covenant::outcome<Answer>& o) const { return o.result.value_or(Answer{}); }
-};
-}  // namespace anthropic_engine_test
-
-template <>
-struct covenant::describe<anthropic_engine_test::Answer> {
-  static constexpr auto fields = covenant::fields<anthropic_engine_test::Answer>(
-      covenant::field<&anthropic_engine_test::Answer::answer>("The answer.", covenant::non_empty{}),
-      covenant::field<&anthropic_engine_test::Answer::confidence>("Confidence.", covenant::range{0.0, 1.0}));
-};
+#include "qa_model.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
-using namespace anthropic_engine_test;
+using namespace covenant_test::qa;
 using covenant::output_mode;
 using covenant_test::anthropic_error;
 using covenant_test::anthropic_error_event;

@@ -17,32 +17,12 @@
 #include <vector>
 
 #include "loopback_server.hpp"
-
-namespace output_modes_test {
-struct Question {
-  std::string text;
-};
-struct Answer {
-  std::string answer;
-  double confidence = 0;
-};
-struct QA {
-  static constexpr std::string_view prompt = "Answer the question.";
-  Answer forward(const Question&, const covenant::outcome<Answer>& o) const { return o.result.value_or(Answer{}); }
-};
-}  // namespace output_modes_test
-
-template <>
-struct covenant::describe<output_modes_test::Answer> {
-  static constexpr auto fields = covenant::fields<output_modes_test::Answer>(
-      covenant::field<&output_modes_test::Answer::answer>("The answer.", covenant::non_empty{}),
-      covenant::field<&output_modes_test::Answer::confidence>("Confidence.", covenant::range{0.0, 1.0}));
-};
+#include "qa_model.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
-using namespace output_modes_test;
+using namespace covenant_test::qa;
 using covenant::output_mode;
 using covenant_test::loopback_server;
 using covenant_test::openai_completion;
