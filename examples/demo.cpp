@@ -1,8 +1,17 @@
 // The flagship example: a multi-document QA agent under contract (examples/models/multidoc_qa.hpp).
 //
-// Offline (default) it talks to a scripted model whose first reply is cut off, whose second
-// reply breaks the agent's coverage rule, and whose third reply is valid, and prints the
-// conversation, the outcome and the per-stage timings.
+// Offline (default) it replays a recorded conversation (examples/demo.cassette.jsonl, a cassette:
+// covenant/cassette.hpp) whose first reply is cut off, whose second reply breaks the agent's
+// coverage rule, and whose third reply is valid, and prints the conversation, the outcome and the
+// per-stage timings.
+//
+//     demo                          replay the cassette (no network)
+//     demo --cassette FILE          replay another cassette
+//     demo --scripted               the hand-written script instead (covenant/testing.hpp)
+//     demo --record FILE            record what the model (scripted, or online) answers into FILE
+// With COVENANT_BASE_URL set (and COVENANT_PROVIDER, COVENANT_API_KEY, COVENANT_MODEL) it talks to
+// that server instead; `--record FILE` then records a new cassette from it.
+#include <covenant/cassette.hpp>
 #include <covenant/contract.hpp>
 #include <covenant/http_engine.hpp>
 #include <covenant/testing.hpp>
@@ -11,6 +20,10 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "models/multidoc_qa.hpp"
 
@@ -49,24 +62,83 @@ std::vector<covenant::testing::step> script() {
 
 void print_rule(const char* title) { std::cout << "\n=== " << title << " ===\n"; }
 
+// Passes every call on to another engine and keeps the requests, to show the conversation.
+class transcript final : public covenant::engine {
+ public:
+  explicit transcript(covenant::engine& inner) : inner_(&inner) {}
+  ~transcript() override { close(); }
+  covenant::chat_response complete(const covenant::chat_request& r) override {
+    keep(r);
+    return inner_->complete(r);
+  }
+  void start(const covenant::chat_request& r, std::shared_ptr<covenant::reply_receiver> receiver,
+             std::stop_token stop) override {
+    keep(r);
+    inner_->start(r, std::move(receiver), std::move(stop));
+  }
+  [[nodiscard]] covenant::engine_capabilities capabilities() const noexcept override { return inner_->capabilities(); }
+  [[nodiscard]] covenant::chat_request request(std::size_t i) const {
+    std::lock_guard lock(mutex_);
+    return requests_.at(i);
+  }
+
+ private:
+  void keep(const covenant::chat_request& r) {
+    std::lock_guard lock(mutex_);
+    requests_.push_back(r);
+  }
+  covenant::engine* inner_;
+  mutable std::mutex mutex_;
+  std::vector<covenant::chat_request> requests_;
+};
+
+int usage() {
+  std::cerr << "usage: demo [--scripted | --cassette FILE] [--record FILE]\n";
+  return 2;
+}
+
 }  // namespace
 
-int main() {
-  // With COVENANT_BASE_URL (and COVENANT_API_KEY, COVENANT_MODEL) set, talk to that
-  // OpenAI-compatible endpoint; otherwise replay the scripted conversation.
+int main(int argc, char** argv) {
+  bool scripted_run = false;
+  std::string cassette_file = COVENANT_SOURCE_DIR "/examples/demo.cassette.jsonl";
+  std::string record_file;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--scripted") scripted_run = true;
+    else if (a == "--cassette" && i + 1 < argc) cassette_file = argv[++i];
+    else if (a == "--record" && i + 1 < argc) record_file = argv[++i];
+    else return usage();
+  }
+
+  // With COVENANT_BASE_URL set, talk to that server; otherwise replay the recorded conversation
+  // (or run the hand-written script).
   const char* base_url = std::getenv("COVENANT_BASE_URL");
   const bool online = base_url != nullptr && *base_url != '\0';
   covenant::testing::scripted_engine scripted{script()};
-  std::unique_ptr<covenant::http_engine> http;
-  if (online) {
-    try {
-      http = std::make_unique<covenant::http_engine>(covenant::http_engine::from_env());
-    } catch (const std::exception& e) {
-      std::cerr << "cannot use COVENANT_BASE_URL: " << e.what() << "\n";
-      return EXIT_FAILURE;
+  std::unique_ptr<covenant::engine> source;  // the HTTP engine or the replayed cassette
+  std::unique_ptr<covenant::engine> recorder;
+  try {
+    if (online)
+      source = std::make_unique<covenant::http_engine>(covenant::http_engine::from_env());
+    else if (!scripted_run && record_file.empty())
+      source = std::make_unique<covenant::cassette_engine>(covenant::cassette_options{.path = cassette_file});
+    covenant::engine& answering = source ? *source : scripted;
+    if (!record_file.empty()) {
+      const char* key = std::getenv("COVENANT_API_KEY");
+      recorder = std::make_unique<covenant::cassette_engine>(
+          covenant::cassette_options{.path = record_file,
+                                     .mode = covenant::cassette_mode::record,
+                                     .redact = {key != nullptr ? std::string(key) : std::string()}},
+          answering);
     }
+  } catch (const std::exception& e) {
+    std::cerr << "demo: " << e.what() << "\n";
+    return EXIT_FAILURE;
   }
-  covenant::engine& model = online ? static_cast<covenant::engine&>(*http) : scripted;
+  transcript model{recorder ? *recorder : source ? *source : scripted};
+  const char* where = online ? "online" : !record_file.empty() || scripted_run ? "offline, scripted model"
+                                                                               : "offline, recorded conversation";
 
   covenant::contract_options options;
   options.pre_remedy = true;
@@ -89,7 +161,7 @@ int main() {
 
   const qa::MultiDocQAInput input{"Why are vector databases useful for semantic search?", corpus(), 2};
 
-  print_rule(online ? "task (online)" : "task (offline, scripted model)");
+  print_rule((std::string("task (") + where + ")").c_str());
   std::cout << "question: " << input.query << "\ndocuments: A1, B2, C3; at most " << *input.max_snippets
             << " snippets; minimum coverage 0.6\n";
 
@@ -102,8 +174,8 @@ int main() {
     if (a.waited.count() > 0)
       std::cout << " (after waiting " << std::chrono::duration<double>(a.waited).count() << " s)";
     std::cout << " ---\n";
-    if (!online) {
-      const auto request = scripted.request(i);
+    {
+      const auto request = model.request(i);
       if (i == 0)
         std::cout << "[system]\n" << request.messages[0].content << "\n[user]\n" << request.messages[1].content << "\n";
       else
