@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "anthropic_replies.hpp"
 #include "loopback_server.hpp"
 
 extern char** environ;
@@ -245,6 +246,49 @@ TEST_F(CliRun, UsageAndSchemaErrorsExitTwo) {
   EXPECT_EQ(run(server, {"run", "--schema", path("label.baml"), "--prompt", "x", "--delay", "soon"}).status, 2);
   EXPECT_EQ(run(server, {"run", "--schema", write("bad.baml", "class {"), "--prompt", "x"}).status, 2);
   EXPECT_EQ(run(server, {"run", "--schema", path("label.baml"), "--prompt", "x", path("missing.jsonl")}).status, 2);
+}
+
+TEST_F(CliRun, ModeAndProviderReachTheServer) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    covenant_test::response_plan p;
+    if (r.target.find("/messages") != std::string::npos) {
+      p.body = covenant_test::anthropic_tool_message("Label", R"({"label": "A"})");
+    } else {
+      json::object call{{"id", "c"}, {"type", "function"},
+                        {"function", json::object{{"name", "Label"}, {"arguments", R"({"label": "T"})"}}}};
+      json::object message{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array{call}}};
+      p.body = json::serialize(json::object{
+          {"choices", json::array{json::object{{"index", 0}, {"message", message}, {"finish_reason", "tool_calls"}}}},
+          {"usage", json::object{{"prompt_tokens", 3}, {"completion_tokens", 2}}}});
+    }
+    return p;
+  });
+  const std::string input = write("in.jsonl", records(1));
+  const auto tools = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--mode", "tools", "--quiet", input});
+  EXPECT_EQ(tools.status, 0) << tools.err;
+  ASSERT_EQ(json_lines(tools.out).size(), 1u);
+  EXPECT_EQ(json_lines(tools.out)[0].at("value").at("label"), "T");
+  ASSERT_EQ(server.requests(), 1u);
+  const json::value sent = json::parse(server.request(0).body);
+  EXPECT_EQ(sent.at("tool_choice").at("function").at("name"), "Label");
+  EXPECT_FALSE(sent.as_object().contains("response_format"));
+
+  const auto claude = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--provider", "anthropic",
+                                   "--quiet", input});
+  EXPECT_EQ(claude.status, 0) << claude.err;
+  ASSERT_EQ(json_lines(claude.out).size(), 1u);
+  EXPECT_EQ(json_lines(claude.out)[0].at("value").at("label"), "A");
+  ASSERT_EQ(server.requests(), 2u);
+  EXPECT_EQ(server.request(1).target, "/v1/messages");
+  EXPECT_EQ(json::parse(server.request(1).body).at("tool_choice").at("type"), "tool");
+
+  const auto bad_mode = run(server, {"run", "--schema", path("label.baml"), "--prompt", "x", "--mode", "xml", input});
+  EXPECT_EQ(bad_mode.status, 2);
+  EXPECT_THAT(bad_mode.err, HasSubstr("unknown mode 'xml'"));
+  const auto bad_provider = run(server, {"run", "--schema", path("label.baml"), "--prompt", "x", "--provider", "gemini", input});
+  EXPECT_EQ(bad_provider.status, 2);
+  EXPECT_THAT(bad_provider.err, HasSubstr("unknown provider 'gemini'"));
+  EXPECT_EQ(server.requests(), 2u);
 }
 
 TEST_F(CliRun, WithoutAServerTheMessageNamesTheSettingAndTheFlag) {
