@@ -115,8 +115,8 @@ struct audit_log::impl {
     return removed;
   }
 
-  // The line for `e`, written in `storage` (a buffer that is reused).
-  std::string_view write_line(const attempt_event& e, std::string& storage) const;
+  // The line for `e` at time `now`, written in `storage` (a buffer that is reused).
+  std::string_view write_line(const attempt_event& e, std::string& storage, std::chrono::system_clock::time_point now) const;
 
   // `s` with every redaction replaced.
   [[nodiscard]] std::string redacted(std::string_view s) const {
@@ -252,17 +252,18 @@ class line_buffer {
 
 std::string audit_log::line(const attempt_event& e) const {
   std::string storage;
-  return std::string(impl_->write_line(e, storage));
+  return std::string(impl_->write_line(e, storage, std::chrono::system_clock::now()));
 }
 
-std::string_view audit_log::impl::write_line(const attempt_event& e, std::string& storage) const {
+std::string_view audit_log::impl::write_line(const attempt_event& e, std::string& storage,
+                                            std::chrono::system_clock::time_point now) const {
   using namespace std::string_view_literals;
   const attempt& a = e.a;
   line_buffer out(storage);
   out.lit("{\"ts\":\""sv);
   {
     std::string ts;
-    append_iso8601_utc(ts, std::chrono::system_clock::now());
+    append_iso8601_utc(ts, now);
     out.lit(ts);
   }
   out.lit("\",\"query_id\":"sv);
@@ -332,9 +333,14 @@ std::string_view audit_log::impl::write_line(const attempt_event& e, std::string
 
 void audit_log::on_attempt(const attempt_event& e) {
   thread_local std::string storage;  // reused: no allocation per line once it has grown
-  const std::string_view text = impl_->write_line(e, storage);
+  // One clock reading for the line's timestamp and the sink's rotation check; straight to the
+  // sink (the logger would only read the clock again and walk its one sink).
+  const auto now = std::chrono::system_clock::now();
+  const std::string_view text = impl_->write_line(e, storage, now);
   try {
-    impl_->logger->log(spdlog::level::info, spdlog::string_view_t(text.data(), text.size()));
+    const spdlog::details::log_msg msg(now, spdlog::source_loc{}, impl_->logger->name(), spdlog::level::info,
+                                       spdlog::string_view_t(text.data(), text.size()));
+    impl_->sink->log(msg);
   } catch (const std::exception& ex) {
     detail::log_error("audit log: a line could not be written: {}", ex.what());
   }
