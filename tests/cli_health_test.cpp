@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "cli_fixture.hpp"
 #include "loopback_server.hpp"
 
-extern char** environ;
 
 namespace {
 
@@ -34,11 +34,7 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-#ifdef COVENANT_CLI_PATH
-const char* const cli_path = COVENANT_CLI_PATH;
-#else
-const char* const cli_path = nullptr;
-#endif
+using covenant_test::run_result;
 
 const char* good_baml = R"(class Ticket {
   title string
@@ -51,12 +47,6 @@ const char* broken_baml = R"(class Answer {
 }
 )";
 
-struct run_result {
-  int status = -1;  ///< exit status; -1 when the program did not exit normally
-  std::string out;
-  std::string err;
-};
-
 covenant_test::response_plan answer(int status, std::string body) {
   covenant_test::response_plan p;
   p.status = status;
@@ -64,78 +54,25 @@ covenant_test::response_plan answer(int status, std::string body) {
   return p;
 }
 
-class CliHealth : public ::testing::Test {
+class CliHealth : public covenant_test::cli_fixture {
  protected:
+  CliHealth() : cli_fixture("covenant_cli_health_test") {}
   void SetUp() override {
-    if (cli_path == nullptr) GTEST_SKIP() << "the covenant tool is not built";
-    static std::atomic<int> counter{0};
-    dir_ = fs::temp_directory_path() /
-           ("covenant_cli_health_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(dir_);
+    cli_fixture::SetUp();
+    if (IsSkipped()) return;
     write("good.baml", good_baml);
     write("broken.baml", broken_baml);
   }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
-  }
 
-  std::string write(const std::string& name, const std::string& content) {
-    std::ofstream f(dir_ / name, std::ios::binary);
-    f << content;
-    return (dir_ / name).string();
-  }
-  std::string file(const std::string& name) const { return (dir_ / name).string(); }
-  static std::string read(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-  }
+  [[nodiscard]] std::string file(const std::string& name) const { return path(name); }
 
-  /// Runs the tool with `args`; the environment is this process's without COVENANT_* and
-  /// OPENAI_API_KEY, plus `env`.
+  /// Runs the tool with `args`; the environment is this process's without COVENANT_* and API
+  /// keys, plus `env`.
   run_result run(std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) {
-    static std::atomic<int> runs{0};
-    const std::string tag = "run" + std::to_string(runs++);
-    std::vector<std::string> env_storage;
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string entry = *e;
-      if (entry.rfind("COVENANT_", 0) == 0 || entry.rfind("OPENAI_API_KEY=", 0) == 0) continue;
-      env_storage.push_back(entry);
-    }
-    for (const auto& [name, value] : env) env_storage.push_back(name + "=" + value);
-    std::vector<char*> envp;
-    for (auto& s : env_storage) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    args.insert(args.begin(), cli_path);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    const std::string out = file(tag + ".out");
-    const std::string err = file(tag + ".err");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, cli_path, &fa, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&fa);
-    run_result r;
-    EXPECT_EQ(rc, 0);
-    if (rc != 0) return r;
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (WIFEXITED(status)) r.status = WEXITSTATUS(status);
-    r.out = read(out);
-    r.err = read(err);
-    EXPECT_THAT(r.err, AllOf(Not(HasSubstr("Sanitizer")), Not(HasSubstr("runtime error"))));
-    return r;
+    std::vector<std::string> entries;
+    for (const auto& [name, value] : env) entries.push_back(name + "=" + value);
+    return run_tool(std::move(args), entries);
   }
-
-  fs::path dir_;
 };
 
 TEST_F(CliHealth, GoodSchemasExitZero) {

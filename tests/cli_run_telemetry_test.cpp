@@ -33,9 +33,8 @@
 #include <thread>
 #include <vector>
 
+#include "cli_fixture.hpp"
 #include "loopback_server.hpp"
-
-extern char** environ;
 
 namespace {
 
@@ -44,36 +43,10 @@ namespace json = boost::json;
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-#ifdef COVENANT_CLI_PATH
-const char* const cli_path = COVENANT_CLI_PATH;
-#else
-const char* const cli_path = nullptr;
-#endif
-
-const char* label_baml = R"(class Label {
-  label string @assert({{ this|length > 0 }})
-}
-)";
-
-/// The record a request is about: the JSON between <input> and </input> in its user message.
-json::value record_of(const std::string& body) {
-  const json::value v = json::parse(body);
-  const std::string user(v.at("messages").as_array().at(1).at("content").as_string());
-  const auto b = user.find('\n');
-  const auto e = user.rfind("\n</input>");
-  return json::parse(user.substr(b + 1, e - b - 1));
-}
-
-/// Answers {"label": "L<n>"} for record n, an empty label (rejected) when "bad" is true.
-covenant_test::response_plan label_reply(const covenant_test::received_request& r, std::chrono::milliseconds delay) {
-  const json::value rec = record_of(r.body);
-  covenant_test::response_plan p;
-  p.delay = delay;
-  const bool bad = rec.as_object().contains("bad") && rec.at("bad").as_bool();
-  const std::string label = bad ? "" : "L" + json::serialize(rec.at("n"));
-  p.body = covenant_test::openai_completion(json::serialize(json::value{{"label", label}}));
-  return p;
-}
+using covenant_test::label_baml;
+using covenant_test::label_reply;
+using covenant_test::record_of;
+using covenant_test::run_result;
 
 /// The value of the sample `series` (name and labels, as written) in a text exposition.
 std::optional<double> sample(const std::string& text, const std::string& series) {
@@ -97,113 +70,24 @@ bool on_path(const std::string& program) {
   return false;
 }
 
-struct run_result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-class CliRunTelemetry : public ::testing::Test {
+class CliRunTelemetry : public covenant_test::cli_fixture {
  protected:
+  CliRunTelemetry() : cli_fixture("covenant_run_telemetry_test") {}
   void SetUp() override {
-    if (cli_path == nullptr) GTEST_SKIP() << "the covenant tool is not built";
-    static std::atomic<int> counter{0};
-    dir_ = fs::temp_directory_path() / ("covenant_run_telemetry_test_" + std::to_string(::getpid()) + "_" +
-                                        std::to_string(counter++));
-    fs::create_directories(dir_);
+    cli_fixture::SetUp();
+    if (IsSkipped()) return;
     write("label.baml", label_baml);
   }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
-  }
 
-  std::string write(const std::string& name, const std::string& content) {
-    std::ofstream f(dir_ / name, std::ios::binary);
-    f << content;
-    return (dir_ / name).string();
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  static std::string read(const std::string& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-  }
-  static std::vector<json::value> json_lines(const std::string& text) {
-    std::vector<json::value> out;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);)
-      if (!line.empty()) out.push_back(json::parse(line));
-    return out;
-  }
+  static std::string records(int n, const std::set<int>& bad = {}) { return covenant_test::label_records(n, bad); }
 
-  std::string records(int n, std::set<int> bad = {}) {
-    std::string text;
-    for (int i = 0; i < n; ++i) {
-      json::object o{{"id", "r" + std::to_string(i)}, {"n", i}};
-      if (bad.count(i) != 0) o["bad"] = true;
-      text += json::serialize(o) + "\n";
-    }
-    return text;
-  }
-
-  /// The environment without COVENANT_* settings, with COVENANT_BASE_URL pointing at `server`.
-  static std::vector<char*> env_for(const covenant_test::loopback_server& server, std::vector<std::string>& storage) {
-    storage.clear();
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string entry = *e;
-      if (entry.rfind("COVENANT_", 0) == 0) continue;
-      storage.push_back(entry);
-    }
-    storage.push_back("COVENANT_BASE_URL=" + server.base_url());
-    std::vector<char*> out;
-    for (auto& s : storage) out.push_back(s.data());
-    out.push_back(nullptr);
-    return out;
-  }
-
-  /// Starts `program` with `args`; stdin from `in` (or /dev/null), stdout/stderr to <tag>.out/.err.
-  pid_t spawn_program(const std::string& program, std::vector<std::string> args, const std::string& tag,
-                      char* const* env, const std::string& in = "/dev/null") {
-    args.insert(args.begin(), program);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    const std::string out = path(tag + ".out");
-    const std::string err = path(tag + ".err");
-    posix_spawn_file_actions_addopen(&fa, 0, in.c_str(), O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = -1;
-    const int rc = posix_spawnp(&pid, program.c_str(), &fa, nullptr, argv.data(), env);
-    posix_spawn_file_actions_destroy(&fa);
-    EXPECT_EQ(rc, 0) << program;
-    return pid;
-  }
-
+  /// The tool with COVENANT_BASE_URL pointing at `server`.
   pid_t spawn(const covenant_test::loopback_server& server, std::vector<std::string> args, const std::string& tag) {
-    std::vector<std::string> env_storage;
-    std::vector<char*> env = env_for(server, env_storage);
-    return spawn_program(cli_path, std::move(args), tag, env.data());
-  }
-
-  run_result finish(pid_t pid, const std::string& tag) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    run_result r;
-    if (WIFEXITED(status)) r.status = WEXITSTATUS(status);
-    r.out = read(path(tag + ".out"));
-    r.err = read(path(tag + ".err"));
-    EXPECT_THAT(r.err, ::testing::AllOf(::testing::Not(HasSubstr("Sanitizer")), ::testing::Not(HasSubstr("runtime error"))));
-    return r;
+    return spawn_tool(std::move(args), tag, {"COVENANT_BASE_URL=" + server.base_url()});
   }
 
   run_result run(const covenant_test::loopback_server& server, std::vector<std::string> args) {
-    static std::atomic<int> runs{0};
-    const std::string tag = "run" + std::to_string(runs++);
+    const std::string tag = next_tag();
     return finish(spawn(server, std::move(args), tag), tag);
   }
 
@@ -217,7 +101,6 @@ class CliRunTelemetry : public ::testing::Test {
     return out;
   }
 
-  fs::path dir_;
 };
 
 TEST_F(CliRunTelemetry, MetricsFileCountsEveryRecordAndIsValidExposition) {
@@ -239,9 +122,7 @@ TEST_F(CliRunTelemetry, MetricsFileCountsEveryRecordAndIsValidExposition) {
     std::cout << "[ INFO     ] promtool is not on PATH: `promtool check metrics` skipped\n";
     return;
   }
-  std::vector<std::string> env_storage;
-  std::vector<char*> env = env_for(server, env_storage);
-  const pid_t pid = spawn_program("promtool", {"check", "metrics"}, "promtool", env.data(), metrics);
+  const pid_t pid = spawn_program("promtool", {"check", "metrics"}, "promtool", {}, metrics);
   const run_result check = finish(pid, "promtool");
   EXPECT_EQ(check.status, 0) << check.out << check.err;
 }
