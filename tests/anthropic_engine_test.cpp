@@ -12,7 +12,11 @@
 
 #include <boost/json.hpp>
 
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -282,6 +286,125 @@ TEST(AnthropicEngine, ABrokenOrSilentStreamAndABadBodyNeverCrash) {
     EXPECT_EQ(e.status(), 200);
     EXPECT_FALSE(e.retryable());
   }
+}
+
+/// Collects what the engine reports for one asynchronous call.
+class collector final : public covenant::reply_receiver {
+ public:
+  void on_text(std::string_view delta) noexcept override {
+    std::lock_guard lock(mutex_);
+    deltas_.emplace_back(delta);
+  }
+  void on_reply(covenant::chat_response r) noexcept override { set(std::move(r), {}); }
+  void on_error(const covenant::engine_error& e) noexcept override { set({}, e); }
+  bool wait(std::chrono::milliseconds timeout = 5s) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, timeout, [this] { return done_; });
+  }
+  std::optional<covenant::chat_response> reply() {
+    std::lock_guard lock(mutex_);
+    return reply_;
+  }
+  std::optional<covenant::engine_error> error() {
+    std::lock_guard lock(mutex_);
+    return error_;
+  }
+  std::size_t deltas() {
+    std::lock_guard lock(mutex_);
+    return deltas_.size();
+  }
+
+ private:
+  void set(std::optional<covenant::chat_response> r, std::optional<covenant::engine_error> e) {
+    std::lock_guard lock(mutex_);
+    reply_ = std::move(r);
+    error_ = std::move(e);
+    done_ = true;
+    cv_.notify_all();
+  }
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::vector<std::string> deltas_;
+  std::optional<covenant::chat_response> reply_;
+  std::optional<covenant::engine_error> error_;
+};
+
+TEST(AnthropicEngine, AnIdleStreamIsCutOffAndAStopRequestEndsTheTransferAtOnce) {
+  loopback_server server([](const received_request& r, std::size_t) {
+    std::vector<std::string> chunks = anthropic_stream(std::vector<std::string>(200, "x"), false);
+    response_plan p = streamed(chunks);
+    if (r.body.find("idle") != std::string::npos) {
+      // message_start, content_block_start, ping and one delta at once, then silence.
+      p.chunks = {chunks[0] + chunks[1] + chunks[2] + chunks[3], "event: ping\ndata: {\"type\": \"ping\"}\n\n"};
+      p.chunk_delay = 1500ms;
+    } else {
+      p.chunk_delay = 20ms;
+    }
+    return p;
+  });
+  covenant::http_engine_options o = options_for(server);
+  o.stream_idle_timeout = 150ms;
+  covenant::http_engine engine(o);
+
+  covenant::chat_request idle = request_in(output_mode::prompt, true);
+  idle.messages.back().content = "idle";
+  const covenant::chat_response cut = engine.complete(idle);
+  EXPECT_TRUE(cut.cut_off);
+  EXPECT_EQ(cut.text, "x");
+
+  auto c = std::make_shared<collector>();
+  std::stop_source stop;
+  engine.start(request_in(output_mode::prompt, true), c, stop.get_token());
+  while (c->deltas() < 3) std::this_thread::sleep_for(1ms);
+  stop.request_stop();
+  ASSERT_TRUE(c->wait(2s));
+  ASSERT_TRUE(c->error());
+  EXPECT_TRUE(c->error()->cancelled());
+  for (int i = 0; i < 200 && !server.client_left_early(1); ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(server.client_left_early(1));
+  EXPECT_LT(server.chunks_sent(1), 100u);
+}
+
+TEST(AnthropicEngine, DestroyingTheEngineEndsItsTransfersAndARefusedConnectionIsRetriedThenFails) {
+  loopback_server server([](const received_request&, std::size_t) {
+    response_plan p;
+    p.hang = true;
+    return p;
+  });
+  std::vector<std::shared_ptr<collector>> calls;
+  {
+    covenant::http_engine engine(options_for(server));
+    for (int i = 0; i < 3; ++i) {
+      calls.push_back(std::make_shared<collector>());
+      engine.start(request_in(output_mode::tools, true), calls.back(), {});
+    }
+    ASSERT_TRUE(server.wait_for_requests(3, 5s));
+  }
+  for (auto& c : calls) {
+    ASSERT_TRUE(c->wait(1s));
+    ASSERT_TRUE(c->error());
+    EXPECT_TRUE(c->error()->cancelled());
+  }
+
+  std::string closed_root;
+  {
+    loopback_server gone([](const received_request&, std::size_t) { return whole(anthropic_message("x")); });
+    closed_root = root_of(gone);
+  }
+  covenant::testing::fake_sleeper sleeper;
+  covenant::http_engine_options o = options_for(server, &sleeper);
+  o.base_url = closed_root;
+  covenant::http_engine engine(o);
+  try {
+    (void)engine.complete(request_in(output_mode::prompt));
+    ADD_FAILURE() << "expected an engine_error";
+  } catch (const covenant::engine_error& e) {
+    EXPECT_TRUE(e.retryable());
+    EXPECT_EQ(e.status(), 0);
+    EXPECT_THAT(e.what(), HasSubstr("connection failed"));
+  }
+  EXPECT_EQ(sleeper.sleeps().size(), 2u);  // max_retries = 2
 }
 
 TEST(AnthropicEngine, AContractRunsEndToEndAndAutomaticStartsWithTools) {
