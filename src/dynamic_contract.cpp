@@ -1,5 +1,6 @@
 #include "covenant/dynamic_contract.hpp"
 
+#include "covenant/detail/drop_at.hpp"
 #include "covenant/detail/dynamic_read.hpp"
 #include "covenant/detail/stream_reader.hpp"
 
@@ -16,6 +17,67 @@ std::shared_ptr<const boost::json::value> strict_schema(const schema::model& m) 
   } catch (const std::exception&) {
     return nullptr;  // not expressible in strict mode: the prompt text carries the schema
   }
+}
+
+// The on-fail action filter on a JSON value, as detail::drop_at() does it on a C++ value: drops
+// what `p` (from segment k on) points into inside `v` (of schema `node`): the deepest array item or
+// optional field on the way that holds the target. Returns the number of segments of the dropped
+// value's path (0: nothing dropped).
+std::size_t drop_json_at(boost::json::value& v, const schema::model& m, const schema::type& node, const path& p,
+                         std::size_t k) {
+  if (k >= p.size() || v.is_null()) return 0;
+  const path_segment& seg = p.segments()[k];
+  if (node.kind == schema::kind::array) {
+    boost::json::array* a = v.if_array();
+    if (a == nullptr || !seg.is_index || seg.index >= a->size() || node.args.empty()) return 0;
+    if (const std::size_t d = drop_json_at((*a)[seg.index], m, node.args[0], p, k + 1)) return d;
+    a->erase(a->begin() + static_cast<std::ptrdiff_t>(seg.index));
+    return k + 1;
+  }
+  boost::json::object* o = v.if_object();
+  if (o == nullptr || seg.is_index) return 0;
+  if (node.kind == schema::kind::map) {
+    auto it = o->find(seg.key);
+    return it == o->end() || node.args.size() < 2 ? 0 : drop_json_at(it->value(), m, node.args[1], p, k + 1);
+  }
+  if (node.kind != schema::kind::ref || node.def == schema::no_def || node.def >= m.defs.size()) return 0;
+  const schema::object_def* def = m.defs[node.def].object();
+  if (def == nullptr) return 0;
+  for (const schema::field& f : def->fields) {
+    if (f.key != seg.key) continue;
+    auto it = o->find(f.key);
+    if (it == o->end()) return 0;
+    if (const std::size_t d = drop_json_at(it->value(), m, f.type, p, k + 1)) return d;
+    if (!f.required) {
+      o->erase(it);
+      return k + 1;
+    }
+    if (f.type.nullable) {
+      it->value() = nullptr;
+      return k + 1;
+    }
+    return 0;
+  }
+  return 0;
+}
+
+// The number of items of the array at `p` inside `v`; -1 when there is none.
+long json_list_size_at(const boost::json::value& v, const path& p) {
+  const boost::json::value* at = &v;
+  for (const path_segment& seg : p.segments()) {
+    if (seg.is_index) {
+      const boost::json::array* a = at->if_array();
+      if (a == nullptr || seg.index >= a->size()) return -1;
+      at = &(*a)[seg.index];
+    } else {
+      const boost::json::object* o = at->if_object();
+      const boost::json::value* next = o != nullptr ? o->if_contains(seg.key) : nullptr;
+      if (next == nullptr) return -1;
+      at = next;
+    }
+  }
+  const boost::json::array* a = at->if_array();
+  return a != nullptr ? static_cast<long>(a->size()) : -1;
 }
 
 std::string input_message(const boost::json::value& input) {
@@ -48,7 +110,9 @@ struct dynamic_contract::core final : detail::contract_core {
 
 namespace {
 
-using json_check = std::function<void(const boost::json::value&, issue_list&)>;
+/// Checks a value read from a reply (post(), or pre() of a repaired input); may drop parts of it
+/// (on-fail action filter) with a note.
+using json_check = std::function<void(boost::json::value&, issue_list&, note_list&)>;
 
 /// Reads replies of one remedy phase against a runtime schema and checks them with `check`.
 class dynamic_reader final : public detail::reply_reader {
@@ -90,7 +154,7 @@ class dynamic_reader final : public detail::reply_reader {
     }
     stage failed_at = stage::validate;
     if (check_) {
-      check_(*r.value, a.issues);
+      check_(*r.value, a.issues, a.notes);
       const detail::time_point t = now();
       times.add(repairing_ ? perf_stage::pre_remedy : perf_stage::post, t - mark);
       mark = t;
@@ -157,7 +221,7 @@ class dynamic_call final : public detail::call_steps {
         owned_(std::move(owned)),
         input_(input != nullptr ? input : &owned_),
         input_reader_(c.options, c.task.input ? *c.task.input : c.task.output, attempt_kind::input_repair, repaired_,
-                      [this](const boost::json::value& in, issue_list& found) { run_pre(in, found); }),
+                      [this](const boost::json::value& in, issue_list& found, note_list&) { run_pre(in, found); }),
         output_reader_(c.options, c.task.output, attempt_kind::output, oc_.result, post_check()),
         promise_(std::move(promise)) {
     oc = &oc_;
@@ -241,8 +305,17 @@ class dynamic_call final : public detail::call_steps {
 
   json_check post_check() {
     if (!c_->task.post) return {};
-    return [this](const boost::json::value& out, issue_list& issues) {
+    return [this](boost::json::value& out, issue_list& issues, note_list& notes) {
       detail::run_hook("post", issue_code::postcondition_violation, issues, [&] { c_->task.post(out, *current_); });
+      // on-fail action filter: the items post() pointed at are dropped; what is left is checked
+      // against the schema again (a list may now be too short).
+      const schema::model& m = c_->task.output;
+      if (!issues.empty() &&
+          detail::apply_filters_with(
+              issues, notes, [&](const path& p) { return drop_json_at(out, m, m.root, p, 0); },
+              [&](const path& p) { return json_list_size_at(out, p); })) {
+        for (issue& i : validate_value(out, m, c_->options.decode).issues) issues.push_back(std::move(i));
+      }
     };
   }
 

@@ -3,6 +3,7 @@
 // JSON Schema x-on-fail; and their interplay with the remedy loop.
 #include <covenant/contract.hpp>
 #include <covenant/dynamic.hpp>
+#include <covenant/dynamic_contract.hpp>
 #include <covenant/json_schema.hpp>
 #include <covenant/json_schema_import.hpp>
 #include <covenant/schema_file.hpp>
@@ -395,6 +396,57 @@ TEST(OnFailPost, FiltersThatDropEveryItemRefrainWithTheirReasonButAnEmptyListIsF
   scripted_engine some{reply_with_links("s", {"dead", "ok"})};
   covenant::contract<AllDead> c3{some, instant()};
   EXPECT_EQ(c3.run(Question{"q"}).value, "1 links");
+}
+
+TEST(OnFailPost, ADynamicContractsPostFiltersAsTheTypedOneDoes) {
+  auto set = covenant::schema_set::parse(R"(
+    class Link {
+      title string
+      url string
+    }
+    class Out {
+      summary string
+      links Link[] @assert({{ this|length > 0 }})
+      note string?
+    }
+  )");
+  covenant::dynamic_task task;
+  task.name = "links";
+  task.prompt = "Links.";
+  task.output = set.model("Out");
+  task.post = [](const boost::json::value& out, const boost::json::value&) {
+    covenant::violation v;
+    const auto& links = out.at("links").as_array();
+    for (std::size_t i = 0; i < links.size(); ++i)
+      if (links[i].at("title") == "dead")
+        v.add("links[" + std::to_string(i) + "].url", "does not resolve", fail_action::filter);
+    if (const auto* n = out.as_object().if_contains("note"); n != nullptr && *n == "spam")
+      v.add("note", "is spam", fail_action::filter);
+    v.raise_if_any();
+  };
+  const std::string reply =
+      R"({"summary": "s", "note": "spam", "links": [{"title": "a", "url": "u1"}, {"title": "dead", "url": "u2"},)"
+      R"( {"title": "b", "url": "u3"}]})";
+  scripted_engine model{reply};
+  covenant::dynamic_contract c{model, task, instant()};
+  const auto outcome = c.run(boost::json::object{{"q", 1}});
+  ASSERT_TRUE(outcome.success) << outcome.summary();
+  EXPECT_EQ(model.calls(), 1u);  // a filter never costs a model call
+  EXPECT_EQ(boost::json::serialize(outcome.result->at("links")),
+            R"([{"title":"a","url":"u1"},{"title":"b","url":"u3"}])");
+  EXPECT_FALSE(outcome.result->as_object().contains("note"));  // an optional field is dropped
+  EXPECT_THAT(notes_of(outcome.notes, note_kind::filtered),
+              ::testing::UnorderedElementsAre("links[1]: dropped: links[1].url: does not resolve",
+                                              "note: dropped: note: is spam"));
+
+  // Dropping every item leaves a list below its minimum: the list's own check asks again.
+  scripted_engine all_dead{R"({"summary": "s", "links": [{"title": "dead", "url": "u"}]})",
+                           R"({"summary": "s", "links": [{"title": "ok", "url": "u"}]})"};
+  covenant::dynamic_contract c2{all_dead, task, instant({.tries = 1})};
+  const auto second = c2.run(boost::json::object{{"q", 1}});
+  ASSERT_TRUE(second.success) << second.summary();
+  EXPECT_EQ(all_dead.calls(), 2u);
+  EXPECT_THAT(all_dead.last_message(1), HasSubstr("links"));
 }
 
 TEST(OnFailPost, AHookHasNoFix) {

@@ -115,11 +115,13 @@ inline bool later_path_first(const issue& a, const issue& b) {
   return x.size() > y.size();
 }
 
-/// Applies the filter violations of a hook to `value`: each drops its list item or optional
-/// field (one `filtered` note each), and leaves `issues`; one that has nothing to drop stays
-/// (the contract asks about it again). Returns whether anything was dropped.
-template <class T>
-bool apply_filters(T& value, issue_list& issues, note_list& notes) {
+/// Applies the filter violations of a hook: each drops its list item or optional field (one
+/// `filtered` note each) and leaves `issues`; one that has nothing to drop stays (the contract
+/// asks about it again). `drop(path)` drops what the path points into and returns the number of
+/// segments of the dropped value's path (0: nothing dropped); `list_size(path)` is the number of
+/// items of the list at the path (-1: not a list). Returns whether anything was dropped.
+template <class Drop, class ListSize>
+bool apply_filters_with(issue_list& issues, note_list& notes, Drop&& drop, ListSize&& list_size) {
   std::vector<issue> filters;
   issue_list rest;
   for (issue& i : issues) (i.action == fail_action::filter ? filters : rest).push_back(std::move(i));
@@ -128,7 +130,6 @@ bool apply_filters(T& value, issue_list& issues, note_list& notes) {
     return false;
   }
   std::stable_sort(filters.begin(), filters.end(), later_path_first);
-  const schema::model& m = schema_of<T>();
   std::vector<path> dropped;
   std::vector<std::pair<path, std::string>> emptied;  // lists whose filters carry a reason
   const std::size_t first_note = notes.size();
@@ -139,7 +140,7 @@ bool apply_filters(T& value, issue_list& issues, note_list& notes) {
       return d.size() <= segs.size() && std::equal(d.begin(), d.end(), segs.begin());
     });
     if (gone) continue;
-    const std::size_t d = drop_at(value, m, m.root, i.path, 0);
+    const std::size_t d = drop(i.path);
     if (d == 0) {
       rest.push_back(std::move(i));
       continue;
@@ -162,7 +163,7 @@ bool apply_filters(T& value, issue_list& issues, note_list& notes) {
   std::reverse(notes.begin() + static_cast<std::ptrdiff_t>(first_note), notes.end());  // in document order
   // A list that lost every item to filters with a reason: the call refrains with it.
   for (auto& [list, reason] : emptied) {
-    if (list_size_at(value, m, m.root, list, 0) != 0) continue;
+    if (list_size(list) != 0) continue;
     issue i;
     i.path = list;
     i.code = issue_code::constraint_violation;
@@ -173,6 +174,15 @@ bool apply_filters(T& value, issue_list& issues, note_list& notes) {
     issues.push_back(std::move(i));
   }
   return any;
+}
+
+/// apply_filters_with() on a C++ value.
+template <class T>
+bool apply_filters(T& value, issue_list& issues, note_list& notes) {
+  const schema::model& m = schema_of<T>();
+  return apply_filters_with(
+      issues, notes, [&](const path& p) { return drop_at(value, m, m.root, p, 0); },
+      [&](const path& p) { return list_size_at(value, m, m.root, p, 0); });
 }
 
 }  // namespace covenant::detail
