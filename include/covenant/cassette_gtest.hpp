@@ -33,7 +33,6 @@
 #include <functional>
 #include <memory>
 #include <ostream>
-#include <source_location>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -135,9 +134,11 @@ inline ::testing::AssertionResult all_interactions_used(const cassette_engine& c
 }
 
 /// A non-fatal failure (at the caller's line) listing every recorded interaction no call used.
-inline void expect_all_used(const cassette_engine& c, std::source_location where = std::source_location::current()) {
+/// (The caller's file and line come from __builtin_FILE/__builtin_LINE, which g++ and clang++
+/// 14 have; clang 14 has no std::source_location.)
+inline void expect_all_used(const cassette_engine& c, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   std::string report = detail::unused_report(c);
-  if (!report.empty()) ADD_FAILURE_AT(where.file_name(), static_cast<int>(where.line())) << report;
+  if (!report.empty()) ADD_FAILURE_AT(file, line) << report;
 }
 
 /// Matches a cassette_engine (or a pointer to one) whose recorded interactions were all used:
@@ -156,13 +157,13 @@ MATCHER(AllInteractionsUsed, negation ? "some recorded interaction was not used"
 class cassette_scope {
  public:
   explicit cassette_scope(const std::string& path, engine* inner = nullptr, cassette_options options = {},
-                          std::source_location where = std::source_location::current())
-      : cassette_(cassette(path, inner, std::move(options))), where_(where) {}
+                          const char* file = __builtin_FILE(), int line = __builtin_LINE())
+      : cassette_(cassette(path, inner, std::move(options))), file_(file), line_(line) {}
   cassette_scope(const std::string& path, const engine_factory& make_inner, cassette_options options = {},
-                 std::source_location where = std::source_location::current())
-      : cassette_(cassette(path, make_inner, std::move(options))), where_(where) {}
+                 const char* file = __builtin_FILE(), int line = __builtin_LINE())
+      : cassette_(cassette(path, make_inner, std::move(options))), file_(file), line_(line) {}
   ~cassette_scope() {
-    if (check_) expect_all_used(*cassette_, where_);
+    if (check_) expect_all_used(*cassette_, file_, line_);
   }
   cassette_scope(const cassette_scope&) = delete;
   cassette_scope& operator=(const cassette_scope&) = delete;
@@ -175,7 +176,8 @@ class cassette_scope {
 
  private:
   std::unique_ptr<cassette_engine> cassette_;
-  std::source_location where_;
+  const char* file_;
+  int line_;
   bool check_ = true;
 };
 
