@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <system_error>
 
 #include "covenant/engine.hpp"
@@ -91,7 +92,13 @@ std::uint64_t token_count(const boost::json::object& o, std::string_view key, st
   if (v == nullptr) return 0;
   if (v->is_uint64()) return v->as_uint64();
   if (v->is_int64()) return v->as_int64() > 0 ? static_cast<std::uint64_t>(v->as_int64()) : 0;
-  if (v->is_double()) return v->as_double() > 0 ? static_cast<std::uint64_t>(v->as_double()) : 0;
+  if (v->is_double()) {
+    const double d = v->as_double();
+    if (!(d > 0)) return 0;
+    // Past the largest count (1e300 in a hostile body): the largest count, not undefined behaviour.
+    if (d >= 18446744073709551616.0) return std::numeric_limits<std::uint64_t>::max();
+    return static_cast<std::uint64_t>(d);
+  }
   return 0;
 }
 

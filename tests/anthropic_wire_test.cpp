@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 
 #include <memory>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -447,6 +448,14 @@ TEST(AnthropicWireReply, MalformedBodiesNeverCrash) {
       }
     }
   }
+}
+
+TEST(AnthropicWireReply, TokenCountsBeyondRangeAreClampedNotUndefined) {
+  const chat_response r = dialect().parse_reply(
+      R"({"type":"message","content":[{"type":"text","text":"x"}],"usage":{"input_tokens":1e300,"output_tokens":2.5}})",
+      output_mode::prompt);
+  EXPECT_EQ(r.usage.input_tokens, std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(r.usage.output_tokens, 2u);
 }
 
 // ---------------------------------------------------------------------------------------------
