@@ -2,7 +2,9 @@
 // with a small depth limit) on arbitrary bytes must not crash, hang or leak, must respect
 // max_candidates, and must only ever offer strict JSON (checked with Boost.JSON). A text that is
 // valid JSON must pass looks_like_strict_json() and be read as itself (same value, no notes),
-// unless it has an exponent of five or more digits (rewritten as the same value, noted).
+// unless it has an exponent of five or more digits (rewritten as the same value, noted). The
+// source spans of a candidate are in order, each at an object or array of its JSON, and each
+// within the input, starting at a bracket.
 #include <covenant/lenient.hpp>
 
 #include <boost/json/parse.hpp>
@@ -64,6 +66,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const covenant::candidate& c : x.candidates) {
       boost::json::value v;
       if (!parse_strict(c.json, v, 4096)) fail("candidate is not strict JSON", c.json);
+      for (std::size_t i = 0; i < c.spans.size(); ++i) {
+        const covenant::source_span& s = c.spans[i];
+        if (i > 0 && s.json_offset <= c.spans[i - 1].json_offset) fail("source spans out of order", c.json);
+        if (s.json_offset >= c.json.size() || (c.json[s.json_offset] != '{' && c.json[s.json_offset] != '['))
+          fail("source span not at an object or array", c.json);
+        if (s.source_offset >= text.size() || s.source_length > text.size() - s.source_offset || s.source_length == 0)
+          fail("source span outside the input", c.json);
+        if (text[s.source_offset] != '{' && text[s.source_offset] != '[') fail("source span not at a bracket", text);
+      }
     }
     if (valid && round < 2 && !has_huge_exponent(text)) {
       if (x.candidates.empty()) fail("valid JSON gave no candidate", text);

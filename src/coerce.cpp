@@ -1,8 +1,11 @@
 #include "covenant/detail/coerce.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "covenant/lenient.hpp"
 
@@ -389,6 +392,37 @@ bool take_json_in_string(json_reader& r, decode_context& ctx, const path_frame* 
   }
   ctx.note(at, note_kind::coerced, std::move(detail));
   return true;
+}
+
+bool written_text(const decode_context& ctx, std::string_view raw, std::string_view& text) noexcept {
+  text = raw;
+  const source_map* m = ctx.opts.source;
+  if (m == nullptr || m->spans == nullptr || m->spans->empty()) return true;
+  // Only a value of the text the map describes (not one of a JSON text read from inside a string).
+  const auto at = reinterpret_cast<std::uintptr_t>(raw.data());
+  const auto begin = reinterpret_cast<std::uintptr_t>(m->json.data());
+  if (at < begin || at >= begin + m->json.size()) return true;
+  const std::size_t offset = static_cast<std::size_t>(at - begin);
+  const std::vector<source_span>& spans = *m->spans;
+  const auto it = std::lower_bound(spans.begin(), spans.end(), offset,
+                                   [](const source_span& s, std::size_t o) { return s.json_offset < o; });
+  if (it == spans.end() || it->json_offset != offset) return true;  // (the array of all objects)
+  if (!it->closed && !m->partial) return false;
+  if (it->source_offset > m->input.size() || it->source_length > m->input.size() - it->source_offset) return true;
+  text = m->input.substr(it->source_offset, it->source_length);
+  return true;
+}
+
+std::string_view written_text_note(std::string_view raw) noexcept {
+  return !raw.empty() && raw.front() == '[' ? "a list read as its text" : "an object read as its text";
+}
+
+std::size_t written_text_readings(const note_list& notes) noexcept {
+  std::size_t n = 0;
+  for (const note& x : notes)
+    if (x.kind == note_kind::coerced && (x.detail == "a list read as its text" || x.detail == "an object read as its text"))
+      ++n;
+  return n;
 }
 
 }  // namespace covenant::detail

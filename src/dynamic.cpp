@@ -298,27 +298,34 @@ class dynamic_decoder {
     }
   }
 
-  // Coerce mode, a list or an object where the target takes neither: a string target at the root
-  // (the whole reply) reads its JSON text; a single value (number, boolean, literal, enum) the only item of a one-item list
-  // or the only member of a one-member object; an object the only item of a one-item list.
-  // nullopt (the reader back at the value) when none of these applies.
+  // Coerce mode, a list or an object where the target takes neither: a string target reads the
+  // text it was written as in the reply (detail::written_text); a single value (number, boolean,
+  // literal, enum) the only item of a one-item list or the only member of a one-member object; an
+  // object the only item of a one-item list. nullopt (the reader back at the value) when none of
+  // these applies.
   std::optional<json::value> read_wrapped(const schema::type& t, char c, decode_context& ctx, const path_frame* at) {
     const wrapped_target w = wrapped_kind(t, ctx);
     if (w == wrapped_target::none || (w == wrapped_target::object && c == '{')) return std::nullopt;
-    if (w == wrapped_target::text && at != nullptr) return std::nullopt;  // only the whole reply is text
-    if (unwrapping_) return std::nullopt;  // one level: [[1]] and {"a": {"b": 1}} are not 1
-    const char* start = r_.position();
     if (w == wrapped_target::text) {
       std::string_view raw;
       if (!r_.skip_value(raw)) return std::nullopt;
-      ctx.note(at, note_kind::coerced, c == '[' ? "a list read as its JSON text" : "an object read as its JSON text");
-      json::value v = json::string(raw);
+      std::string_view text;
+      if (!detail::written_text(ctx, raw, text)) {
+        detail::type_mismatch(ctx, at, t, raw);
+        return json::value(nullptr);
+      }
+      ctx.note(at, note_kind::coerced, std::string(detail::written_text_note(raw)));
+      json::value v = json::string(text);
       if (!t.constraints.empty()) {
-        detail::check_string(t.constraints, raw, raw, nullptr, ctx, at);
-        rules(t.constraints, v, raw, false, false, ctx, at);
+        const std::string_view s(v.get_string());
+        std::string fixed;
+        if (detail::check_string_fix(t.constraints, s, text, nullptr, ctx, at, fixed)) v = json::string(fixed);
+        rules(t.constraints, v, text, false, false, ctx, at);
       }
       return v;
     }
+    if (unwrapping_) return std::nullopt;  // one level: [[1]] and {"a": {"b": 1}} are not 1
+    const char* start = r_.position();
     const bool list = c == '[';
     if (!(list ? r_.begin_array() : r_.begin_object())) return std::nullopt;
     std::string scratch;
@@ -634,6 +641,7 @@ class dynamic_decoder {
       const char* end = nullptr;
       std::size_t ignored = 0;
       std::size_t coerced = 0;
+      std::size_t text = 0;  // objects and lists read as their text: ranked after every other fit
     };
     std::optional<fitting> fit;
     for (const auto& alt : t.args) {
@@ -661,8 +669,10 @@ class dynamic_decoder {
             for (auto& n : local_notes) c.notes->push_back(std::move(n));
           return v;
         }
-        if (!fit || ignored < fit->ignored || (ignored == fit->ignored && coerced < fit->coerced))
-          fit = fitting{std::move(v), std::move(local_notes), r_.position(), ignored, coerced};
+        const std::size_t text = coerced == 0 ? 0 : detail::written_text_readings(local_notes);
+        if (!fit || text < fit->text ||
+            (text == fit->text && (ignored < fit->ignored || (ignored == fit->ignored && coerced < fit->coerced))))
+          fit = fitting{std::move(v), std::move(local_notes), r_.position(), ignored, coerced, text};
         if (ignored == 0 && coerced == 0) break;
         continue;
       }

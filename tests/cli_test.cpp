@@ -491,9 +491,14 @@ TEST_F(Cli, ParseTypeExpressions) {
   const auto number = run({"parse", "--schema", file("notes.baml"), "--type", "int"}, "12,111");
   EXPECT_EQ(number.status, 0) << number.err;
   EXPECT_EQ(number.out, "12111\n");
-  const auto wrong = run({"parse", "--schema", file("notes.baml"), "--type", "Note[]"}, R"([{"text": {}}, {}])");
+  const auto wrong = run({"parse", "--schema", file("notes.baml"), "--type", "Note[]", "--strictness", "repair"},
+                         R"([{"text": {}}, {}])");
   EXPECT_EQ(wrong.status, 1);
   EXPECT_THAT(lines(wrong.err), ElementsAre("[0].text: expected string (got {})", "[1].text: required field is missing"));
+  // at the coerce level (the default) an object given for a string is read as its text
+  const auto text = run({"parse", "--schema", file("notes.baml"), "--type", "Note[]"}, R"([{"text": {}}, {}])");
+  EXPECT_EQ(text.status, 1);
+  EXPECT_THAT(lines(text.err), ElementsAre("[1].text: required field is missing"));
 }
 
 TEST_F(Cli, ParseSchemaAndFileErrorsExitTwo) {

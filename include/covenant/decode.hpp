@@ -105,6 +105,19 @@ COVENANT_NOINLINE inline void string_constraints(std::string& out, const schema:
   if (check_string_fix(node.constraints, out, raw, &out, ctx, at, fixed)) out = std::move(fixed);
 }
 
+// Coerce mode, an object or a list where a string is wanted: read as the text it was written as
+// in the reply (written_text). Out of line, off the decoder's fast path.
+COVENANT_NOINLINE inline void read_written_text(json_reader& r, std::string& out, const schema::type& node,
+                                                decode_context& ctx, const path_frame* at) {
+  std::string_view raw;
+  if (!r.skip_value(raw)) return;
+  std::string_view text;
+  if (!written_text(ctx, raw, text)) return type_mismatch(ctx, at, node, raw);
+  out.assign(text.data(), text.size());
+  ctx.note(at, note_kind::coerced, std::string(written_text_note(raw)));
+  if (!node.constraints.empty()) string_constraints(out, node, text, ctx, at);
+}
+
 // The constraints of a list or map, with fixes applied to it.
 template <class C>
 COVENANT_NOINLINE void count_constraints(C& out, const schema::type& node, std::string_view raw, decode_context& ctx,
@@ -573,18 +586,38 @@ void read_enum(json_reader& r, E& out, const schema::type& node, decode_context&
   enum_mismatch(ctx, at, def, span_from(r, start));
 }
 
+// Coerce mode: an alternative that fits only by reading objects or lists as their text, kept (in
+// the variant) in case no alternative fits without.
+struct text_fit {
+  std::size_t readings = 0;  // 0: none kept
+  const char* end = nullptr;
+  note_list notes;
+};
+
 template <class V, std::size_t K>
 bool try_alternative(json_reader& r, V& out, const schema::type& node, decode_context& ctx, const path_frame* at,
-                     const char* start, issue_list& best, std::size_t& best_count, std::size_t& best_index) {
+                     const char* start, issue_list& best, std::size_t& best_count, std::size_t& best_index,
+                     text_fit& fallback) {
   using A = std::variant_alternative_t<K, V>;
   r.rewind(start);
   issue_list local;
   note_list local_notes;
-  decode_context sub{ctx.s, ctx.opts, local, ctx.notes != nullptr ? &local_notes : nullptr};
+  decode_context sub{ctx.s, ctx.opts, local, ctx.notes != nullptr || ctx.opts.coerce ? &local_notes : nullptr};
   A value{};
   read_value(r, value, node.args[K], sub, at);
   if (r.failed()) return true;  // a syntax error is the same for every alternative
   if (local.empty()) {
+    if (ctx.opts.coerce) {
+      if (const std::size_t n = written_text_readings(local_notes); n != 0) {
+        if (fallback.readings == 0 || n < fallback.readings) {
+          out.template emplace<K>(std::move(value));
+          fallback.readings = n;
+          fallback.end = r.position();
+          fallback.notes = std::move(local_notes);
+        }
+        return false;
+      }
+    }
     out.template emplace<K>(std::move(value));
     if (ctx.notes != nullptr)
       for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
@@ -608,10 +641,16 @@ void read_variant(json_reader& r, V& out, const schema::type& node, decode_conte
   issue_list best;
   std::size_t best_count = std::numeric_limits<std::size_t>::max();
   std::size_t best_index = 0;
+  text_fit fallback;
   auto pass = [&](decode_context& c) {
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return (try_alternative<V, K>(r, out, node, c, at, start, best, best_count, best_index) || ...);
+    const bool fits = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return (try_alternative<V, K>(r, out, node, c, at, start, best, best_count, best_index, fallback) || ...);
     }(std::make_index_sequence<std::variant_size_v<V>>{});
+    if (fits || r.failed() || fallback.readings == 0) return fits;
+    r.rewind(fallback.end);
+    if (c.notes != nullptr)
+      for (auto& n : fallback.notes) c.notes->push_back(std::move(n));
+    return true;
   };
   // In coerce mode an alternative that fits as written wins over one that needs coercion.
   bool done = false;
@@ -689,7 +728,10 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
       if (!node.constraints.empty()) string_constraints(out, node, raw, ctx, at);
       return;
     }
-    if (c != '"') return mismatch_and_skip(r, node, ctx, at);
+    if (c != '"') {
+      if ((c == '{' || c == '[') && ctx.opts.coerce) return read_written_text(r, out, node, ctx, at);
+      return mismatch_and_skip(r, node, ctx, at);
+    }
     const char* start = r.position();
     if (!r.read_string(out)) return;
     if (!string_within_bounds(node.constraints, out.size()))

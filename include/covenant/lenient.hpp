@@ -88,6 +88,14 @@ enum class candidate_kind : std::uint8_t {
 /// "whole_text", "after_reasoning", ...
 std::string_view to_string(candidate_kind kind) noexcept;
 
+/// Where an object or array of a candidate's `json` was read from in the input.
+struct source_span {
+  std::size_t json_offset = 0;    ///< its opening bracket in candidate::json
+  std::size_t source_offset = 0;  ///< the bytes of the input it was read from (from its opening
+  std::size_t source_length = 0;  ///< bracket; trailing whitespace left out)
+  bool closed = true;             ///< false: the text ended inside it
+};
+
 /// One reading of the text as strict JSON.
 struct candidate {
   /// Strict JSON (RFC 8259, valid UTF-8), compact: decode it with the strict decoders.
@@ -105,6 +113,11 @@ struct candidate {
   /// Byte range of the input the value was read from.
   std::size_t source_offset = 0;
   std::size_t source_length = 0;
+  /// Where each object and array of a *repaired* `json` was read from, in order of json_offset
+  /// (for reading one as the text it was written as, where a string is wanted). Empty when `json`
+  /// is the input's text as written (then each value's JSON text is its source text) and for
+  /// the JSON read from inside a string (string_encoded).
+  std::vector<source_span> spans;
 
   /// Number of `repaired` notes (0 when the value was strict JSON where it was found).
   [[nodiscard]] std::size_t repairs() const noexcept;

@@ -558,6 +558,7 @@ class extractor {
     if (used_ == x_.candidates.size()) x_.candidates.emplace_back();
     candidate& c = x_.candidates[used_];
     c.json.clear();
+    c.spans.clear();
     c.truncated = false;
     nw_.reset(c.notes);
     return c;
@@ -609,7 +610,7 @@ class extractor {
     if (kind == candidate_kind::fenced_block || kind == candidate_kind::after_reasoning) {
       r = read_strict(at, end, c.json);  // usually valid JSON already: checked, then copied as is
     }
-    if (!r.found) r = rep_.read(at, end, c.json, nw_, truncated);
+    if (!r.found) r = rep_.read(at, end, c.json, nw_, truncated, &c.spans, tb_);
     pr.end = r.end;
     if (r.too_deep) {
       report_depth(r.deep_at);
@@ -704,6 +705,11 @@ class extractor {
         m.path = drop_first_index(pn.path);
       }
       c.json.assign(p.json, r.first_begin, r.first_end - r.first_begin);
+      for (const source_span& sp : p.spans) {
+        if (sp.json_offset < r.first_begin || sp.json_offset >= r.first_end) continue;
+        c.spans.push_back(sp);
+        c.spans.back().json_offset -= r.first_begin;
+      }
       c.truncated = p.truncated;
       std::string& origin = w_.origin2;
       origin.assign("only element of ");
@@ -873,6 +879,10 @@ class extractor {
     for (std::size_t k = 0; k < object_slots_.size(); ++k) {
       const candidate& p = x_.candidates[object_slots_[k]];
       if (k != 0) c.json.push_back(',');
+      for (const source_span& sp : p.spans) {
+        c.spans.push_back(sp);
+        c.spans.back().json_offset += c.json.size();
+      }
       c.json += p.json;
       truncated = truncated || p.truncated;
       lo = std::min(lo, p.source_offset);

@@ -38,6 +38,7 @@ struct container_stats {
   std::uint32_t missing_commas = 0;
   std::uint32_t extra_commas = 0;
   bool any = false;
+  std::size_t span = static_cast<std::size_t>(-1);  // the container's source span (repairer::impl::open_span)
 };
 
 // A short note text built on the stack (the summary notes are at most ~80 bytes).
@@ -83,8 +84,11 @@ class repairer::impl {
 
   // Reads the value at `at` (after whitespace and comments) up to `end`, appending strict JSON
   // to `out` and notes to `nw`. Sets `truncated` when `end` came inside the value.
-  read_result read(const char* at, const char* end, std::string& out, note_writer& nw, bool& truncated) {
+  read_result read(const char* at, const char* end, std::string& out, note_writer& nw, bool& truncated,
+                   std::vector<source_span>* spans, const char* base) {
     ob_.attach(out, static_cast<std::size_t>(end - at) + 64);
+    spans_ = spans;
+    span_base_ = base;
     struct detach_at_exit {
       out_buf& b;
       ~detach_at_exit() { b.detach(); }
@@ -125,9 +129,11 @@ class repairer::impl {
     out_buf& out = ob_;
     const std::size_t mark = out.size();
     r.root = *p_;
+    const std::size_t spans_before = spans_ != nullptr ? spans_->size() : 0;
     const vr v = read_value(ctx::root);
     if (fatal_) {
       out.resize(mark);
+      if (spans_ != nullptr) spans_->resize(spans_before);
       r.too_deep = true;
       r.deep_at = fatal_at_;
       r.end = p_;
@@ -136,6 +142,7 @@ class repairer::impl {
     r.end = p_;
     if (v != vr::kept) {
       out.resize(mark);
+      if (spans_ != nullptr) spans_->resize(spans_before);
       return r;
     }
     if (closed_note_ != npos && closed_note_ < nw.used) {
@@ -517,6 +524,32 @@ class repairer::impl {
     else --open_brackets_;
   }
 
+  // Where the container opening at p_ (written at `json_offset`) was read from: recorded when
+  // spans are asked for; its length is set by close_span(). Returns its slot (npos: none). The
+  // slot is kept in the container's stats, which live in memory, so that the container loops
+  // keep their registers.
+  std::size_t open_span(std::size_t json_offset) {
+    if (spans_ == nullptr) return npos;
+    spans_->push_back(source_span{json_offset, static_cast<std::size_t>(p_ - span_base_), 0, true});
+    return spans_->size() - 1;
+  }
+
+  void close_span(std::size_t slot, bool closed) {
+    if (slot == npos) return;
+    source_span& s = (*spans_)[slot];
+    const char* const src = span_base_ + s.source_offset;
+    const char* end = p_;
+    while (end > src && is_ws(end[-1])) --end;  // after a bracket inserted before the outer one
+    s.source_length = static_cast<std::size_t>(end - src);
+    s.closed = closed;
+  }
+
+  // A value written from `mark` on was taken back: so are the spans of its containers.
+  void drop_spans(std::size_t mark) {
+    if (spans_ == nullptr) return;
+    while (!spans_->empty() && spans_->back().json_offset >= mark) spans_->pop_back();
+  }
+
   void push_index(std::size_t i) {
     frame f;
     f.is_index = true;
@@ -667,8 +700,9 @@ class repairer::impl {
 
   vr read_object(ctx c) {
     const std::size_t start = out().size();
-    if (!enter('{')) return vr::none;
     container_stats st;
+    st.span = open_span(start);
+    if (!enter('{')) return vr::none;
     std::size_t count = 0;
     bool closed = false;
     {
@@ -737,8 +771,12 @@ class repairer::impl {
       }
       frames_.pop_back();
       if (fatal_) break;
-      if (v == vr::kept) ++count;
-      else out().resize(mark);
+      if (v == vr::kept) {
+        ++count;
+      } else {
+        out().resize(mark);
+        drop_spans(mark);
+      }
       if (eof_) break;
       skip_ws();
       if (p_ >= e_) break;
@@ -776,14 +814,16 @@ class repairer::impl {
       note_closed_at_end("unfinished object");
     }
     out().push_back('}');
+    close_span(st.span, closed);
     return vr::kept;
   }
 
   vr read_array(ctx c) {
     const std::size_t start = out().size();
+    container_stats st;
+    st.span = open_span(start);
     if (!enter('[')) return vr::none;
     const bool root = c == ctx::root;
-    container_stats st;
     std::size_t count = 0;
     bool closed = false;
     {
@@ -831,6 +871,7 @@ class repairer::impl {
         ++count;
       } else {
         out().resize(mark);
+        drop_spans(mark);
         if (v == vr::none && !eof_) {
           skip_garbage(false);
           skip_ws();
@@ -875,23 +916,25 @@ class repairer::impl {
       note_closed_at_end("unfinished array");
     }
     out().push_back(']');
+    close_span(st.span, closed);
     return vr::kept;
   }
 
   // A value the text ended inside: dropped (final) or kept (partial, `keep` true).
   vr unfinished(std::size_t mark, const char* what, std::string_view text, bool keep) {
     eof_ = true;
+    short_text d;  // on the stack: no allocation for the note's text
     if (partial_ && keep) {
-      std::string d("unfinished ");
-      d += what;
-      d += " kept as";
-      add(note_kind::incomplete, d, text);
+      d.lit("unfinished ");
+      d.str(what);
+      d.lit(" kept as");
+      add(note_kind::incomplete, d.view(), text);
       return vr::kept;
     }
     out().resize(mark);
-    std::string d("dropped unfinished ");
-    d += what;
-    add(partial_ ? note_kind::incomplete : note_kind::truncated, d, text);
+    d.lit("dropped unfinished ");
+    d.str(what);
+    add(partial_ ? note_kind::incomplete : note_kind::truncated, d.view(), text);
     return vr::dropped;
   }
 
@@ -1447,6 +1490,8 @@ class repairer::impl {
 
   bool partial_ = false;
   std::size_t max_depth_ = COVENANT_DEFAULT_MAX_DEPTH;
+  std::vector<source_span>* spans_ = nullptr;  // where containers were read from (null: not asked)
+  const char* span_base_ = nullptr;
   const char* p_ = nullptr;
   const char* e_ = nullptr;
   out_buf ob_;
@@ -1481,8 +1526,9 @@ class repairer::impl {
 repairer::repairer() : impl_(std::make_unique<impl>()) {}
 repairer::~repairer() = default;
 
-read_result repairer::read(const char* at, const char* end, std::string& out, note_writer& nw, bool& truncated) {
-  return impl_->read(at, end, out, nw, truncated);
+read_result repairer::read(const char* at, const char* end, std::string& out, note_writer& nw, bool& truncated,
+                           std::vector<source_span>* spans, const char* base) {
+  return impl_->read(at, end, out, nw, truncated, spans, base);
 }
 
 void repairer::configure(bool partial, std::size_t max_depth) noexcept { impl_->configure(partial, max_depth); }

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "text.hpp"
 
@@ -18,8 +19,10 @@ class repairer {
   repairer& operator=(const repairer&) = delete;
 
   // Reads the value at `at` (after whitespace and comments) up to `end`, appending strict JSON
-  // to `out` and notes to `nw`. Sets `truncated` when `end` came inside the value.
-  read_result read(const char* at, const char* end, std::string& out, note_writer& nw, bool& truncated);
+  // to `out` and notes to `nw`. Sets `truncated` when `end` came inside the value. With `spans`,
+  // appends where each object and array kept was read from (offsets in `out`, and from `base`).
+  read_result read(const char* at, const char* end, std::string& out, note_writer& nw, bool& truncated,
+                   std::vector<source_span>* spans = nullptr, const char* base = nullptr);
 
   // Partial mode (a reply still being written) and the nesting limit of the reads that follow.
   void configure(bool partial, std::size_t max_depth) noexcept;

@@ -11,6 +11,7 @@
 
 #include "covenant/detail/decode_context.hpp"
 #include "covenant/detail/json_reader.hpp"
+#include "covenant/lenient.hpp"
 #include "covenant/schema.hpp"
 
 namespace covenant::detail {
@@ -54,5 +55,27 @@ std::size_t match_field_key(const schema::object_def& o, std::string_view key);
 /// consumes the string, notes the reading at `at`, writes the value as strict JSON into `json` and
 /// returns true. Otherwise false, with the reader back at the string (or failed on bad syntax).
 bool take_json_in_string(json_reader& r, decode_context& ctx, const path_frame* at, std::string& json);
+
+/// Where the text being decoded (decode_options::source) was read from: a candidate of the lenient
+/// reader, its `json` decoded, read from `input`.
+struct source_map {
+  std::string_view json;                            ///< the text being decoded
+  std::string_view input;                           ///< the reply
+  const std::vector<source_span>* spans = nullptr;  ///< candidate::spans
+  bool partial = false;                             ///< the reply is still being written
+};
+
+/// Coerce mode, an object or a list where a string is wanted, `raw` being its JSON text in the text
+/// being decoded: the text it was written as in the reply (ctx.opts.source), or `raw` itself when
+/// that text is the reply's (strict JSON is its own text). False when the reply ended inside it
+/// and is final (the cut text is not a value).
+bool written_text(const decode_context& ctx, std::string_view raw, std::string_view& text) noexcept;
+
+/// The note of that reading: "an object read as its text", "a list read as its text".
+std::string_view written_text_note(std::string_view raw) noexcept;
+
+/// How many of `notes` record that reading. A union takes an alternative that needed it only when
+/// no alternative fits without (then the one that needed it fewest times).
+std::size_t written_text_readings(const note_list& notes) noexcept;
 
 }  // namespace covenant::detail

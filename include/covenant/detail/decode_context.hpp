@@ -15,6 +15,10 @@
 
 namespace covenant {
 
+namespace detail {
+struct source_map;
+}
+
 /// Options of the decoders.
 struct decode_options {
   /// Report fields the type does not declare as unknown_field issues (default: ignore them).
@@ -25,9 +29,14 @@ struct decode_options {
   std::size_t max_input_bytes = COVENANT_DEFAULT_MAX_INPUT_BYTES;
   /// Schema-guided coercions: read "0.9" as the number 0.9 ("87%" as 0.87 for a float, "9/10",
   /// "1,234"), "true" as a boolean, a number as a string, "HIGH" or "the answer is high" as the
-  /// enum value high, modelUsed as the key model_used, a single value as a one-item list. Each one
-  /// is recorded as a note; a value that cannot be read for its field is still an issue.
+  /// enum value high, modelUsed as the key model_used, a single value as a one-item list, an
+  /// object or a list as its text for a string (see `source`). Each one is recorded as a note; a
+  /// value that cannot be read for its field is still an issue.
   bool coerce = false;
+  /// Where the text being decoded was read from, when it is a candidate of the lenient reader (set
+  /// by the readers of model replies): with coerce, an object or a list where a string is wanted is
+  /// read as the text it was written as there. Null: the text decoded is that text.
+  const detail::source_map* source = nullptr;
 };
 
 namespace detail {

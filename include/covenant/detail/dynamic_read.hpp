@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "covenant/contract.hpp"
+#include "covenant/detail/coerce.hpp"
 #include "covenant/lenient.hpp"
 
 namespace covenant::detail {
 
 /// Whether a note records a coercion that changed the shape of a value (a single value read as a
 /// one-item list, a one-item list or a one-member object read as its item, a value read as the
-/// only field of an object, a list or object read as its JSON text) rather than its spelling.
+/// only field of an object, a list or object read as its text) rather than its spelling.
 bool shape_coercion(const note& n) noexcept;
 
 /// Partial mode: whether an issue is one only the rest of the stream can settle, given the paths
@@ -68,6 +69,16 @@ decoded<boost::json::value> read_dynamic_reply(std::string_view text, const deco
   const std::vector<candidate> candidates = extract_candidates(text, reading);
   const time_point t1 = now();
   parse_time += t1 - t0;
+  // Where each candidate was read from (an object or a list where a string is wanted is read as
+  // the text it was written as).
+  source_map source;
+  source.input = text;
+  source.partial = reading.partial;
+  if (lenient.coerce) lenient.source = &source;
+  auto decode_from = [&](std::string_view t, const decode_options& o) {
+    source.json = t;  // also the candidate without an unfinished item: the offsets before it hold
+    return decode(t, o);
+  };
   std::optional<result> best;
   const candidate* chosen = nullptr;
   std::size_t best_shapes = 0;
@@ -75,9 +86,10 @@ decoded<boost::json::value> read_dynamic_reply(std::string_view text, const deco
   note_list dropped;       // unfinished list items dropped from the candidate being read
   note_list best_dropped;  // ... from the best one
   for (const candidate& c : candidates) {
-    result d = decode(c.json, lenient);
+    source.spans = &c.spans;
+    result d = decode_from(c.json, lenient);
     dropped.clear();
-    if (!reading.partial) drop_unfinished_items(c, d, lenient, decode, dropped);
+    if (!reading.partial) drop_unfinished_items(c, d, lenient, decode_from, dropped);
     // Partial mode: a candidate whose only issues are pending ones (fields not written yet)
     // ranks as one without issues; read_dynamic sets them aside.
     if (d.ok() || (reading.partial && d.value && settled_issues(d.issues, c.notes) == 0)) {

@@ -87,14 +87,25 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
   const std::vector<candidate> candidates = extract_candidates(text, reading);
   const time_point t1 = now();
   parse_time += t1 - t0;
+  // Where each candidate was read from (an object or a list where a string is wanted is read as
+  // the text it was written as).
+  source_map source;
+  source.input = text;
+  source.partial = reading.partial;
+  if (lenient.coerce) lenient.source = &source;
+  auto decode_from = [&](std::string_view t, const decode_options& o) {
+    source.json = t;  // also the candidate without an unfinished item: the offsets before it hold
+    return decode(t, o);
+  };
   std::optional<decoded<T>> best;
   const candidate* chosen = nullptr;
   note_list dropped;       // unfinished list items dropped from the candidate being read
   note_list best_dropped;  // ... from the best one
   for (const candidate& c : candidates) {
-    decoded<T> d = decode(c.json, lenient);
+    source.spans = &c.spans;
+    decoded<T> d = decode_from(c.json, lenient);
     dropped.clear();
-    if (!reading.partial) drop_unfinished_items(c, d, lenient, decode, dropped);
+    if (!reading.partial) drop_unfinished_items(c, d, lenient, decode_from, dropped);
     if (d.ok()) {
       best = std::move(d);
       chosen = &c;
