@@ -1,4 +1,5 @@
 #include "covenant/detail/coerce.hpp"
+#include "covenant/validate.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -409,7 +410,9 @@ bool written_text(const decode_context& ctx, std::string_view raw, std::string_v
   if (it == spans.end() || it->json_offset != offset) return true;  // (the array of all objects)
   if (!it->closed && !m->partial) return false;
   if (it->source_offset > m->input.size() || it->source_length > m->input.size() - it->source_offset) return true;
-  text = m->input.substr(it->source_offset, it->source_length);
+  const std::string_view written = m->input.substr(it->source_offset, it->source_length);
+  // Text that is not well-formed UTF-8 is never a string's value: then its repaired JSON text.
+  if (valid_utf8(written)) text = written;
   return true;
 }
 
