@@ -127,6 +127,10 @@ class hanging_engine final : public covenant::engine {
     p->stop_watch.emplace(stop, [p] {
       if (!p->ended.exchange(true)) p->receiver->on_error(covenant::engine_error::cancellation());
     });
+    // The engine may have been destroyed between the two steps (it ended this call then): the
+    // stop callback holds `p`, which holds the callback, so drop it or neither is ever freed.
+    std::lock_guard lock(mutex_);
+    if (pending_.count(id) == 0) p->stop_watch.reset();
   }
   [[nodiscard]] covenant::engine_capabilities capabilities() const noexcept override { return {true, false}; }
 
