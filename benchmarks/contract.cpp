@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -75,7 +76,8 @@ BENCHMARK(BM_contract_zero_latency)->Name("contract/final_answer_zero_latency");
 
 // The same with telemetry on: Prometheus metrics and the audit log (one line per attempt written
 // to a file in a temporary directory).
-void run_with_telemetry(benchmark::State& state, bool with_metrics, bool with_audit) {
+void run_with_telemetry(benchmark::State& state, bool with_metrics, bool with_audit,
+                        std::chrono::milliseconds audit_flush_interval = std::chrono::milliseconds(1000)) {
   const std::string reply = sample("valid_final_answer.json");
   if (reply.empty()) {
     state.SkipWithError("sample missing (../shared/bench/python/samples)");
@@ -87,7 +89,8 @@ void run_with_telemetry(benchmark::State& state, bool with_metrics, bool with_au
   covenant::contract_options o;
   if (with_metrics) o.observers.push_back(std::make_shared<covenant::metrics>());
   if (with_audit)
-    o.observers.push_back(std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir}));
+    o.observers.push_back(std::make_shared<covenant::audit_log>(
+        covenant::audit_log_options{.directory = dir, .flush_interval = audit_flush_interval}));
   {
     const covenant::contract<AnswerQuestion> c{model, o};
     const Question q{"How tall is the Eiffel Tower?"};
@@ -109,6 +112,11 @@ void BM_contract_zero_latency_metrics(benchmark::State& state) { run_with_teleme
 BENCHMARK(BM_contract_zero_latency_metrics)->Name("contract/final_answer_zero_latency_metrics_only");
 void BM_contract_zero_latency_audit(benchmark::State& state) { run_with_telemetry(state, false, true); }
 BENCHMARK(BM_contract_zero_latency_audit)->Name("contract/final_answer_zero_latency_audit_only");
+// The audit log without its journal: one write(2) per line.
+void BM_contract_zero_latency_audit_unbuffered(benchmark::State& state) {
+  run_with_telemetry(state, false, true, std::chrono::milliseconds(0));
+}
+BENCHMARK(BM_contract_zero_latency_audit_unbuffered)->Name("contract/final_answer_zero_latency_audit_unbuffered");
 
 // The same call made asynchronously and waited for: the hand-off to a worker and back included.
 void BM_async_overhead(benchmark::State& state) {

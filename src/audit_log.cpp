@@ -8,6 +8,10 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +22,7 @@
 #include <system_error>
 
 #include "covenant/encode.hpp"
+#include "line_journal.hpp"
 #include "log.hpp"
 
 namespace covenant {
@@ -27,6 +32,8 @@ namespace {
 
 constexpr std::string_view file_prefix = "audit_";
 constexpr std::string_view file_suffix = ".jsonl";
+constexpr std::string_view journal_prefix = ".audit-";
+constexpr std::size_t journal_bytes = 256 * 1024;
 
 // The date in a file name `audit_YYYY-MM-DD.jsonl` as days since the epoch; false otherwise.
 bool date_of(const std::string& name, long& days) {
@@ -55,8 +62,34 @@ long local_today() {
   return std::chrono::sys_days(ymd).time_since_epoch().count();
 }
 
-// 2026-11-25T10:30:00.123Z (the date and time of day are formatted once per second per thread).
-void append_iso8601_utc(std::string& out, std::chrono::system_clock::time_point t) {
+// The first local midnight after `t` (when the daily file changes).
+std::chrono::system_clock::time_point next_local_midnight(std::chrono::system_clock::time_point t) {
+  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  tm.tm_mday += 1;
+  tm.tm_hour = 0;
+  tm.tm_min = 0;
+  tm.tm_sec = 0;
+  tm.tm_isdst = -1;
+  return std::chrono::system_clock::from_time_t(std::mktime(&tm));
+}
+
+// Whether `file` ends with `text` (a journal recovered after a crash during its drain).
+bool file_ends_with(const std::filesystem::path& file, std::string_view text) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) return false;
+  const auto size = static_cast<std::size_t>(in.tellg());
+  if (size < text.size()) return false;
+  std::string tail(text.size(), '\0');
+  in.seekg(static_cast<std::streamoff>(size - text.size()));
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  return in && tail == text;
+}
+
+// 2026-11-25T10:30:00.123Z in `out` (24 bytes; the date and time of day are formatted once per
+// second per thread).
+void write_iso8601_utc(char* out, std::chrono::system_clock::time_point t) {
   thread_local std::time_t cached_second = -1;
   thread_local char cached[80];
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
@@ -68,12 +101,12 @@ void append_iso8601_utc(std::string& out, std::chrono::system_clock::time_point 
                   tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
     cached_second = secs;
   }
-  out.append(cached, 20);
+  std::memcpy(out, cached, 20);
   const int milli = static_cast<int>(ms % 1000);
-  out += static_cast<char>('0' + milli / 100);
-  out += static_cast<char>('0' + milli / 10 % 10);
-  out += static_cast<char>('0' + milli % 10);
-  out += 'Z';
+  out[20] = static_cast<char>('0' + milli / 100);
+  out[21] = static_cast<char>('0' + milli / 10 % 10);
+  out[22] = static_cast<char>('0' + milli % 10);
+  out[23] = 'Z';
 }
 
 template <class N>
@@ -97,9 +130,54 @@ class line_formatter final : public spdlog::formatter {
 
 struct audit_log::impl {
   audit_log_options options;
-  std::shared_ptr<spdlog::sinks::daily_file_sink_mt> sink;
+  std::shared_ptr<spdlog::sinks::daily_file_sink_st> sink;
   std::shared_ptr<spdlog::logger> logger;
   std::vector<std::string> redactions;
+
+  // Everything below, and the sink, only with `mutex` held.
+  std::mutex mutex;
+  std::unique_ptr<detail::line_journal> journal;  // none with flush_interval 0
+  std::chrono::system_clock::time_point pending_since{};  // the first pending line's time
+  std::chrono::system_clock::time_point pending_day_end{};
+  std::condition_variable_any wake;
+  std::jthread flusher;
+
+  // Writes `lines` (one or more, each ending in a newline) to the day's file of `t`.
+  void write(std::string_view lines, std::chrono::system_clock::time_point t) {
+    if (!lines.empty() && lines.back() == '\n') lines.remove_suffix(1);
+    const spdlog::details::log_msg msg(t, spdlog::source_loc{}, logger->name(), spdlog::level::info,
+                                       spdlog::string_view_t(lines.data(), lines.size()));
+    sink->log(msg);
+  }
+
+  // The journal's lines to the file, in one write.
+  void drain() {
+    if (!journal || journal->empty()) return;
+    write(journal->pending(), pending_since);
+    journal->clear();
+  }
+
+  // `line` (without its newline) at time `now`: into the journal, or straight to the file.
+  void add(std::string_view line, std::chrono::system_clock::time_point now) {
+    if (!journal) {
+      write(line, now);
+      return;
+    }
+    // A new day starts a new file: the lines of the day before go to theirs first.
+    if (!journal->empty() && now >= pending_day_end) drain();
+    const bool first = journal->empty();
+    if (!journal->append(line)) {
+      drain();
+      if (!journal->append(line)) {  // longer than the whole journal
+        write(line, now);
+        return;
+      }
+    } else if (!first) {
+      return;
+    }
+    pending_since = now;
+    pending_day_end = next_local_midnight(now);
+  }
 
   std::size_t sweep() const {
     if (options.retention_days == 0) return 0;
@@ -148,7 +226,7 @@ audit_log::audit_log(audit_log_options options) : impl_(std::make_unique<impl>()
   impl* self = impl_.get();
   // Opened at start and at each daily rotation: the retention applies then.
   handlers.after_open = [self](const spdlog::filename_t&, std::FILE* file) {
-    // Unbuffered: each line is one write to the file, nothing waits in the process.
+    // Unbuffered: each write of the sink is one write to the file, nothing waits in the process.
     if (file != nullptr) std::setvbuf(file, nullptr, _IONBF, 0);
     try {
       self->sweep();
@@ -156,7 +234,7 @@ audit_log::audit_log(audit_log_options options) : impl_(std::make_unique<impl>()
     }
   };
   try {
-    impl_->sink = std::make_shared<spdlog::sinks::daily_file_sink_mt>((dir / "audit.jsonl").string(), 0, 0, false,
+    impl_->sink = std::make_shared<spdlog::sinks::daily_file_sink_st>((dir / "audit.jsonl").string(), 0, 0, false,
                                                                        0, handlers);
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("covenant::audit_log: ") + e.what());
@@ -164,16 +242,70 @@ audit_log::audit_log(audit_log_options options) : impl_(std::make_unique<impl>()
   impl_->logger = std::make_shared<spdlog::logger>("covenant.audit", impl_->sink);
   impl_->logger->set_formatter(std::make_unique<line_formatter>());
   impl_->logger->set_level(spdlog::level::info);
-}
 
-audit_log::~audit_log() {
+  // Lines that a process ended without writing (killed, crashed) are in its journal: they go to
+  // today's file now (unless that file already ends with them: the process died after writing
+  // them and before clearing its journal).
   try {
-    if (impl_ && impl_->logger) impl_->logger->flush();
-  } catch (...) {
+    detail::line_journal::recover(dir, journal_prefix, [&](std::string_view lines) {
+      if (file_ends_with(impl_->sink->filename(), lines)) return;
+      impl_->write(lines, std::chrono::system_clock::now());
+      detail::log_warn("audit log: {} line(s) left by a process that ended were written to {}",
+                       std::count(lines.begin(), lines.end(), '\n'), impl_->sink->filename());
+    });
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("covenant::audit_log: recovering a journal: ") + e.what());
+  }
+  if (impl_->options.flush_interval.count() > 0) {
+    try {
+      impl_->journal = std::make_unique<detail::line_journal>(dir, journal_prefix, journal_bytes);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("covenant::audit_log: journal ") + e.what());
+    }
+    impl_->flusher = std::jthread([self](std::stop_token stop) {
+      std::unique_lock lock(self->mutex);
+      while (!stop.stop_requested()) {
+        self->wake.wait_for(lock, stop, self->options.flush_interval, [] { return false; });
+        try {
+          self->drain();
+        } catch (const std::exception& e) {
+          detail::log_error("audit log: lines could not be written (they stay in {}): {}",
+                            self->journal->path().string(), e.what());
+        }
+      }
+    });
   }
 }
 
-std::filesystem::path audit_log::current_file() const { return impl_->sink->filename(); }
+audit_log::~audit_log() {
+  if (!impl_) return;
+  if (impl_->flusher.joinable()) {
+    impl_->flusher.request_stop();
+    impl_->flusher.join();
+  }
+  std::lock_guard lock(impl_->mutex);
+  try {
+    impl_->drain();
+    impl_->sink->flush();
+  } catch (const std::exception& e) {
+    // Kept for the next audit_log opened on the directory.
+    if (impl_->journal) impl_->journal->keep_file();
+    detail::log_error("audit log: lines could not be written: {}", e.what());
+  } catch (...) {
+    if (impl_->journal) impl_->journal->keep_file();
+  }
+}
+
+void audit_log::flush() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->drain();
+  impl_->sink->flush();
+}
+
+std::filesystem::path audit_log::current_file() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->sink->filename();
+}
 
 std::size_t audit_log::apply_retention() const { return impl_->sweep(); }
 
@@ -202,6 +334,11 @@ class line_buffer {
   void number(N v) {
     room(32);
     p_ = std::to_chars(p_, p_ + 32, v).ptr;
+  }
+  void iso8601_utc(std::chrono::system_clock::time_point t) {
+    room(24);
+    write_iso8601_utc(p_, t);
+    p_ += 24;
   }
   void millis(double v) {
     room(64);
@@ -261,11 +398,7 @@ std::string_view audit_log::impl::write_line(const attempt_event& e, std::string
   const attempt& a = e.a;
   line_buffer out(storage);
   out.lit("{\"ts\":\""sv);
-  {
-    std::string ts;
-    append_iso8601_utc(ts, now);
-    out.lit(ts);
-  }
+  out.iso8601_utc(now);
   out.lit("\",\"query_id\":"sv);
   out.json(e.call.query_id);
   out.lit(",\"contract\":"sv);
@@ -338,9 +471,8 @@ void audit_log::on_attempt(const attempt_event& e) {
   const auto now = std::chrono::system_clock::now();
   const std::string_view text = impl_->write_line(e, storage, now);
   try {
-    const spdlog::details::log_msg msg(now, spdlog::source_loc{}, impl_->logger->name(), spdlog::level::info,
-                                       spdlog::string_view_t(text.data(), text.size()));
-    impl_->sink->log(msg);
+    std::lock_guard lock(impl_->mutex);
+    impl_->add(text, now);
   } catch (const std::exception& ex) {
     detail::log_error("audit log: a line could not be written: {}", ex.what());
   }

@@ -1,5 +1,6 @@
 // The audit log (covenant/audit_log.hpp): one JSON line per attempt with the documented fields,
-// redaction, the raw reply only when asked, and retention by the date in the file name.
+// redaction, the raw reply only when asked, retention by the date in the file name, and the
+// journal that keeps the lines of a process that was killed.
 #include <covenant/audit_log.hpp>
 #include <covenant/contract.hpp>
 #include <covenant/testing.hpp>
@@ -9,6 +10,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,6 +20,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace audit_test {
@@ -87,6 +91,7 @@ TEST_F(AuditLog, OneLinePerAttemptWithTheDocumentedFields) {
   covenant::call_options call;
   call.query_id = "req-1";
   ASSERT_TRUE(qa.run(Question{"q"}, call).outcome.success);
+  audit->flush();
 
   EXPECT_EQ(audit->current_file().filename().string(), date_name(0));
   const auto lines = lines_of(audit->current_file());
@@ -125,6 +130,7 @@ TEST_F(AuditLog, TheRawReplyOnlyWhenAskedAndNeverAKeyFromTheEnvironment) {
   o.observers.push_back(audit);
   covenant::contract<QA> qa{model, o};
   ASSERT_TRUE(qa.run(Question{"q"}).outcome.success);
+  audit->flush();
   const auto lines = lines_of(audit->current_file());
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].at("reply").as_string(), R"({"answer": "my key is [redacted]", "confidence": 0.9})");
@@ -147,6 +153,149 @@ TEST_F(AuditLog, FilesOlderThanTheRetentionAreDeletedWhenItOpens) {
   std::ofstream(dir_ / date_name(400)) << "{}\n";
   EXPECT_EQ(audit->apply_retention(), 1u);
   EXPECT_FALSE(fs::exists(dir_ / date_name(400)));
+}
+
+// One attempt's line with query id `id` (and the raw reply `reply` when the log includes it).
+void write_attempt(covenant::audit_log& audit, const std::string& id, const std::string& reply = "{}") {
+  const covenant::call_info call{"QA", id, ""};
+  covenant::attempt a;
+  a.number = 1;
+  a.text = reply;
+  audit.on_attempt(covenant::attempt_event{call, a, covenant::verdict::accepted, 0});
+}
+
+std::vector<std::string> query_ids(const std::vector<boost::json::value>& lines) {
+  std::vector<std::string> ids;
+  for (const auto& l : lines) ids.emplace_back(l.at("query_id").as_string());
+  return ids;
+}
+
+std::vector<fs::path> journals_in(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".journal") out.push_back(e.path());
+  return out;
+}
+
+TEST_F(AuditLog, LinesWaitInTheJournalUntilFlushedAndThenGoToTheFileInOrder) {
+  auto audit = std::make_shared<covenant::audit_log>(
+      covenant::audit_log_options{.directory = dir_, .flush_interval = std::chrono::hours(1)});
+  write_attempt(*audit, "a");
+  write_attempt(*audit, "b");
+  EXPECT_TRUE(lines_of(audit->current_file()).empty());
+  const auto journals = journals_in(dir_);
+  ASSERT_EQ(journals.size(), 1u);
+  EXPECT_EQ(journals[0].filename().string().rfind(".audit-" + std::to_string(::getpid()) + "-", 0), 0u);
+  audit->flush();
+  EXPECT_THAT(query_ids(lines_of(audit->current_file())), ::testing::ElementsAre("a", "b"));
+  write_attempt(*audit, "c");
+  const fs::path file = audit->current_file();
+  audit.reset();  // destroying the log writes what waits and deletes its journal
+  EXPECT_THAT(query_ids(lines_of(file)), ::testing::ElementsAre("a", "b", "c"));
+  EXPECT_TRUE(journals_in(dir_).empty());
+}
+
+TEST_F(AuditLog, LinesReachTheFileWithinTheFlushInterval) {
+  auto audit = std::make_shared<covenant::audit_log>(
+      covenant::audit_log_options{.directory = dir_, .flush_interval = std::chrono::milliseconds(20)});
+  write_attempt(*audit, "a");
+  // Nobody calls flush(): the log's own flusher writes the line (bounded wait, not a timing check).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (lines_of(audit->current_file()).empty() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_THAT(query_ids(lines_of(audit->current_file())), ::testing::ElementsAre("a"));
+}
+
+TEST_F(AuditLog, WithoutAFlushIntervalEachLineIsInTheFileAtOnceAndThereIsNoJournal) {
+  auto audit = std::make_shared<covenant::audit_log>(
+      covenant::audit_log_options{.directory = dir_, .flush_interval = std::chrono::milliseconds(0)});
+  write_attempt(*audit, "a");
+  EXPECT_THAT(query_ids(lines_of(audit->current_file())), ::testing::ElementsAre("a"));
+  EXPECT_TRUE(journals_in(dir_).empty());
+}
+
+TEST_F(AuditLog, ALineLongerThanTheJournalIsWrittenAfterTheLinesBeforeIt) {
+  auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{
+      .directory = dir_, .include_reply = true, .flush_interval = std::chrono::hours(1)});
+  write_attempt(*audit, "small");
+  const std::string big = "\"" + std::string(300 * 1024, 'x') + "\"";
+  write_attempt(*audit, "big", big);
+  write_attempt(*audit, "after");
+  audit->flush();
+  const auto lines = lines_of(audit->current_file());
+  EXPECT_THAT(query_ids(lines), ::testing::ElementsAre("small", "big", "after"));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1].at("reply").as_string().size(), big.size());
+}
+
+TEST_F(AuditLog, ManyLinesFillTheJournalMoreThanOnceAndNoneIsLostOrReordered) {
+  auto audit = std::make_shared<covenant::audit_log>(
+      covenant::audit_log_options{.directory = dir_, .flush_interval = std::chrono::hours(1)});
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3000; ++i) {  // about 600 KiB of lines: more than two journals' worth
+    ids.push_back("q" + std::to_string(i));
+    write_attempt(*audit, ids.back(), std::string(100, 'r'));
+  }
+  audit->flush();
+  EXPECT_EQ(query_ids(lines_of(audit->current_file())), ids);
+}
+
+TEST_F(AuditLog, AProcessKilledBeforeItsLinesReachedTheFileLosesNone) {
+  fs::create_directories(dir_);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child writes three lines (the flush interval keeps them in the journal) and is killed:
+    // no destructor, no flush.
+    covenant::audit_log audit(covenant::audit_log_options{.directory = dir_, .flush_interval = std::chrono::hours(1)});
+    write_attempt(audit, "k1");
+    write_attempt(audit, "k2");
+    write_attempt(audit, "k3");
+    ::kill(::getpid(), SIGKILL);
+    ::_exit(3);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_EQ(journals_in(dir_).size(), 1u);  // the killed process's journal is still there
+  const fs::path today = dir_ / date_name(0);
+  EXPECT_TRUE(lines_of(today).empty());
+
+  // The next log opened on the directory writes them, once, and deletes that journal.
+  auto audit = std::make_shared<covenant::audit_log>(
+      covenant::audit_log_options{.directory = dir_, .flush_interval = std::chrono::hours(1)});
+  EXPECT_THAT(query_ids(lines_of(today)), ::testing::ElementsAre("k1", "k2", "k3"));
+  ASSERT_EQ(journals_in(dir_).size(), 1u);  // its own
+  audit.reset();
+  auto again = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir_});
+  EXPECT_EQ(lines_of(today).size(), 3u);
+}
+
+TEST_F(AuditLog, ALeftJournalAlreadyInTheFileIsNotWrittenTwiceAndACutLineIsDropped) {
+  fs::create_directories(dir_);
+  const std::string l1 = R"({"query_id":"j1"})";
+  const std::string l2 = R"({"query_id":"j2"})";
+  const std::string l3 = R"({"query_id":"j3"})";
+  // A process that died after writing its journal to the file, before clearing the journal.
+  std::ofstream(dir_ / date_name(0)) << l1 << "\n" << l2 << "\n";
+  {
+    std::ofstream j(dir_ / ".audit-999999999-0.journal", std::ios::binary);
+    const std::string content = l1 + "\n" + l2 + "\n";
+    j.write(content.data(), static_cast<std::streamsize>(content.size()));
+    j << std::string(4096, '\0');
+  }
+  covenant::audit_log(covenant::audit_log_options{.directory = dir_});
+  EXPECT_THAT(query_ids(lines_of(dir_ / date_name(0))), ::testing::ElementsAre("j1", "j2"));
+  // One that died while copying its second line.
+  {
+    std::ofstream j(dir_ / ".audit-999999999-1.journal", std::ios::binary);
+    const std::string content = l3 + "\n" + R"({"query_id":"cut)";
+    j.write(content.data(), static_cast<std::streamsize>(content.size()));
+    j << std::string(4096, '\0');
+  }
+  auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir_});
+  EXPECT_THAT(query_ids(lines_of(dir_ / date_name(0))), ::testing::ElementsAre("j1", "j2", "j3"));
+  EXPECT_EQ(journals_in(dir_).size(), 1u);  // only its own
 }
 
 TEST_F(AuditLog, ADirectoryThatCannotBeCreatedIsAClearError) {

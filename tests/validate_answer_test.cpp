@@ -277,6 +277,7 @@ TEST(ValidateAnswerTelemetry, MetricsAndAuditLinesCarryTheSpecifiedFields) {
 
   // §7.1: every validation attempt, with timestamp, query id, result, retry count, schema version
   // and the error details of a failure.
+  audit->flush();
   std::ifstream in(audit->current_file());
   std::vector<boost::json::object> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(boost::json::parse(line).as_object());

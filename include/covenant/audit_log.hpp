@@ -6,9 +6,14 @@
 //     o.observers.push_back(audit);
 //
 // Files are `<directory>/audit_YYYY-MM-DD.jsonl` (local date), written through an spdlog daily
-// file sink. Each line is written to the file as soon as the attempt is judged (one write per
-// line, no buffering in the process), so a crash loses at most the line being written. Files
-// older than `retention_days` are deleted when the log opens and at each daily rotation. The
+// file sink. Each line is copied, as soon as the attempt is judged, into a memory-mapped journal
+// in the directory (`.audit-<pid>-<n>.journal`): from then on it is in the kernel's page cache and
+// survives the process being killed, without a system call per line. The journal's lines go to
+// the day's file in one write every `flush_interval`, when the journal is full (256 KiB), on
+// flush() and when the log is destroyed; a journal left by a process that died is written to the
+// day's file by the next audit_log opened on the directory. So a crash loses at most the line
+// being written. Files older than `retention_days` are deleted when the log opens and at each
+// daily rotation. The
 // line format is in docs/telemetry.md: timestamp (ISO 8601, UTC), query id, contract, attempt,
 // result, retry count, schema version, issues, token usage, latency; the raw reply only with
 // `include_reply`. Request headers and API keys are never written, and every configured
@@ -16,6 +21,7 @@
 // "[redacted]" wherever it appears in what is written.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -37,14 +43,19 @@ struct audit_log_options {
   std::vector<std::string> redact{};
   /// Also redact the values of COVENANT_API_KEY, OPENAI_API_KEY and ANTHROPIC_API_KEY.
   bool redact_env_keys = true;
+  /// The longest a line waits in the journal before it is in the day's file (for readers that
+  /// follow the file). 0: no journal, each line is one write to the file as it comes.
+  std::chrono::milliseconds flush_interval{1000};
 };
 
 /// Writes the audit lines. Thread-safe: one instance may observe many contracts.
 class audit_log final : public observer {
  public:
   /// Opens today's file (std::runtime_error when the directory cannot be created or the file
-  /// cannot be opened) and applies the retention.
+  /// cannot be opened), applies the retention and writes the lines of journals left by processes
+  /// that ended.
   explicit audit_log(audit_log_options options);
+  /// Writes the lines still in the journal.
   ~audit_log() override;
   audit_log(const audit_log&) = delete;
   audit_log& operator=(const audit_log&) = delete;
@@ -56,6 +67,9 @@ class audit_log final : public observer {
   std::size_t apply_retention() const;
 
   void on_attempt(const attempt_event& e) override;
+
+  /// Writes the lines waiting in the journal to the file now.
+  void flush();
 
   /// The JSON line written for `e` (without the newline), as on_attempt writes it.
   [[nodiscard]] std::string line(const attempt_event& e) const;
