@@ -2,6 +2,8 @@
 // thread in this process (its CPU time is measured apart and left out of the client's):
 //   batch/1000_at_50ms_c100     1000 calls answered after 50 ms each, at most 100 in flight
 //   batch/10000_at_50ms_c1000   10000 calls, at most 1000 in flight
+//   .../inline                  the same with covenant::run_inline as the calls' executor (each
+//                               call's work on the thread that has it, not on the workers)
 //   stream/chunk_to_partial_latency   time from a piece written by the server to the partial callback
 #include <benchmark/benchmark.h>
 #include <covenant/batch.hpp>
@@ -70,7 +72,7 @@ void raise_file_limit() {
   }
 }
 
-void run_batch_bench(benchmark::State& state, int calls, std::size_t concurrency) {
+void run_batch_bench(benchmark::State& state, int calls, std::size_t concurrency, bool inline_work = false) {
   covenant::set_log_level(covenant::log_level::warn);
   raise_file_limit();
   const std::string reply = covenant_test::openai_completion(R"({"id": 1, "label": "ok"})", 40, 8);
@@ -106,7 +108,9 @@ void run_batch_bench(benchmark::State& state, int calls, std::size_t concurrency
         [&](std::size_t, auto&&) {
           if (++seen % 100 == 0) max_threads = std::max(max_threads, thread_count());
         },
-        {.concurrency = concurrency, .order = covenant::batch_order::completion});
+        {.concurrency = concurrency,
+         .order = covenant::batch_order::completion,
+         .call = {.executor = inline_work ? covenant::run_inline : nullptr}});
     wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     client_cpu += (process_cpu() - cpu0) - (server.cpu_seconds() - server0);
     done += summary.done;
@@ -126,6 +130,12 @@ BENCHMARK(BM_batch_1000_c100)->Name("batch/1000_at_50ms_c100")->Unit(benchmark::
 
 void BM_batch_10000_c1000(benchmark::State& state) { run_batch_bench(state, 10000, 1000); }
 BENCHMARK(BM_batch_10000_c1000)->Name("batch/10000_at_50ms_c1000")->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+
+void BM_batch_1000_c100_inline(benchmark::State& state) { run_batch_bench(state, 1000, 100, true); }
+BENCHMARK(BM_batch_1000_c100_inline)->Name("batch/1000_at_50ms_c100/inline")->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+
+void BM_batch_10000_c1000_inline(benchmark::State& state) { run_batch_bench(state, 10000, 1000, true); }
+BENCHMARK(BM_batch_10000_c1000_inline)->Name("batch/10000_at_50ms_c1000/inline")->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 // The time from a piece written by the server to the partial callback that shows it.
 struct Story {

@@ -563,51 +563,57 @@ exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const 
     : detail::http_transfer(*s.loop), stream(want_stream), owner_(std::move(call)) {
   max_bytes = s.options.max_response_bytes;
   CURL* h = easy();
-  curl_easy_setopt(h, CURLOPT_URL, s.endpoint.c_str());
+  // What every exchange of this engine sets alike stays on a pooled handle (http_transport.hpp):
+  // set it on a new handle only.
+  if (!configured()) {
+    curl_easy_setopt(h, CURLOPT_URL, s.endpoint.c_str());
 #if LIBCURL_VERSION_NUM >= 0x075500  // 7.85
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 #else
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  // The proxy settings of the environment, read once by the engine (curl would read them again
-  // for every transfer).
-  curl_easy_setopt(h, CURLOPT_PROXY, s.proxy.c_str());
-  if (!s.no_proxy.empty()) curl_easy_setopt(h, CURLOPT_NOPROXY, s.no_proxy.c_str());
-  curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    // The proxy settings of the environment, read once by the engine (curl would read them again
+    // for every transfer; an empty no-proxy list too, or curl looks for no_proxy each time).
+    curl_easy_setopt(h, CURLOPT_PROXY, s.proxy.c_str());
+    curl_easy_setopt(h, CURLOPT_NOPROXY, s.no_proxy.c_str());
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, s.headers.get());
+    curl_easy_setopt(h, CURLOPT_USERAGENT, s.user_agent.c_str());
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    // Wait for a connection that may multiplex (HTTP/2) rather than open another one; only where
+    // HTTP/2 is possible: on plain http:// curl would wait for a first response before connecting again.
+    if ((s.options.http_version == http_version::http2_prior_knowledge && s.h2c_reuse) ||
+        (s.options.http_version != http_version::http1_1 && istarts_with(s.endpoint, "https://")))
+      curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+    // libcurl before 7.89 fails every request that reuses an HTTP/2 prior-knowledge connection.
+    if (s.options.http_version == http_version::http2_prior_knowledge && !s.h2c_reuse) {
+      curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+      curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+    }
+    if (!s.options.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, s.options.ca_file.c_str());
+    switch (s.options.http_version) {
+      case http_version::automatic: break;
+      case http_version::http1_1: curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1)); break;
+      case http_version::http2:
+        curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+        break;
+      case http_version::http2_prior_knowledge:
+        curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
+        break;
+    }
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(s.options.connect_timeout.count()));
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(s.options.request_timeout.count()));
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &exchange::on_body);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &exchange::on_header);
+  }
+  // What differs per exchange.
   curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
   curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, s.headers.get());
-  curl_easy_setopt(h, CURLOPT_USERAGENT, s.user_agent.c_str());
-  if (!want_stream) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-  // Wait for a connection that may multiplex (HTTP/2) rather than open another one; only where
-  // HTTP/2 is possible: on plain http:// curl would wait for a first response before connecting again.
-  if ((s.options.http_version == http_version::http2_prior_knowledge && s.h2c_reuse) ||
-      (s.options.http_version != http_version::http1_1 && istarts_with(s.endpoint, "https://")))
-    curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
-  // libcurl before 7.89 fails every request that reuses an HTTP/2 prior-knowledge connection.
-  if (s.options.http_version == http_version::http2_prior_knowledge && !s.h2c_reuse) {
-    curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
-    curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
-  }
-  if (!s.options.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, s.options.ca_file.c_str());
-  switch (s.options.http_version) {
-    case http_version::automatic: break;
-    case http_version::http1_1: curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1)); break;
-    case http_version::http2:
-      curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-      break;
-    case http_version::http2_prior_knowledge:
-      curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
-      break;
-  }
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(s.options.connect_timeout.count()));
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(s.options.request_timeout.count()));
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &exchange::on_body);
+  // A whole reply may come compressed; a stream is read as it comes.
+  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, want_stream ? static_cast<const char*>(nullptr) : "");
   curl_easy_setopt(h, CURLOPT_WRITEDATA, this);
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &exchange::on_header);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, this);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
 }

@@ -34,11 +34,16 @@ class http_transfer {
   http_transfer& operator=(const http_transfer&) = delete;
 
   [[nodiscard]] CURL* easy() const noexcept { return easy_; }
+  /// Whether easy() comes from the loop's pool with the options an earlier transfer of the same
+  /// loop set (not reset): the owner then only sets what differs per transfer. A loop serves one
+  /// owner kind (one engine), so what it sets the same way every time is still there.
+  [[nodiscard]] bool configured() const noexcept { return configured_; }
   /// The exchange ended with `code` (CURLE_OK: a complete HTTP response arrived).
   virtual void on_done(CURLcode code) = 0;
 
  private:
   CURL* easy_;
+  bool configured_ = false;
   std::weak_ptr<multi_loop> loop_;
 };
 
@@ -66,9 +71,11 @@ class multi_loop : public std::enable_shared_from_this<multi_loop> {
   /// Aborts every transfer and releases the multi handle. Idempotent.
   void shutdown();
   [[nodiscard]] std::size_t active() const noexcept { return transfers_.size(); }
-  /// An easy handle: a pooled one (reset) or a new one. On the strand.
-  CURL* take_handle();
-  /// Back to the pool (reset), or freed when the pool is full. On the strand.
+  /// An easy handle: a pooled one (its options as the last transfer left them; `configured` is
+  /// set) or a new one. On the strand.
+  CURL* take_handle(bool& configured);
+  /// Back to the pool (options kept, the pointers to the ended transfer cleared), or freed when
+  /// the pool is full. On the strand.
   void give_back(CURL* easy) noexcept;
 
  private:
@@ -101,6 +108,7 @@ class multi_loop : public std::enable_shared_from_this<multi_loop> {
   std::unordered_map<CURL*, std::shared_ptr<http_transfer>> transfers_;
   std::uint64_t next_generation_ = 1;
   std::vector<CURL*> pool_;
+  long max_cached_ = 0;  // CURLMOPT_MAXCONNECTS: the most transfers seen at once
 };
 
 }  // namespace covenant::detail

@@ -1,5 +1,6 @@
 // The OpenAI Chat Completions wire format (also spoken by vLLM, llama.cpp, Ollama, LM Studio and
 // most gateways): request bodies in each output mode, whole replies, streamed chunks.
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
@@ -66,7 +67,11 @@ namespace detail {
 chat_response parse_chat_completion(std::string_view body) {
   if (wire::trim(body).empty()) bad_body("the response body is empty");
   boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
+  // The document lives only while its fields are copied out: its nodes come from a buffer on the
+  // stack (then from a few large blocks), not from one heap allocation each.
+  unsigned char buffer[4096];
+  json::monotonic_resource nodes(buffer, sizeof buffer);
+  json::value v = json::parse(body, ec, &nodes);
   if (ec) bad_body("the response body is not JSON (" + ec.message() + ")");
   if (!v.is_object()) bad_body("the response body is not a JSON object");
   const json::object& root = v.as_object();
@@ -122,7 +127,9 @@ std::string server_error_message(std::string_view body, std::size_t max_chars) {
 stream_chunk parse_stream_chunk(std::string_view data) {
   stream_chunk out;
   boost::system::error_code ec;
-  json::value v = json::parse(data, ec);
+  unsigned char buffer[2048];  // as in parse_chat_completion
+  json::monotonic_resource nodes(buffer, sizeof buffer);
+  json::value v = json::parse(data, ec, &nodes);
   if (ec || !v.is_object()) {
     out.malformed = true;
     return out;

@@ -323,6 +323,62 @@ TEST(AsyncContract, ACustomExecutorRunsEveryPieceOfTheCall) {
   for (const auto& [hook, id] : log.where) EXPECT_EQ(id, executor_thread) << hook;
 }
 
+/// An engine that keeps each call's receiver for the test to answer from a thread of its choice.
+class handoff_engine final : public covenant::engine {
+ public:
+  ~handoff_engine() override { close(); }
+  void start(const covenant::chat_request&, std::shared_ptr<covenant::reply_receiver> receiver,
+             std::stop_token) override {
+    std::lock_guard lock(mutex_);
+    receivers_.push_back(std::move(receiver));
+    cv_.notify_all();
+  }
+  [[nodiscard]] covenant::engine_capabilities capabilities() const noexcept override { return {true, false}; }
+  std::shared_ptr<covenant::reply_receiver> take() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return !receivers_.empty(); });
+    auto r = std::move(receivers_.front());
+    receivers_.erase(receivers_.begin());
+    return r;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<std::shared_ptr<covenant::reply_receiver>> receivers_;
+};
+
+TEST(AsyncContract, RunInlineRunsTheStartOnTheCallerAndTheRestOnTheThreadThatDeliversTheReply) {
+  ThreadLog log;
+  handoff_engine model;
+  covenant::contract<Traced> c{model, instant({.tries = 1}), Traced{&log}};
+  covenant::call_options o;
+  o.executor = covenant::run_inline;
+  auto f = c.run_async(question, o);
+  // The start ran before run_async returned, here: the engine already has the call.
+  ASSERT_EQ(log.where.count("pre"), 1u);
+  EXPECT_EQ(log.where["pre"], std::this_thread::get_id());
+  auto receiver = model.take();
+  std::thread::id continuation_thread;
+  f.then([&](covenant::future<covenant::contract<Traced>::call_result> done) {
+    continuation_thread = std::this_thread::get_id();
+    EXPECT_THAT(done.get().outcome, Succeeded());
+  });
+  std::thread::id deliverer_thread;
+  std::thread deliverer([&] {
+    deliverer_thread = std::this_thread::get_id();
+    covenant::chat_response reply;
+    reply.text = good;
+    receiver->on_reply(std::move(reply));
+  });
+  deliverer.join();
+  receiver.reset();
+  // Reading, post, forward, the completion and the continuation all ran inside on_reply().
+  EXPECT_EQ(log.where.at("post"), deliverer_thread);
+  EXPECT_EQ(log.where.at("forward"), deliverer_thread);
+  EXPECT_EQ(continuation_thread, deliverer_thread);
+}
+
 TEST(AsyncContract, RemedyWaitIsATimerThatBlocksNoWorker) {
   // One worker: a call waiting 30 s before its second attempt must not keep another call from
   // running and finishing on that worker.

@@ -42,6 +42,7 @@
 #include <ranges>
 #include <stop_token>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -214,6 +215,16 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
   std::size_t next_index = 0;
   std::size_t next_to_deliver = 0;
   std::exception_ptr first_error;
+  // Continuations between their result's push and their wake-up call (made outside the lock: a
+  // thread woken while the lock is still held would only block on it again). This frame, which
+  // they use, goes only once none is left.
+  std::atomic<std::size_t> waking{0};
+  struct wait_for_wakers {
+    std::atomic<std::size_t>& n;
+    ~wait_for_wakers() {
+      while (n.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    }
+  } wakers_done{waking};
 
   auto deliver = [&](finished_call& f) {
     if (f.result) {
@@ -238,16 +249,25 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
       const std::size_t index = next_index++;
       state.started();
       auto f = contract.run_async(std::move(*in), state.call());
-      f.then([&state, &finished, index](future<result_type> done) {
+      f.then([&state, &finished, &waking, index](future<result_type> done) {
         finished_call c{index, std::nullopt, nullptr};
         try {
           c.result.emplace(done.get());
         } catch (...) {
           c.error = std::current_exception();
         }
-        std::lock_guard lock(state.mutex);
-        finished.push_back(std::move(c));
-        state.notify();
+        bool wake = false;
+        {
+          std::lock_guard lock(state.mutex);
+          // Results already waiting: the calling thread was woken for them and takes this one too.
+          wake = finished.empty();
+          finished.push_back(std::move(c));
+          if (wake) waking.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (wake) {
+          state.notify();
+          waking.fetch_sub(1, std::memory_order_release);
+        }
       });
     }
     if (state.finished()) break;
