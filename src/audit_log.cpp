@@ -130,16 +130,26 @@ class line_formatter final : public spdlog::formatter {
 
 struct audit_log::impl {
   audit_log_options options;
-  std::shared_ptr<spdlog::sinks::daily_file_sink_st> sink;
+  std::shared_ptr<spdlog::sinks::daily_file_sink_mt> sink;
   std::shared_ptr<spdlog::logger> logger;
   std::vector<std::string> redactions;
 
-  // Everything below, and the sink, only with `mutex` held.
+  // Two journals (none with flush_interval 0): callers copy lines into the current one; a full
+  // one (or, every flush_interval, the current one) is handed to the flusher thread, which writes
+  // it to the file outside the lock while callers go on with the other. The file is written by
+  // one thread at a time: the flusher while `handed_over`, others only while it is not (with
+  // `mutex` held).
+  struct pending_lines {
+    std::unique_ptr<detail::line_journal> journal;
+    std::chrono::system_clock::time_point since{};    // the first line's time
+    std::chrono::system_clock::time_point day_end{};  // the next local midnight after it
+  };
   std::mutex mutex;
-  std::unique_ptr<detail::line_journal> journal;  // none with flush_interval 0
-  std::chrono::system_clock::time_point pending_since{};  // the first pending line's time
-  std::chrono::system_clock::time_point pending_day_end{};
-  std::condition_variable_any wake;
+  pending_lines journals[2];
+  int current = 0;
+  bool handed_over = false;  // journals[1 - current] waits for, or is in, the flusher's write
+  std::condition_variable_any wake;    // the flusher: a journal was handed over
+  std::condition_variable_any written;  // callers: the flusher's write ended
   std::jthread flusher;
 
   // Writes `lines` (one or more, each ending in a newline) to the day's file of `t`.
@@ -150,33 +160,93 @@ struct audit_log::impl {
     sink->log(msg);
   }
 
-  // The journal's lines to the file, in one write.
-  void drain() {
-    if (!journal || journal->empty()) return;
-    write(journal->pending(), pending_since);
-    journal->clear();
+  // Waits (with `lock` on `mutex`) until the flusher has no journal.
+  void wait_written(std::unique_lock<std::mutex>& lock) {
+    written.wait(lock, [&] { return !handed_over; });
   }
 
-  // `line` (without its newline) at time `now`: into the journal, or straight to the file.
-  void add(std::string_view line, std::chrono::system_clock::time_point now) {
-    if (!journal) {
+  // Hands the current journal to the flusher and makes the other current (with `lock`), unless
+  // the flusher took it meanwhile (every flush_interval it takes the current one).
+  void hand_over(std::unique_lock<std::mutex>& lock) {
+    wait_written(lock);
+    if (journals[current].journal->empty()) return;
+    current = 1 - current;
+    handed_over = true;
+    wake.notify_one();
+  }
+
+  // Writes every pending line now, in order (with `lock`; the flusher is idle afterwards).
+  void drain_all(std::unique_lock<std::mutex>& lock) {
+    wait_written(lock);
+    pending_lines& p = journals[current];
+    if (!p.journal || p.journal->empty()) return;
+    write(p.journal->pending(), p.since);
+    p.journal->clear();
+  }
+
+  // `line` (without its newline) at time `now`: into the current journal, or to the file.
+  void add(std::unique_lock<std::mutex>& lock, std::string_view line, std::chrono::system_clock::time_point now) {
+    if (!journals[0].journal) {
       write(line, now);
       return;
     }
-    // A new day starts a new file: the lines of the day before go to theirs first.
-    if (!journal->empty() && now >= pending_day_end) drain();
-    const bool first = journal->empty();
-    if (!journal->append(line)) {
-      drain();
-      if (!journal->append(line)) {  // longer than the whole journal
+    for (;;) {
+      pending_lines& p = journals[current];
+      if (p.journal->empty()) {
+        p.journal->begin();
+        p.since = now;
+        p.day_end = next_local_midnight(now);
+        if (p.journal->append(line)) return;
+        wait_written(lock);  // longer than a whole journal: after the lines before it
         write(line, now);
         return;
       }
-    } else if (!first) {
-      return;
+      // A new day starts a new file: the lines of the day before go to theirs first.
+      if (now < p.day_end && p.journal->append(line)) return;
+      hand_over(lock);  // full, or a new day
     }
-    pending_since = now;
-    pending_day_end = next_local_midnight(now);
+  }
+
+  // The flusher thread: writes the journals handed over, and every flush_interval the current one.
+  void flush_loop(std::stop_token stop) {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      // A journal handed over is written even when the stop came first (the thread may start
+      // late).
+      if (!wake.wait_for(lock, stop, options.flush_interval, [&] { return handed_over; })) {
+        if (stop.stop_requested()) return;
+        if (journals[current].journal->empty()) continue;
+        current = 1 - current;  // the other one is empty: nothing is handed over
+        handed_over = true;
+      }
+      pending_lines& p = journals[1 - current];
+      lock.unlock();
+      std::string failure;
+      try {
+        write(p.journal->pending(), p.since);
+      } catch (const std::exception& e) {
+        failure = e.what();
+      } catch (...) {
+        failure = "unknown error";
+      }
+      lock.lock();
+      if (failure.empty()) {
+        p.journal->clear();
+      } else {
+        // Its lines stay in its file for the next audit_log opened on the directory; a new
+        // journal takes its place.
+        detail::log_error("audit log: lines could not be written (they stay in {}): {}", p.journal->path().string(),
+                          failure);
+        p.journal->keep_file();
+        try {
+          p.journal = std::make_unique<detail::line_journal>(options.directory, journal_prefix, journal_bytes);
+        } catch (const std::exception& e) {
+          detail::log_error("audit log: {}", e.what());
+        }
+      }
+      handed_over = false;
+      written.notify_all();
+    }
   }
 
   std::size_t sweep() const {
@@ -234,7 +304,7 @@ audit_log::audit_log(audit_log_options options) : impl_(std::make_unique<impl>()
     }
   };
   try {
-    impl_->sink = std::make_shared<spdlog::sinks::daily_file_sink_st>((dir / "audit.jsonl").string(), 0, 0, false,
+    impl_->sink = std::make_shared<spdlog::sinks::daily_file_sink_mt>((dir / "audit.jsonl").string(), 0, 0, false,
                                                                        0, handlers);
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("covenant::audit_log: ") + e.what());
@@ -258,22 +328,12 @@ audit_log::audit_log(audit_log_options options) : impl_(std::make_unique<impl>()
   }
   if (impl_->options.flush_interval.count() > 0) {
     try {
-      impl_->journal = std::make_unique<detail::line_journal>(dir, journal_prefix, journal_bytes);
+      for (auto& p : impl_->journals)
+        p.journal = std::make_unique<detail::line_journal>(dir, journal_prefix, journal_bytes);
     } catch (const std::exception& e) {
       throw std::runtime_error(std::string("covenant::audit_log: journal ") + e.what());
     }
-    impl_->flusher = std::jthread([self](std::stop_token stop) {
-      std::unique_lock lock(self->mutex);
-      while (!stop.stop_requested()) {
-        self->wake.wait_for(lock, stop, self->options.flush_interval, [] { return false; });
-        try {
-          self->drain();
-        } catch (const std::exception& e) {
-          detail::log_error("audit log: lines could not be written (they stay in {}): {}",
-                            self->journal->path().string(), e.what());
-        }
-      }
-    });
+    impl_->flusher = std::jthread([self](std::stop_token stop) { self->flush_loop(std::move(stop)); });
   }
 }
 
@@ -283,22 +343,24 @@ audit_log::~audit_log() {
     impl_->flusher.request_stop();
     impl_->flusher.join();
   }
-  std::lock_guard lock(impl_->mutex);
+  std::unique_lock lock(impl_->mutex);
   try {
-    impl_->drain();
+    impl_->drain_all(lock);
     impl_->sink->flush();
   } catch (const std::exception& e) {
     // Kept for the next audit_log opened on the directory.
-    if (impl_->journal) impl_->journal->keep_file();
+    for (auto& p : impl_->journals)
+      if (p.journal) p.journal->keep_file();
     detail::log_error("audit log: lines could not be written: {}", e.what());
   } catch (...) {
-    if (impl_->journal) impl_->journal->keep_file();
+    for (auto& p : impl_->journals)
+      if (p.journal) p.journal->keep_file();
   }
 }
 
 void audit_log::flush() {
-  std::lock_guard lock(impl_->mutex);
-  impl_->drain();
+  std::unique_lock lock(impl_->mutex);
+  impl_->drain_all(lock);
   impl_->sink->flush();
 }
 
@@ -471,8 +533,8 @@ void audit_log::on_attempt(const attempt_event& e) {
   const auto now = std::chrono::system_clock::now();
   const std::string_view text = impl_->write_line(e, storage, now);
   try {
-    std::lock_guard lock(impl_->mutex);
-    impl_->add(text, now);
+    std::unique_lock lock(impl_->mutex);
+    impl_->add(lock, text, now);
   } catch (const std::exception& ex) {
     detail::log_error("audit log: a line could not be written: {}", ex.what());
   }

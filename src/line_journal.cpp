@@ -7,9 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
+#include <exception>
+#include <vector>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -18,7 +23,14 @@ namespace covenant::detail {
 
 namespace {
 
+constexpr std::size_t header_bytes = 16;
+
 std::string errno_text() { return std::system_category().message(errno); }
+
+std::atomic<std::uint64_t>& generation(char* map) {
+  static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+  return *reinterpret_cast<std::atomic<std::uint64_t>*>(map);
+}
 
 // The content of a mapped journal: up to its first NUL, then up to its last newline.
 std::string_view complete_lines(const char* data, std::size_t size) {
@@ -31,7 +43,7 @@ std::string_view complete_lines(const char* data, std::size_t size) {
 }  // namespace
 
 line_journal::line_journal(const std::filesystem::path& directory, std::string_view prefix, std::size_t capacity)
-    : capacity_(capacity) {
+    : size_(header_bytes + capacity), capacity_(capacity) {
   static std::atomic<unsigned> counter{0};
   path_ = directory / (std::string(prefix) + std::to_string(::getpid()) + "-" +
                        std::to_string(counter.fetch_add(1, std::memory_order_relaxed)) + ".journal");
@@ -48,22 +60,37 @@ line_journal::line_journal(const std::filesystem::path& directory, std::string_v
     throw std::runtime_error(path_.string() + ": " + text);
   };
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) fail("cannot lock");
-  if (::ftruncate(fd_, static_cast<off_t>(capacity_)) != 0) fail("cannot size");
-  void* p = ::mmap(nullptr, capacity_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) fail("cannot size");
+  void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (p == MAP_FAILED) fail("cannot map");
-  data_ = static_cast<char*>(p);
+  map_ = static_cast<char*>(p);
+  data_ = map_ + header_bytes;
   if (::rename(making.c_str(), path_.c_str()) != 0) {
-    ::munmap(data_, capacity_);
-    data_ = nullptr;
+    ::munmap(map_, size_);
+    map_ = nullptr;
     fail("cannot rename");
   }
 }
 
 line_journal::~line_journal() {
-  if (data_ != nullptr) ::munmap(data_, capacity_);
+  if (map_ != nullptr) ::munmap(map_, size_);
   std::error_code ec;
   if (!keep_) std::filesystem::remove(path_, ec);
   if (fd_ >= 0) ::close(fd_);
+}
+
+void line_journal::begin() noexcept {
+  // Later than every generation begun before, here or in another process (the clock, made
+  // strictly increasing within the process).
+  static std::atomic<std::uint64_t> last{0};
+  const auto now = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  std::uint64_t prev = last.load(std::memory_order_relaxed);
+  std::uint64_t next = 0;
+  do {
+    next = std::max(now, prev + 1);
+  } while (!last.compare_exchange_weak(prev, next, std::memory_order_relaxed));
+  generation(map_).store(next, std::memory_order_release);
 }
 
 bool line_journal::append(std::string_view line) noexcept {
@@ -75,20 +102,26 @@ bool line_journal::append(std::string_view line) noexcept {
 }
 
 void line_journal::clear() noexcept {
+  generation(map_).store(0, std::memory_order_release);  // empty from here on, whatever follows
   std::memset(data_, 0, used_);
   used_ = 0;
 }
 
 std::size_t line_journal::recover(const std::filesystem::path& directory, std::string_view prefix,
                                   const std::function<void(std::string_view)>& drain) {
-  std::size_t drained = 0;
+  struct left {
+    std::filesystem::path path;
+    int fd;
+    std::uint64_t generation;
+  };
+  std::vector<left> found;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(directory, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.size() <= prefix.size() + 8 || name.compare(0, prefix.size(), prefix) != 0 ||
         !name.ends_with(".journal"))
       continue;
-    const int fd = ::open(entry.path().c_str(), O_RDWR | O_CLOEXEC);
+    const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
     // Locked: its owner is alive (in this process or another).
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -98,30 +131,43 @@ std::size_t line_journal::recover(const std::filesystem::path& directory, std::s
     // Another recovery may have drained and deleted it between the open and the lock.
     struct stat st {};
     struct stat now {};
+    std::uint64_t gen = 0;
     if (::fstat(fd, &st) != 0 || ::stat(entry.path().c_str(), &now) != 0 || now.st_ino != st.st_ino ||
         now.st_dev != st.st_dev) {
       ::close(fd);
       continue;
     }
-    if (st.st_size > 0) {
-      const auto size = static_cast<std::size_t>(st.st_size);
-      void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-      if (p != MAP_FAILED) {
-        const std::string_view lines = complete_lines(static_cast<const char*>(p), size);
-        try {
-          if (!lines.empty()) drain(lines);
-        } catch (...) {
+    if (st.st_size > static_cast<off_t>(header_bytes) && ::pread(fd, &gen, sizeof gen, 0) != sizeof gen) gen = 0;
+    found.push_back({entry.path(), fd, gen});
+  }
+  std::sort(found.begin(), found.end(), [](const left& a, const left& b) { return a.generation < b.generation; });
+  std::size_t drained = 0;
+  std::exception_ptr failed;
+  for (const left& j : found) {
+    if (!failed && j.generation != 0) {
+      struct stat st {};
+      if (::fstat(j.fd, &st) == 0) {
+        const auto size = static_cast<std::size_t>(st.st_size);
+        void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, j.fd, 0);
+        if (p != MAP_FAILED) {
+          const std::string_view lines =
+              complete_lines(static_cast<const char*>(p) + header_bytes, size - header_bytes);
+          try {
+            if (!lines.empty()) drain(lines);
+          } catch (...) {
+            failed = std::current_exception();
+          }
           ::munmap(p, size);
-          ::close(fd);
-          throw;
         }
-        ::munmap(p, size);
       }
     }
-    std::filesystem::remove(entry.path(), ec);
-    ::close(fd);
-    ++drained;
+    if (!failed) {
+      std::filesystem::remove(j.path, ec);
+      ++drained;
+    }
+    ::close(j.fd);
   }
+  if (failed) std::rethrow_exception(failed);
   return drained;
 }
 

@@ -7,6 +7,11 @@
 // owner opening the same directory (recover()). Each journal file is locked (flock) by the
 // process that owns it, so a live process's journal is never taken.
 //
+// File layout: a 16-byte header (the generation, a native 64-bit integer, then 8 bytes unused),
+// then the lines, then NUL bytes. Generation 0 is an empty journal; begin() gives it a later
+// one (a time in nanoseconds) before its first line, clear() sets it back to 0 before erasing
+// the lines, so a journal is never read half-cleared. recover() drains journals oldest first.
+//
 // Written here because spdlog's sinks write (or buffer in the process) each message, and no
 // Debian library offers a crash-safe line buffer.
 #pragma once
@@ -28,8 +33,11 @@ class line_journal {
   line_journal(const line_journal&) = delete;
   line_journal& operator=(const line_journal&) = delete;
 
+  /// Makes an empty journal current: lines appended from now on are newer than those of every
+  /// journal begun before (in any process).
+  void begin() noexcept;
   /// Copies `line` and a newline; false (and nothing copied) when it does not fit. `line` must
-  /// not contain a NUL byte (the end of the journal's content is its first NUL).
+  /// not contain a NUL byte (the end of the journal's content is its first NUL). After begin().
   bool append(std::string_view line) noexcept;
   /// The lines copied since the last clear(), each ending in a newline.
   [[nodiscard]] std::string_view pending() const noexcept { return {data_, used_}; }
@@ -42,16 +50,18 @@ class line_journal {
   void keep_file() noexcept { keep_ = true; }
 
   /// Hands the complete lines of every journal in `directory` named `<prefix>*.journal` whose
-  /// owner has ended to `drain` (once per journal, the lines with their newlines), then deletes
-  /// the journal; a journal whose owner is alive is left alone. A line cut off by the owner's
-  /// death is dropped. Returns how many journals were drained.
+  /// owner has ended to `drain` (once per journal, the lines with their newlines; oldest journal
+  /// first), then deletes the journal; a journal whose owner is alive is left alone. A line cut
+  /// off by the owner's death is dropped. Returns how many journals were drained.
   static std::size_t recover(const std::filesystem::path& directory, std::string_view prefix,
                              const std::function<void(std::string_view)>& drain);
 
  private:
   std::filesystem::path path_;
   int fd_ = -1;
-  char* data_ = nullptr;
+  char* map_ = nullptr;   // the whole file
+  char* data_ = nullptr;  // where the lines start
+  std::size_t size_ = 0;
   std::size_t capacity_ = 0;
   std::size_t used_ = 0;
   bool keep_ = false;

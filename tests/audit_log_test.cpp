@@ -14,11 +14,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -177,6 +180,12 @@ std::vector<fs::path> journals_in(const fs::path& dir) {
   return out;
 }
 
+// A journal's header (src/line_journal.hpp): its generation, then 8 unused bytes.
+void write_journal_header(std::ofstream& out, std::uint64_t generation) {
+  out.write(reinterpret_cast<const char*>(&generation), sizeof generation);
+  out << std::string(8, '\0');
+}
+
 TEST_F(AuditLog, LinesWaitInTheJournalUntilFlushedAndThenGoToTheFileInOrder) {
   auto audit = std::make_shared<covenant::audit_log>(
       covenant::audit_log_options{.directory = dir_, .flush_interval = std::chrono::hours(1)});
@@ -184,8 +193,9 @@ TEST_F(AuditLog, LinesWaitInTheJournalUntilFlushedAndThenGoToTheFileInOrder) {
   write_attempt(*audit, "b");
   EXPECT_TRUE(lines_of(audit->current_file()).empty());
   const auto journals = journals_in(dir_);
-  ASSERT_EQ(journals.size(), 1u);
-  EXPECT_EQ(journals[0].filename().string().rfind(".audit-" + std::to_string(::getpid()) + "-", 0), 0u);
+  ASSERT_EQ(journals.size(), 2u);  // the one being filled and the one being written
+  for (const auto& j : journals)
+    EXPECT_EQ(j.filename().string().rfind(".audit-" + std::to_string(::getpid()) + "-", 0), 0u) << j;
   audit->flush();
   EXPECT_THAT(query_ids(lines_of(audit->current_file())), ::testing::ElementsAre("a", "b"));
   write_attempt(*audit, "c");
@@ -240,6 +250,24 @@ TEST_F(AuditLog, ManyLinesFillTheJournalMoreThanOnceAndNoneIsLostOrReordered) {
   EXPECT_EQ(query_ids(lines_of(audit->current_file())), ids);
 }
 
+TEST_F(AuditLog, ALogDestroyedJustAfterHandingAJournalToItsThreadWritesEveryLine) {
+  // The log's thread may not even have started when the destructor asks it to stop.
+  std::size_t total = 0;
+  for (int round = 0; round < 20; ++round) {
+    auto audit = std::make_shared<covenant::audit_log>(
+        covenant::audit_log_options{.directory = dir_, .flush_interval = std::chrono::hours(1)});
+    const int n = 1500 + 37 * round;  // more than one journal's worth
+    for (int i = 0; i < n; ++i) write_attempt(*audit, "r" + std::to_string(round) + "-" + std::to_string(i));
+    total += static_cast<std::size_t>(n);
+    audit.reset();
+    std::ifstream in(dir_ / date_name(0));
+    std::ostringstream read;
+    read << in.rdbuf();
+    const std::string text = read.str();
+    ASSERT_EQ(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')), total) << "round " << round;
+  }
+}
+
 TEST_F(AuditLog, AProcessKilledBeforeItsLinesReachedTheFileLosesNone) {
   fs::create_directories(dir_);
   const pid_t child = ::fork();
@@ -257,7 +285,7 @@ TEST_F(AuditLog, AProcessKilledBeforeItsLinesReachedTheFileLosesNone) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFSIGNALED(status));
-  ASSERT_EQ(journals_in(dir_).size(), 1u);  // the killed process's journal is still there
+  ASSERT_EQ(journals_in(dir_).size(), 2u);  // the killed process's journals are still there
   const fs::path today = dir_ / date_name(0);
   EXPECT_TRUE(lines_of(today).empty());
 
@@ -265,7 +293,7 @@ TEST_F(AuditLog, AProcessKilledBeforeItsLinesReachedTheFileLosesNone) {
   auto audit = std::make_shared<covenant::audit_log>(
       covenant::audit_log_options{.directory = dir_, .flush_interval = std::chrono::hours(1)});
   EXPECT_THAT(query_ids(lines_of(today)), ::testing::ElementsAre("k1", "k2", "k3"));
-  ASSERT_EQ(journals_in(dir_).size(), 1u);  // its own
+  ASSERT_EQ(journals_in(dir_).size(), 2u);  // its own
   audit.reset();
   auto again = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir_});
   EXPECT_EQ(lines_of(today).size(), 3u);
@@ -280,6 +308,7 @@ TEST_F(AuditLog, ALeftJournalAlreadyInTheFileIsNotWrittenTwiceAndACutLineIsDropp
   std::ofstream(dir_ / date_name(0)) << l1 << "\n" << l2 << "\n";
   {
     std::ofstream j(dir_ / ".audit-999999999-0.journal", std::ios::binary);
+    write_journal_header(j, 1000);
     const std::string content = l1 + "\n" + l2 + "\n";
     j.write(content.data(), static_cast<std::streamsize>(content.size()));
     j << std::string(4096, '\0');
@@ -289,13 +318,51 @@ TEST_F(AuditLog, ALeftJournalAlreadyInTheFileIsNotWrittenTwiceAndACutLineIsDropp
   // One that died while copying its second line.
   {
     std::ofstream j(dir_ / ".audit-999999999-1.journal", std::ios::binary);
+    write_journal_header(j, 2000);
     const std::string content = l3 + "\n" + R"({"query_id":"cut)";
     j.write(content.data(), static_cast<std::streamsize>(content.size()));
     j << std::string(4096, '\0');
   }
   auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir_});
   EXPECT_THAT(query_ids(lines_of(dir_ / date_name(0))), ::testing::ElementsAre("j1", "j2", "j3"));
-  EXPECT_EQ(journals_in(dir_).size(), 1u);  // only its own
+  EXPECT_EQ(journals_in(dir_).size(), 2u);  // only its own
+}
+
+TEST_F(AuditLog, LeftJournalsAreWrittenOldestFirstAndEmptyOnesOnlyDeleted) {
+  fs::create_directories(dir_);
+  auto journal = [&](const std::string& name, std::uint64_t generation, const std::string& lines) {
+    std::ofstream j(dir_ / name, std::ios::binary);
+    write_journal_header(j, generation);
+    j << lines << std::string(4096, '\0');
+  };
+  journal(".audit-999999991-0.journal", 300, R"({"query_id":"third"})" "\n");
+  journal(".audit-999999992-0.journal", 100, R"({"query_id":"first"})" "\n");
+  journal(".audit-999999991-1.journal", 200, R"({"query_id":"second"})" "\n");
+  // Generation 0: cleared (whatever bytes follow are stale).
+  journal(".audit-999999993-0.journal", 0, R"({"query_id":"stale"})" "\n");
+  auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir_});
+  EXPECT_THAT(query_ids(lines_of(dir_ / date_name(0))), ::testing::ElementsAre("first", "second", "third"));
+  EXPECT_EQ(journals_in(dir_).size(), 2u);  // only its own
+}
+
+TEST_F(AuditLog, ManyThreadsWriteEveryLineOnce) {
+  auto audit = std::make_shared<covenant::audit_log>(
+      covenant::audit_log_options{.directory = dir_, .flush_interval = std::chrono::milliseconds(1)});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) write_attempt(*audit, std::to_string(t) + "-" + std::to_string(i), std::string(80, 'r'));
+    });
+  for (auto& th : threads) th.join();
+  audit->flush();
+  auto ids = query_ids(lines_of(audit->current_file()));
+  ASSERT_EQ(ids.size(), 8000u);
+  // Each thread's lines in its own order.
+  std::vector<int> next(4, 0);
+  for (const auto& id : ids) {
+    const int t = id[0] - '0';
+    EXPECT_EQ(id, std::to_string(t) + "-" + std::to_string(next[static_cast<std::size_t>(t)]++));
+  }
 }
 
 TEST_F(AuditLog, ADirectoryThatCannotBeCreatedIsAClearError) {

@@ -8,12 +8,12 @@
 // Files are `<directory>/audit_YYYY-MM-DD.jsonl` (local date), written through an spdlog daily
 // file sink. Each line is copied, as soon as the attempt is judged, into a memory-mapped journal
 // in the directory (`.audit-<pid>-<n>.journal`): from then on it is in the kernel's page cache and
-// survives the process being killed, without a system call per line. The journal's lines go to
-// the day's file in one write every `flush_interval`, when the journal is full (256 KiB), on
-// flush() and when the log is destroyed; a journal left by a process that died is written to the
-// day's file by the next audit_log opened on the directory. So a crash loses at most the line
-// being written. Files older than `retention_days` are deleted when the log opens and at each
-// daily rotation. The
+// survives the process being killed, without a system call on the caller's thread. The log's own
+// thread writes a journal to the day's file in one write when it is full (256 KiB) and every
+// `flush_interval`, while callers fill a second one; flush() and the destructor write what is
+// left. A journal left by a process that died is written to the day's file by the next audit_log
+// opened on the directory. So a crash loses at most the line being written. Files older than
+// `retention_days` are deleted when the log opens and at each daily rotation. The
 // line format is in docs/telemetry.md: timestamp (ISO 8601, UTC), query id, contract, attempt,
 // result, retry count, schema version, issues, token usage, latency; the raw reply only with
 // `include_reply`. Request headers and API keys are never written, and every configured
