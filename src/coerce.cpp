@@ -416,6 +416,12 @@ bool written_text(const decode_context& ctx, std::string_view raw, std::string_v
   return true;
 }
 
+bool missing_list_reads_as_empty(const decode_context& ctx, const schema::type& t) noexcept {
+  if (!ctx.opts.coerce || t.kind != schema::kind::array || !t.constraints.empty()) return false;
+  const source_map* m = ctx.opts.source;
+  return m == nullptr || (!m->partial && !m->cut);
+}
+
 std::string_view written_text_note(std::string_view raw) noexcept {
   return !raw.empty() && raw.front() == '[' ? "a list read as its text" : "an object read as its text";
 }

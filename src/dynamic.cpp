@@ -971,7 +971,12 @@ class dynamic_decoder {
       }
       if (f.required) {
         path_frame pf{at, f.key, 0, false};
-        detail::missing_field(ctx, &pf, f.key);
+        if (detail::missing_list_reads_as_empty(ctx, f.type)) {
+          out.emplace(name, json::array{});
+          ctx.note(&pf, note_kind::coerced, std::string(detail::missing_list_note));
+        } else {
+          detail::missing_field(ctx, &pf, f.key);
+        }
       } else if (f.default_value) {
         out.emplace(name, *f.default_value);
       }

@@ -352,13 +352,19 @@ TEST_F(Cli, ParsePrintsTheValidatedValue) {
 }
 
 TEST_F(Cli, ParseListsEveryIssueOnStderr) {
-  const auto r = run({"parse", "--schema", file("ticket.baml")},
-                     R"({"title": "", "priority": "soon", "estimate": -1})");
+  const std::string reply = R"({"title": "", "priority": "soon", "estimate": -1})";
+  const auto r = run({"parse", "--schema", file("ticket.baml"), "--strictness", "repair"}, reply);
   EXPECT_EQ(r.status, 1);
   EXPECT_THAT(r.out, IsEmpty());
   EXPECT_THAT(lines(r.err), ElementsAre("title: must not be empty (got \"\")",
                                         "priority: must be one of \"LOW\", \"urgent\" (got \"soon\")",
                                         "estimate: must be >= 0 (got -1)", "tags: required field is missing"));
+  // At the coerce level (the default) the missing list of tags is read as empty.
+  const auto c = run({"parse", "--schema", file("ticket.baml")}, reply);
+  EXPECT_EQ(c.status, 1);
+  EXPECT_THAT(lines(c.err), ElementsAre("title: must not be empty (got \"\")",
+                                        "priority: must be one of \"LOW\", \"urgent\" (got \"soon\")",
+                                        "estimate: must be >= 0 (got -1)"));
 }
 
 TEST_F(Cli, ParseJsonReportListsNotesOfAMalformedReply) {

@@ -539,11 +539,16 @@ struct object_codec {
     if (!all_marked(seen)) {
       for (std::size_t j = 0; j < N; ++j) {
         if (marked(seen, j)) continue;
-        if (def.fields[j].required) {
-          path_frame g{at, def.fields[j].key, 0, false};
-          missing_field(ctx, &g, def.fields[j].key);
-        } else {
+        if (!def.fields[j].required) {
           resetters[j](out);
+          continue;
+        }
+        path_frame g{at, def.fields[j].key, 0, false};
+        if (missing_list_reads_as_empty(ctx, def.fields[j].type)) {
+          resetters[j](out);
+          ctx.note(&g, note_kind::coerced, std::string(missing_list_note));
+        } else {
+          missing_field(ctx, &g, def.fields[j].key);
         }
       }
     }

@@ -63,7 +63,17 @@ struct source_map {
   std::string_view input;                           ///< the reply
   const std::vector<source_span>* spans = nullptr;  ///< candidate::spans
   bool partial = false;                             ///< the reply is still being written
+  bool cut = false;  ///< the candidate ended inside a value (candidate::truncated): what is missing may be what was cut
 };
+
+/// Coerce level: whether a required field of type `t` that the text does not have is read as an
+/// empty list (with a note) instead of being a missing field. Only for a list without bounds of
+/// its own, in a final read of a text that was not cut off (a list cut at the end of the reply
+/// was dropped and must not come back empty).
+bool missing_list_reads_as_empty(const decode_context& ctx, const schema::type& t) noexcept;
+
+/// The note of that reading.
+inline constexpr std::string_view missing_list_note = "missing list read as empty";
 
 /// Coerce mode, an object or a list where a string is wanted, `raw` being its JSON text in the text
 /// being decoded: the text it was written as in the reply (ctx.opts.source), or `raw` itself when

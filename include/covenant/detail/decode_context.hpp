@@ -30,8 +30,9 @@ struct decode_options {
   /// Schema-guided coercions: read "0.9" as the number 0.9 ("87%" as 0.87 for a float, "9/10",
   /// "1,234"), "true" as a boolean, a number as a string, "HIGH" or "the answer is high" as the
   /// enum value high, modelUsed as the key model_used, a single value as a one-item list, an
-  /// object or a list as its text for a string (see `source`). Each one is recorded as a note; a
-  /// value that cannot be read for its field is still an issue.
+  /// object or a list as its text for a string (see `source`), a missing required list without
+  /// bounds as empty. Each one is recorded as a note; a value that cannot be read for its field is
+  /// still an issue.
   bool coerce = false;
   /// Where the text being decoded was read from, when it is a candidate of the lenient reader (set
   /// by the readers of model replies): with coerce, an object or a list where a string is wanted is

@@ -87,6 +87,7 @@ decoded<boost::json::value> read_dynamic_reply(std::string_view text, const deco
   note_list best_dropped;  // ... from the best one
   for (const candidate& c : candidates) {
     source.spans = &c.spans;
+    source.cut = c.truncated;
     result d = decode_from(c.json, lenient);
     dropped.clear();
     if (!reading.partial) drop_unfinished_items(c, d, lenient, decode_from, dropped);

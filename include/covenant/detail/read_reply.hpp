@@ -103,6 +103,7 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
   note_list best_dropped;  // ... from the best one
   for (const candidate& c : candidates) {
     source.spans = &c.spans;
+    source.cut = c.truncated;
     decoded<T> d = decode_from(c.json, lenient);
     dropped.clear();
     if (!reading.partial) drop_unfinished_items(c, d, lenient, decode_from, dropped);
