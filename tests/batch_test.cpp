@@ -43,6 +43,23 @@ struct Classify {
   }
 };
 
+// Records the threads its hooks run on.
+struct Traced {
+  static constexpr std::string_view prompt = "Label the record.";
+  std::mutex* mutex = nullptr;
+  std::set<std::thread::id>* threads = nullptr;
+  void note() const {
+    std::lock_guard lock(*mutex);
+    threads->insert(std::this_thread::get_id());
+  }
+  void pre(const Record&) const { note(); }
+  void post(const Label&) const { note(); }
+  Label forward(const Record& r, const covenant::outcome<Label>& o) const {
+    note();
+    return o.success ? *o.result : Label{r.id, "failed"};
+  }
+};
+
 struct Throws {
   static constexpr std::string_view prompt = "Label the record.";
   Label forward(const Record& r, const covenant::outcome<Label>& o) const {
@@ -339,6 +356,29 @@ TEST(Batch, ThreadsDoNotGrowWithConcurrency) {
                             {.concurrency = 200});
   EXPECT_GE(model.max_in_flight(), 100);
   EXPECT_LE(during, before + 1);
+}
+
+TEST(Batch, TheCallsWorkRunsOnTheBatchsThreadUnlessAskedOtherwise) {
+  delayed_engine model;
+  std::mutex m;
+  std::set<std::thread::id> threads;
+  const covenant::contract<Traced> c{model, instant(), Traced{&m, &threads}};
+  auto in = records(60, 1);
+  std::size_t delivered = 0;
+  auto summary = covenant::run_batch(c, in, [&](std::size_t, auto&&) { ++delivered; }, {.concurrency = 20});
+  EXPECT_EQ(summary.succeeded, 60u);
+  EXPECT_EQ(delivered, 60u);
+  EXPECT_EQ(threads, std::set<std::thread::id>{std::this_thread::get_id()});
+
+  // On the runtime's workers instead.
+  threads.clear();
+  covenant::batch_options o;
+  o.concurrency = 20;
+  o.work_on_batch_thread = false;
+  summary = covenant::run_batch(c, in, [](std::size_t, auto&&) {}, o);
+  EXPECT_EQ(summary.succeeded, 60u);
+  EXPECT_FALSE(threads.empty());
+  EXPECT_EQ(threads.count(std::this_thread::get_id()), 0u);
 }
 
 TEST(Batch, DynamicContractsBatchToo) {

@@ -17,7 +17,9 @@
 // thread, one result at a time (no locking needed), in input order (batch_order::input; at most
 // `concurrency` results wait for an earlier slow one, so memory stays bounded by the concurrency)
 // or as calls finish (batch_order::completion). Progress is reported on the calling thread every
-// `progress_every` and once at the end.
+// `progress_every` and once at the end. The calls' own work (hooks, reading, forward) runs on the
+// calling thread too, between deliveries (batch_options::work_on_batch_thread); the engine's
+// transfers run on the runtime's I/O loop.
 //
 // Stopping: a stop request (options.stop) cancels the calls in flight (each ends in forward at
 // stage cancelled and is delivered) and reads no further input; the deadline (timeout/deadline)
@@ -99,6 +101,12 @@ struct batch_options {
   /// Options of each call (its own timeout per call, an executor); the batch adds its limiter,
   /// deadline and stop token.
   call_options call{};
+  /// Where the calls' work runs (input checks, pre, act, rendering, reading, post, forward) when
+  /// `call.executor` is not set: true, on the thread that runs the batch, between deliveries, one
+  /// piece at a time (no hand-off to another thread and back for each call); false, on the
+  /// runtime's workers, as run_async() does. Keep true unless hooks block for long: a hook that
+  /// waits holds up the whole batch's progress (but never the engine's transfers).
+  bool work_on_batch_thread = true;
   /// Called on the calling thread every `progress_every` and once at the end.
   std::function<void(const batch_progress&)> on_progress{};
   std::chrono::nanoseconds progress_every = std::chrono::seconds(1);
@@ -211,6 +219,7 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
     std::exception_ptr error;
   };
   std::deque<finished_call> finished;  // guarded by state.mutex
+  std::deque<std::function<void()>> tasks;  // guarded by state.mutex: the calls' work (work_on_batch_thread)
   std::map<std::size_t, finished_call> waiting;  // input order: finished before an earlier one
   std::size_t next_index = 0;
   std::size_t next_to_deliver = 0;
@@ -225,6 +234,25 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
       while (n.load(std::memory_order_acquire) != 0) std::this_thread::yield();
     }
   } wakers_done{waking};
+
+  // Each call's options: the batch's (limiter, deadline, stop), and the batch's thread as the
+  // executor unless the caller chose one.
+  call_options calls = state.call();
+  if (!calls.executor && options.work_on_batch_thread) {
+    calls.executor = [&state, &finished, &tasks, &waking](std::function<void()> work) {
+      bool wake = false;
+      {
+        std::lock_guard lock(state.mutex);
+        wake = finished.empty() && tasks.empty();
+        tasks.push_back(std::move(work));
+        if (wake) waking.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (wake) {
+        state.notify();
+        waking.fetch_sub(1, std::memory_order_release);
+      }
+    };
+  }
 
   auto deliver = [&](finished_call& f) {
     if (f.result) {
@@ -248,7 +276,7 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
       }
       const std::size_t index = next_index++;
       state.started();
-      auto f = contract.run_async(std::move(*in), state.call());
+      auto f = contract.run_async(std::move(*in), calls);
       f.then([&state, &finished, &waking, index](future<result_type> done) {
         finished_call c{index, std::nullopt, nullptr};
         try {
@@ -273,10 +301,20 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
     if (state.finished()) break;
     const auto until = state.tick();  // progress, stop and deadline, outside the lock
     std::deque<finished_call> ready;
+    std::deque<std::function<void()>> work;
     {
       std::unique_lock lock(state.mutex);
-      state.wait(lock, until, [&] { return !finished.empty(); });
+      state.wait(lock, until, [&] { return !finished.empty() || !tasks.empty(); });
       ready.swap(finished);
+      work.swap(tasks);
+    }
+    // The calls' pieces (their results come back through `finished`).
+    for (auto& w : work) {
+      try {
+        w();
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+      }
     }
     for (finished_call& f : ready) {
       if (options.order == batch_order::completion) {
