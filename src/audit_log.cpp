@@ -1,4 +1,5 @@
-// The audit log: JSON lines through an spdlog daily file sink, with retention in days.
+// The audit log: JSON lines through memory-mapped journals (line_journal.hpp) into an spdlog daily
+// file sink, with retention in days.
 #include "covenant/audit_log.hpp"
 
 #include <spdlog/formatter.h>
@@ -9,17 +10,17 @@
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
-#include <fstream>
-#include <mutex>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 
 #include "covenant/encode.hpp"
 #include "line_journal.hpp"
@@ -347,14 +348,12 @@ audit_log::~audit_log() {
   try {
     impl_->drain_all(lock);
     impl_->sink->flush();
-  } catch (const std::exception& e) {
+  } catch (...) {
     // Kept for the next audit_log opened on the directory.
     for (auto& p : impl_->journals)
       if (p.journal) p.journal->keep_file();
-    detail::log_error("audit log: lines could not be written: {}", e.what());
-  } catch (...) {
-    for (auto& p : impl_->journals)
-      if (p.journal) p.journal->keep_file();
+    detail::log_error("audit log: lines could not be written; they stay in the journal for the next log opened on {}",
+                      impl_->options.directory.string());
   }
 }
 

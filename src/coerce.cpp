@@ -422,16 +422,8 @@ bool missing_list_reads_as_empty(const decode_context& ctx, const schema::type& 
   return m == nullptr || (!m->partial && !m->cut);
 }
 
-std::string_view written_text_note(std::string_view raw) noexcept {
-  return !raw.empty() && raw.front() == '[' ? "a list read as its text" : "an object read as its text";
-}
-
 std::size_t written_text_readings(const note_list& notes) noexcept {
-  std::size_t n = 0;
-  for (const note& x : notes)
-    if (x.kind == note_kind::coerced && (x.detail == "a list read as its text" || x.detail == "an object read as its text"))
-      ++n;
-  return n;
+  return static_cast<std::size_t>(std::count_if(notes.begin(), notes.end(), is_written_text_note));
 }
 
 }  // namespace covenant::detail

@@ -220,9 +220,9 @@ namespace detail {
 
 bool shape_coercion(const note& n) noexcept {
   if (n.kind != note_kind::coerced) return false;
+  if (is_written_text_note(n)) return true;
   const std::string_view d = n.detail;
   return d == "a single value read as a one-item list" || d == "a one-item list read as its item" ||
-         d == "a list read as its text" || d == "an object read as its text" ||
          (d.starts_with("the only member ") && d.ends_with(" read as the value")) ||
          d.starts_with("a single value read as the object's only field ");
 }

@@ -14,10 +14,10 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
-#include <vector>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace covenant::detail {
 
@@ -43,7 +43,7 @@ std::string_view complete_lines(const char* data, std::size_t size) {
 }  // namespace
 
 line_journal::line_journal(const std::filesystem::path& directory, std::string_view prefix, std::size_t capacity)
-    : size_(header_bytes + capacity), capacity_(capacity) {
+    : capacity_(capacity) {
   static std::atomic<unsigned> counter{0};
   path_ = directory / (std::string(prefix) + std::to_string(::getpid()) + "-" +
                        std::to_string(counter.fetch_add(1, std::memory_order_relaxed)) + ".journal");
@@ -60,20 +60,20 @@ line_journal::line_journal(const std::filesystem::path& directory, std::string_v
     throw std::runtime_error(path_.string() + ": " + text);
   };
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) fail("cannot lock");
-  if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) fail("cannot size");
-  void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (::ftruncate(fd_, static_cast<off_t>(header_bytes + capacity_)) != 0) fail("cannot size");
+  void* p = ::mmap(nullptr, header_bytes + capacity_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (p == MAP_FAILED) fail("cannot map");
   map_ = static_cast<char*>(p);
   data_ = map_ + header_bytes;
   if (::rename(making.c_str(), path_.c_str()) != 0) {
-    ::munmap(map_, size_);
+    ::munmap(map_, header_bytes + capacity_);
     map_ = nullptr;
     fail("cannot rename");
   }
 }
 
 line_journal::~line_journal() {
-  if (map_ != nullptr) ::munmap(map_, size_);
+  if (map_ != nullptr) ::munmap(map_, header_bytes + capacity_);
   std::error_code ec;
   if (!keep_) std::filesystem::remove(path_, ec);
   if (fd_ >= 0) ::close(fd_);

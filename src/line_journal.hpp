@@ -61,8 +61,7 @@ class line_journal {
   int fd_ = -1;
   char* map_ = nullptr;   // the whole file
   char* data_ = nullptr;  // where the lines start
-  std::size_t size_ = 0;
-  std::size_t capacity_ = 0;
+  std::size_t capacity_ = 0;  // bytes for lines (the file has a header before them)
   std::size_t used_ = 0;
   bool keep_ = false;
 };

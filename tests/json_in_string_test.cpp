@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "reading.hpp"
+
 namespace json_in_string_test {
 
 struct Meta {
@@ -39,6 +41,8 @@ struct Tags {
 
 namespace {
 
+using covenant_test::reading::rendered;
+
 using namespace json_in_string_test;
 
 covenant::decode_options coerce() {
@@ -58,12 +62,6 @@ bool has_note(const covenant::note_list& notes, std::string_view path, std::stri
     if (n.kind == covenant::note_kind::coerced && n.path.to_string() == path && n.detail.rfind(starts, 0) == 0)
       return true;
   return false;
-}
-
-std::string rendered(const covenant::issue_list& issues) {
-  std::string s;
-  for (const auto& i : issues) s += i.to_string() + "\n";
-  return s;
 }
 
 constexpr const char* nested_reply = R"({

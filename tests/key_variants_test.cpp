@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "reading.hpp"
+
 namespace key_variants_test {
 
 struct Usage {
@@ -27,6 +29,8 @@ struct Clash {
 
 namespace {
 
+using covenant_test::reading::rendered;
+
 using namespace key_variants_test;
 
 covenant::decode_options coerce(bool reject_unknown = false) {
@@ -34,12 +38,6 @@ covenant::decode_options coerce(bool reject_unknown = false) {
   o.coerce = true;
   o.reject_unknown_fields = reject_unknown;
   return o;
-}
-
-std::string rendered(const covenant::issue_list& issues) {
-  std::string s;
-  for (const auto& i : issues) s += i.to_string() + "\n";
-  return s;
 }
 
 const covenant::schema::model& usage_model() {

@@ -3,17 +3,17 @@
 // for a list with bounds of its own, never when the reply was cut off (the missing list may be the
 // one that was cut), never in partial mode (it may be written later).
 #include <covenant/decode.hpp>
-#include <covenant/detail/read_reply.hpp>
 #include <covenant/dynamic.hpp>
 #include <covenant/lenient.hpp>
 #include <covenant/schema_file.hpp>
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "reading.hpp"
 
 namespace missing_list_test {
 
@@ -43,30 +43,11 @@ struct covenant::describe<missing_list_test::Bounded> {
 
 namespace {
 
+using covenant_test::reading::rendered;
+using covenant_test::reading::coerced_notes;
+using covenant_test::reading::read_typed;
+
 using namespace missing_list_test;
-
-std::string rendered(const covenant::issue_list& issues) {
-  std::string s;
-  for (const auto& i : issues) s += i.to_string() + "\n";
-  return s;
-}
-
-std::vector<std::string> coerced_notes(const covenant::note_list& notes) {
-  std::vector<std::string> out;
-  for (const auto& n : notes)
-    if (n.kind == covenant::note_kind::coerced) out.push_back(n.to_string());
-  return out;
-}
-
-template <class T>
-covenant::decoded<T> read_typed(std::string_view reply, covenant::strictness level = covenant::strictness::coerce) {
-  covenant::note_list notes;
-  std::chrono::nanoseconds parse{0};
-  std::chrono::nanoseconds validate{0};
-  auto r = covenant::detail::read_reply<T>(reply, {}, level, notes, parse, validate, {});
-  r.notes = std::move(notes);
-  return r;
-}
 
 const covenant::schema_set& schemas() {
   static const covenant::schema_set set = covenant::schema_set::parse(R"(

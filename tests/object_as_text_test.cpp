@@ -3,7 +3,6 @@
 // the runtime-schema decoders alike; never below the coerce level, never for a string given a
 // string, never where an object is wanted.
 #include <covenant/decode.hpp>
-#include <covenant/detail/read_reply.hpp>
 #include <covenant/dynamic.hpp>
 #include <covenant/lenient.hpp>
 #include <covenant/schema_file.hpp>
@@ -11,12 +10,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "reading.hpp"
 
 namespace object_as_text_test {
 
@@ -50,33 +50,11 @@ struct Either {
 
 namespace {
 
+using covenant_test::reading::rendered;
+using covenant_test::reading::coerced_notes;
+using covenant_test::reading::read_typed;
+
 using namespace object_as_text_test;
-
-std::string rendered(const covenant::issue_list& issues) {
-  std::string s;
-  for (const auto& i : issues) s += i.to_string() + "\n";
-  return s;
-}
-
-std::vector<std::string> coerced_notes(const covenant::note_list& notes) {
-  std::vector<std::string> out;
-  for (const auto& n : notes)
-    if (n.kind == covenant::note_kind::coerced) out.push_back(n.to_string());
-  return out;
-}
-
-// The typed reader of a model reply, as contracts use it.
-template <class T>
-covenant::decoded<T> read_typed(std::string_view reply, covenant::strictness level = covenant::strictness::coerce,
-                                covenant::note_list* notes_out = nullptr) {
-  covenant::note_list notes;
-  std::chrono::nanoseconds parse{0};
-  std::chrono::nanoseconds validate{0};
-  auto r = covenant::detail::read_reply<T>(reply, {}, level, notes, parse, validate, {});
-  if (notes_out != nullptr) *notes_out = notes;
-  r.notes = std::move(notes);
-  return r;
-}
 
 const covenant::schema_set& schemas() {
   static const covenant::schema_set set = covenant::schema_set::parse(R"(

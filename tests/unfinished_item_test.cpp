@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "reading.hpp"
+
 namespace unfinished_item_test {
 
 struct Doc {
@@ -35,6 +37,8 @@ struct Extract {
 
 namespace {
 
+using covenant_test::reading::rendered;
+
 using namespace unfinished_item_test;
 using covenant::testing::instant;
 using covenant::testing::scripted_engine;
@@ -49,12 +53,6 @@ bool has_note(const covenant::note_list& notes, covenant::note_kind kind, std::s
 std::string all(const covenant::note_list& notes) {
   std::string s;
   for (const auto& n : notes) s += n.to_string() + "\n";
-  return s;
-}
-
-std::string rendered(const covenant::issue_list& issues) {
-  std::string s;
-  for (const auto& i : issues) s += i.to_string() + "\n";
   return s;
 }
 

@@ -224,10 +224,25 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
   std::size_t next_index = 0;
   std::size_t next_to_deliver = 0;
   std::exception_ptr first_error;
-  // Continuations between their result's push and their wake-up call (made outside the lock: a
-  // thread woken while the lock is still held would only block on it again). This frame, which
-  // they use, goes only once none is left.
+  // Queues something for the calling thread (`push` adds it, with state.mutex held) and wakes that
+  // thread if it may be waiting: only when both queues were empty (else it was woken already). The
+  // wake-up is made outside the lock (a thread woken while the lock is still held would only block
+  // on it again); `waking` counts the posts between their push and their wake-up, and this frame,
+  // which they use (this lambda included), goes only once none is left.
   std::atomic<std::size_t> waking{0};
+  auto post = [&state, &finished, &tasks, &waking](auto&& push) {
+    bool wake = false;
+    {
+      std::lock_guard lock(state.mutex);
+      wake = finished.empty() && tasks.empty();
+      push();
+      if (wake) waking.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (wake) {
+      state.notify();
+      waking.fetch_sub(1, std::memory_order_release);
+    }
+  };
   struct wait_for_wakers {
     std::atomic<std::size_t>& n;
     ~wait_for_wakers() {
@@ -239,18 +254,8 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
   // executor unless the caller chose one.
   call_options calls = state.call();
   if (!calls.executor && options.work_on_batch_thread) {
-    calls.executor = [&state, &finished, &tasks, &waking](std::function<void()> work) {
-      bool wake = false;
-      {
-        std::lock_guard lock(state.mutex);
-        wake = finished.empty() && tasks.empty();
-        tasks.push_back(std::move(work));
-        if (wake) waking.fetch_add(1, std::memory_order_relaxed);
-      }
-      if (wake) {
-        state.notify();
-        waking.fetch_sub(1, std::memory_order_release);
-      }
+    calls.executor = [&post, &tasks](std::function<void()> work) {
+      post([&] { tasks.push_back(std::move(work)); });
     };
   }
 
@@ -277,25 +282,14 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
       const std::size_t index = next_index++;
       state.started();
       auto f = contract.run_async(std::move(*in), calls);
-      f.then([&state, &finished, &waking, index](future<result_type> done) {
+      f.then([&post, &finished, index](future<result_type> done) {
         finished_call c{index, std::nullopt, nullptr};
         try {
           c.result.emplace(done.get());
         } catch (...) {
           c.error = std::current_exception();
         }
-        bool wake = false;
-        {
-          std::lock_guard lock(state.mutex);
-          // Results already waiting: the calling thread was woken for them and takes this one too.
-          wake = finished.empty();
-          finished.push_back(std::move(c));
-          if (wake) waking.fetch_add(1, std::memory_order_relaxed);
-        }
-        if (wake) {
-          state.notify();
-          waking.fetch_sub(1, std::memory_order_release);
-        }
+        post([&] { finished.push_back(std::move(c)); });
       });
     }
     if (state.finished()) break;

@@ -64,7 +64,30 @@ struct source_map {
   const std::vector<source_span>* spans = nullptr;  ///< candidate::spans
   bool partial = false;                             ///< the reply is still being written
   bool cut = false;  ///< the candidate ended inside a value (candidate::truncated): what is missing may be what was cut
+
+  /// The map of the candidates of `reply`.
+  static source_map of_reply(std::string_view reply, bool partial) noexcept {
+    source_map m;
+    m.input = reply;
+    m.partial = partial;
+    return m;
+  }
+  /// The candidate decoded next.
+  void read_from(const candidate& c) noexcept {
+    spans = &c.spans;
+    cut = c.truncated;
+  }
 };
+
+/// `decode(text, options)` that first tells `map` which text it decodes (a candidate, or the
+/// candidate without an unfinished item: the offsets before that item hold).
+template <class Decode>
+auto decode_through(source_map& map, Decode& decode) {
+  return [&map, &decode](std::string_view t, const decode_options& o) {
+    map.json = t;
+    return decode(t, o);
+  };
+}
 
 /// Coerce level: whether a required field of type `t` that the text does not have is read as an
 /// empty list (with a note) instead of being a missing field. Only for a list without bounds of
@@ -81,8 +104,17 @@ inline constexpr std::string_view missing_list_note = "missing list read as empt
 /// and is final (the cut text is not a value).
 bool written_text(const decode_context& ctx, std::string_view raw, std::string_view& text) noexcept;
 
-/// The note of that reading: "an object read as its text", "a list read as its text".
-std::string_view written_text_note(std::string_view raw) noexcept;
+/// The notes of that reading.
+inline constexpr std::string_view list_as_text_note = "a list read as its text";
+inline constexpr std::string_view object_as_text_note = "an object read as its text";
+/// The note of that reading for `raw`.
+inline std::string_view written_text_note(std::string_view raw) noexcept {
+  return !raw.empty() && raw.front() == '[' ? list_as_text_note : object_as_text_note;
+}
+/// Whether `n` records that reading.
+inline bool is_written_text_note(const note& n) noexcept {
+  return n.kind == note_kind::coerced && (n.detail == list_as_text_note || n.detail == object_as_text_note);
+}
 
 /// How many of `notes` record that reading. A union takes an alternative that needed it only when
 /// no alternative fits without (then the one that needed it fewest times).

@@ -71,14 +71,9 @@ decoded<boost::json::value> read_dynamic_reply(std::string_view text, const deco
   parse_time += t1 - t0;
   // Where each candidate was read from (an object or a list where a string is wanted is read as
   // the text it was written as).
-  source_map source;
-  source.input = text;
-  source.partial = reading.partial;
+  source_map source = source_map::of_reply(text, reading.partial);
   if (lenient.coerce) lenient.source = &source;
-  auto decode_from = [&](std::string_view t, const decode_options& o) {
-    source.json = t;  // also the candidate without an unfinished item: the offsets before it hold
-    return decode(t, o);
-  };
+  auto decode_from = decode_through(source, decode);
   std::optional<result> best;
   const candidate* chosen = nullptr;
   std::size_t best_shapes = 0;
@@ -86,8 +81,7 @@ decoded<boost::json::value> read_dynamic_reply(std::string_view text, const deco
   note_list dropped;       // unfinished list items dropped from the candidate being read
   note_list best_dropped;  // ... from the best one
   for (const candidate& c : candidates) {
-    source.spans = &c.spans;
-    source.cut = c.truncated;
+    source.read_from(c);
     result d = decode_from(c.json, lenient);
     dropped.clear();
     if (!reading.partial) drop_unfinished_items(c, d, lenient, decode_from, dropped);
