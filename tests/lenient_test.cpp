@@ -445,14 +445,37 @@ TEST(Lenient, PartialModeKeepsTheUnfinishedValueAsIncomplete) {
   EXPECT_TRUE(has_note(c, note_kind::incomplete, "model_used", "unfinished string kept as \"gpt-4o\"")) << notes_of(c);
   EXPECT_TRUE(has_note(c, note_kind::incomplete, "", "unfinished object"));
 
-  EXPECT_EQ(first_json("{\"nums\": [1, 25", o), R"({"nums":[1,25]})");
-  c = first("{\"nums\": [1, 25", o);
-  EXPECT_TRUE(has_note(c, note_kind::incomplete, "nums[1]", "unfinished number kept as \"25\"")) << notes_of(c);
-  EXPECT_TRUE(has_note(c, note_kind::incomplete, "nums", "unfinished array"));
-  EXPECT_EQ(first_json("{\"x\": 1.5e", o), "{}");  // not a number yet
   EXPECT_EQ(first_json("{\"x\": \"caf\xC3", o), R"({"x":"caf"})");  // cut inside a character
   EXPECT_EQ(first_json("{\"a\": {\"b\": ", o), R"({"a":{}})");
   EXPECT_EQ(first_json("```json\n{\"Description\": \"Test", o), R"({"Description":"Test"})");
+}
+
+TEST(Lenient, PartialModeShowsANumberOnlyOnceItIsFinished) {
+  const auto o = partial_mode();
+  // `25` may still become `250`: left out, with a note, until something after it ends it
+  auto c = first("{\"nums\": [1, 25", o);
+  EXPECT_EQ(c.json, R"({"nums":[1]})");
+  EXPECT_TRUE(has_note(c, note_kind::incomplete, "nums[1]", "dropped unfinished number")) << notes_of(c);
+  EXPECT_TRUE(has_note(c, note_kind::incomplete, "nums", "unfinished array"));
+  // whitespace alone does not end it (`10 000`, `10%` may follow), also in an object
+  EXPECT_EQ(first_json("{\"nums\": [1, 25\n  ", o), R"({"nums":[1]})");
+  EXPECT_EQ(first_json("{\"a\": \"x\", \"n\": 10 \n", o), R"({"a":"x"})");
+  // a comma, a closing bracket or the next key does
+  EXPECT_EQ(first_json("{\"nums\": [1, 25,", o), R"({"nums":[1,25]})");
+  EXPECT_EQ(first_json("{\"nums\": [1, 25]", o), R"({"nums":[1,25]})");
+  EXPECT_EQ(first_json("{n: 10\n m: \"a", o), R"({"n":10,"m":"a"})");
+  // a number that is the whole reply so far is not read as a number yet (only the candidate of
+  // the whole text as a string is there, as for any text)
+  for (const char* text : {"42", "42\n", "-1.5"}) {
+    const auto cands = extract_candidates(text, o);
+    ASSERT_EQ(cands.size(), 1u) << text;
+    EXPECT_EQ(cands[0].json.front(), '"') << cands[0].json;
+  }
+  // the final mode keeps a number that a line break ends, and drops one the text ends in
+  EXPECT_EQ(first_json("{\"nums\": [1, 25\n  "), R"({"nums":[1,25]})");
+  EXPECT_EQ(first_json("{\"nums\": [1, 25"), R"({"nums":[1]})");
+  EXPECT_EQ(first_json("42"), "42");
+  EXPECT_EQ(first_json("{\"x\": 1.5e", o), "{}");  // not a number yet
 }
 
 // ---- the malformed samples -------------------------------------------------------------------

@@ -1314,7 +1314,7 @@ class repairer::impl {
     }
     const bool at_end = q >= e_;
     if (!at_end && !scalar_delimited(q, c)) return read_word(c);
-    if (at_end && exp_cut && c == ctx::root) return vr::none;
+    if (c == ctx::root && ((at_end && exp_cut) || partial_)) return vr::none;
     const std::size_t mark = out().size();
     // normalized spelling
     if (neg) out().push_back('-');
@@ -1344,13 +1344,11 @@ class repairer::impl {
     }
     const std::string_view raw(s, static_cast<std::size_t>(q - s));
     p_ = q;
-    if (at_end && c != ctx::root) {
-      if (exp_cut) {
-        out().resize(mark);
-        return unfinished(mark, "number", raw, false);
-      }
-      return unfinished(mark, "number", raw, true);
-    }
+    // Cut at the end of the text: dropped. In partial mode a number also waits while only
+    // whitespace follows it, as more of it may still come (`10 000`, `10%`); a number that is the
+    // whole reply so far is no candidate yet (above): a number is shown only once it is finished.
+    if (c != ctx::root && (at_end || (partial_ && skip_ws_look(q) >= e_)))
+      return unfinished(mark, "number", raw, false);
     if (plus || leading_zeros || grouped || ib == ie || (fb != nullptr && fb == fe) || huge_exponent) {
       note* n = add(note_kind::repaired, "read number ");
       if (n != nullptr) {
