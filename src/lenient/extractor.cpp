@@ -1,6 +1,6 @@
 // Lenient reading of model text, the extractor: the candidates (whole text, fences, prose,
 // reasoning blocks, JSON in strings, one-element arrays, the whole text as a string), each read by
-// the repairing reader (repairer.cpp).
+// the repairing reader (repairer*.cpp).
 //
 // Every loop here moves forward; lookaheads are bounded or cover text that no other lookahead
 // covers, so the work is linear in the size of the text. The search for values in prose, which
