@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "covenant/detail/lenient_text.hpp"
 #include "schema_file_syntax.hpp"
 
 namespace covenant::schema_file_impl {
@@ -47,24 +48,6 @@ std::string dedent(std::string_view s) {
     out.append(l);
   }
   return out;
-}
-
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 }  // namespace
@@ -251,7 +234,7 @@ bool lexer::quoted(token& t, std::optional<lex_error>& error) {
             return false;
           }
           i_ += 4;
-          append_utf8(out, cp);
+          detail::append_utf8(out, cp);
           break;
         }
         default:
