@@ -418,7 +418,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     ++mode_index_;
     mode_ = s_->modes[mode_index_];
     try {
-      body_ = json::serialize(s_->dialect->body(*automatic_, mode_, s_->options));
+      body_ = s_->dialect->body_text(*automatic_, mode_, s_->options);
     } catch (const std::exception& e) {
       fail(engine_error(where + ": cannot build the request: " + e.what()));
       return true;
@@ -899,7 +899,7 @@ void http_engine::start(const chat_request& request, std::shared_ptr<reply_recei
   std::string body;
   std::optional<chat_request> automatic;
   try {
-    body = json::serialize(s->dialect->body(request, mode, s->options));
+    body = s->dialect->body_text(request, mode, s->options);
     if (request.mode == output_mode::automatic) automatic.emplace(request);
   } catch (const std::exception& e) {
     receiver->on_error(engine_error(std::string("http_engine: cannot build the request: ") + e.what()));

@@ -3,6 +3,7 @@
 #include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <boost/json/serializer.hpp>
 
 #include <algorithm>
 #include <array>
@@ -248,6 +249,9 @@ class openai final : public wire_dialect {
     return body;
   }
 
+  [[nodiscard]] std::string body_text(const chat_request& request, output_mode mode,
+                                      const http_engine_options& o) const override;
+
   [[nodiscard]] chat_response parse_reply(std::string_view body, output_mode mode) const override {
     chat_response r = parse_chat_completion(body);
     r.mode = mode;
@@ -278,7 +282,102 @@ class openai final : public wire_dialect {
   }
 };
 
+// Writes JSON text for openai::body_text: each value through one Boost.JSON serializer, so
+// strings and numbers come out exactly as json::serialize writes them.
+class json_text {
+ public:
+  explicit json_text(std::string& out) : out_(out) {}
+  json_text& raw(std::string_view s) {
+    out_.append(s);
+    return *this;
+  }
+  json_text& str(std::string_view s) {
+    sr_.reset(json::string_view(s.data(), s.size()));
+    drain();
+    return *this;
+  }
+  json_text& value(const json::value& v) {
+    sr_.reset(&v);
+    drain();
+    return *this;
+  }
+
+ private:
+  void drain() {
+    char buf[1024];
+    while (!sr_.done()) {
+      const json::string_view part = sr_.read(buf, sizeof buf);
+      out_.append(part.data(), part.size());
+    }
+  }
+  std::string& out_;
+  json::serializer sr_;
+};
+
 }  // namespace
+
+std::string wire_dialect::body_text(const chat_request& request, output_mode mode, const http_engine_options& o) const {
+  return json::serialize(body(request, mode, o));
+}
+
+std::string openai::body_text(const chat_request& request, output_mode mode, const http_engine_options& o) const {
+  // Extra fields, or a token-limit field that could also be one of the body's own keys, change
+  // where the body's fields go: built as a document then.
+  if (!o.extra_body.empty() || (o.max_tokens_field != "max_tokens" && o.max_tokens_field != "max_completion_tokens"))
+    return wire_dialect::body_text(request, mode, o);
+  const json::value* schema =
+      request.response_schema && request.response_schema->is_object() ? request.response_schema.get() : nullptr;
+  std::size_t size = 160;
+  for (const message& m : request.messages) size += m.content.size() + 32;
+  std::string out;
+  out.reserve(size + (schema != nullptr ? 1024 : 0));
+  json_text w(out);
+  // The fields in the order body() adds them.
+  w.raw("{");
+  if (!o.model.empty()) w.raw("\"model\":").str(o.model).raw(",");
+  w.raw("\"messages\":[");
+  for (std::size_t i = 0; i < request.messages.size(); ++i) {
+    const message& m = request.messages[i];
+    w.raw(i == 0 ? "{\"role\":" : ",{\"role\":").str(to_string(m.role)).raw(",\"content\":").str(m.content).raw("}");
+  }
+  w.raw("]");
+  if (request.temperature) w.raw(",\"temperature\":").value(json::value(*request.temperature));
+  if (request.max_tokens) w.raw(",\"").raw(o.max_tokens_field).raw("\":").value(json::value(*request.max_tokens));
+  switch (mode) {
+    case output_mode::json_schema:
+      if (schema != nullptr && o.structured_outputs) {
+        std::string_view name = request.schema_name;
+        if (name.empty()) {
+          const json::value* title = schema->as_object().if_contains("title");
+          if (title != nullptr && title->is_string()) name = title->as_string();
+        }
+        w.raw(",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":")
+            .str(wire::api_name(name))
+            .raw(",\"strict\":true,\"schema\":")
+            .value(*schema)
+            .raw("}}");
+      }
+      break;
+    case output_mode::json_object: w.raw(",\"response_format\":{\"type\":\"json_object\"}"); break;
+    case output_mode::tools:
+      if (schema != nullptr) {
+        const std::string name = wire::api_name(request.schema_name);
+        w.raw(",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":")
+            .str(name)
+            .raw(",\"description\":\"Reply with the result as this function's arguments.\",\"parameters\":")
+            .value(*schema)
+            .raw(",\"strict\":true}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":")
+            .str(name)
+            .raw("}}");
+      }
+      break;
+    case output_mode::prompt:
+    case output_mode::automatic: break;
+  }
+  if (request.stream) w.raw(",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+  w.raw("}");
+  return out;
+}
 
 std::unique_ptr<wire_dialect> openai_dialect() { return std::make_unique<openai>(); }
 

@@ -52,6 +52,10 @@ class wire_dialect {
   /// options().extra_body fields come first; the request's fields win.
   [[nodiscard]] virtual boost::json::object body(const chat_request& request, output_mode mode,
                                                  const http_engine_options& o) const = 0;
+  /// body() as JSON text, exactly as boost::json::serialize writes it. A dialect may write it
+  /// directly, without building the document first (the default builds and serializes it).
+  [[nodiscard]] virtual std::string body_text(const chat_request& request, output_mode mode,
+                                              const http_engine_options& o) const;
   /// A 2xx response body read as a reply. Throws engine_error (status 200, not retryable) naming
   /// what is missing when it is not one.
   [[nodiscard]] virtual chat_response parse_reply(std::string_view body, output_mode mode) const = 0;
