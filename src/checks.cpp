@@ -7,6 +7,7 @@
 
 #include "covenant/detail/decode_context.hpp"
 #include "covenant/formats.hpp"
+#include "number_text.hpp"
 
 namespace covenant::detail {
 
@@ -86,12 +87,6 @@ void decode_context::note(const path_frame* at, note_kind kind, std::string deta
 }
 
 namespace {
-
-std::string number_text(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, static_cast<std::size_t>(r.ptr - buf));
-}
 
 std::size_t code_points(std::string_view s) noexcept {
   std::size_t n = 0;

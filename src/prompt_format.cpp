@@ -1,4 +1,5 @@
 #include "covenant/prompt_format.hpp"
+#include "number_text.hpp"
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
@@ -20,11 +21,7 @@ using schema::constraint;
 using schema::constraint_kind;
 using schema::kind;
 
-std::string number_text(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, static_cast<std::size_t>(r.ptr - buf));
-}
+using detail::number_text;
 
 std::string json_quoted(std::string_view s) { return boost::json::serialize(boost::json::string(s)); }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "covenant/schema_of.hpp"
+#include "number_text.hpp"
 
 namespace covenant::schema {
 
@@ -131,11 +132,7 @@ type make_ref(std::string name) {
 
 namespace {
 
-std::string number_text(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, static_cast<std::size_t>(r.ptr - buf));
-}
+using detail::number_text;
 
 /// JSON text of a value; doubles in shortest form (1 and 0.5, not 1E0 and 5E-1).
 std::string json_text(const boost::json::value& v) {

@@ -14,6 +14,7 @@
 #include "covenant/detail/schema_checks.hpp"
 #include "covenant/detail/schema_expression.hpp"
 #include "covenant/registry.hpp"
+#include "number_text.hpp"
 
 namespace covenant {
 
@@ -66,11 +67,7 @@ using schema::constraint;
 using schema::constraint_kind;
 using schema::kind;
 
-std::string number_text(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, static_cast<std::size_t>(r.ptr - buf));
-}
+using detail::number_text;
 
 std::string json_text(const boost::json::value& v) {
   if (v.is_double()) return number_text(v.get_double());

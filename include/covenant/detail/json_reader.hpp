@@ -13,6 +13,8 @@
 #include <string_view>
 #include <utility>
 
+#include "covenant/detail/utf8.hpp"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -485,29 +487,6 @@ class json_reader {
     return q;
   }
 
-  // Validates one UTF-8 sequence at q (a byte >= 0x80); returns its length or 0.
-  std::size_t utf8_sequence(const char* q) const noexcept {
-    const auto* u = reinterpret_cast<const unsigned char*>(q);
-    const std::size_t left = static_cast<std::size_t>(end_ - q);
-    const unsigned char c = u[0];
-    if (c >= 0xC2 && c <= 0xDF) {
-      return (left >= 2 && (u[1] & 0xC0) == 0x80) ? 2 : 0;
-    }
-    if (c >= 0xE0 && c <= 0xEF) {
-      if (left < 3 || (u[1] & 0xC0) != 0x80 || (u[2] & 0xC0) != 0x80) return 0;
-      if (c == 0xE0 && u[1] < 0xA0) return 0;  // overlong
-      if (c == 0xED && u[1] > 0x9F) return 0;  // surrogates
-      return 3;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-      if (left < 4 || (u[1] & 0xC0) != 0x80 || (u[2] & 0xC0) != 0x80 || (u[3] & 0xC0) != 0x80) return 0;
-      if (c == 0xF0 && u[1] < 0x90) return 0;  // overlong
-      if (c == 0xF4 && u[1] > 0x8F) return 0;  // > U+10FFFF
-      return 4;
-    }
-    return 0;
-  }
-
   static char* put_utf8(char* w, std::uint32_t cp) noexcept {
     if (cp < 0x80) {
       *w++ = static_cast<char>(cp);
@@ -631,7 +610,7 @@ class json_reader {
         return true;
       }
       if (u >= 0x80) {
-        const std::size_t n = utf8_sequence(q);
+        const std::size_t n = utf8_sequence(q, end_);
         if (n == 0) {
           error_at = q;
           error = "invalid UTF-8 in string";
@@ -716,7 +695,7 @@ class json_reader {
         return true;
       }
       if (u >= 0x80) {
-        const std::size_t n = utf8_sequence(q);
+        const std::size_t n = utf8_sequence(q, end_);
         if (n == 0) {
           fail(q, "invalid UTF-8 in string");
           return false;
@@ -804,7 +783,7 @@ class json_reader {
         return true;
       }
       if (u >= 0x80) {
-        const std::size_t n = utf8_sequence(q);
+        const std::size_t n = utf8_sequence(q, end_);
         if (n == 0) {
           fail(q, "invalid UTF-8 in string");
           return false;
