@@ -464,12 +464,12 @@ TEST(Lenient, PartialModeShowsANumberOnlyOnceItIsFinished) {
   EXPECT_EQ(first_json("{\"nums\": [1, 25,", o), R"({"nums":[1,25]})");
   EXPECT_EQ(first_json("{\"nums\": [1, 25]", o), R"({"nums":[1,25]})");
   EXPECT_EQ(first_json("{n: 10\n m: \"a", o), R"({"n":10,"m":"a"})");
-  // a number that is the whole reply so far is not read as a number yet (only the candidate of
-  // the whole text as a string is there, as for any text)
-  for (const char* text : {"42", "42\n", "-1.5"}) {
+  // a number that is the whole reply is complete JSON, read as it is (as any complete JSON)
+  for (const char* text : {"42", "42\r\r", "-1.5\n"}) {
     const auto cands = extract_candidates(text, o);
-    ASSERT_EQ(cands.size(), 1u) << text;
-    EXPECT_EQ(cands[0].json.front(), '"') << cands[0].json;
+    ASSERT_FALSE(cands.empty()) << text;
+    EXPECT_EQ(boost::json::parse(cands[0].json), boost::json::parse(text)) << cands[0].json;
+    EXPECT_TRUE(cands[0].notes.empty()) << text;
   }
   // the final mode keeps a number that a line break ends, and drops one the text ends in
   EXPECT_EQ(first_json("{\"nums\": [1, 25\n  "), R"({"nums":[1,25]})");

@@ -651,7 +651,7 @@ vr repairer::impl::read_number(ctx c) {
   }
   const bool at_end = q >= e_;
   if (!at_end && !scalar_delimited(q, c)) return read_word(c);
-  if (c == ctx::root && ((at_end && exp_cut) || partial_)) return vr::none;
+  if (at_end && exp_cut && c == ctx::root) return vr::none;
   const std::size_t mark = out().size();
   // normalized spelling
   if (neg) out().push_back('-');
@@ -681,9 +681,9 @@ vr repairer::impl::read_number(ctx c) {
   }
   const std::string_view raw(s, static_cast<std::size_t>(q - s));
   p_ = q;
-  // Cut at the end of the text: dropped. In partial mode a number also waits while only
-  // whitespace follows it, as more of it may still come (`10 000`, `10%`); a number that is the
-  // whole reply so far is no candidate yet (above): a number is shown only once it is finished.
+  // Cut at the end of the text: dropped. In partial mode a number in an object or a list also
+  // waits while only whitespace follows it, as more of it may still come (`10 000`, `10%`): it is
+  // shown only once it is finished. A number that is the whole reply is complete JSON, read as it is.
   if (c != ctx::root && (at_end || (partial_ && skip_ws_look(q) >= e_))) return unfinished(mark, "number", raw, false);
   if (plus || leading_zeros || grouped || ib == ie || (fb != nullptr && fb == fe) || huge_exponent) {
     note* n = add(note_kind::repaired, "read number ");
