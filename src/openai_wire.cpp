@@ -158,6 +158,19 @@ stream_chunk parse_stream_chunk(std::string_view data) {
 
 namespace {
 
+// The forced function's description in tools mode.
+constexpr std::string_view tool_description = "Reply with the result as this function's arguments.";
+
+// The `json_schema` name of a response format: the request's schema name, else the schema's
+// title, as an API name.
+std::string json_schema_name(const json::value& schema, std::string_view schema_name) {
+  if (schema_name.empty()) {
+    const json::value* title = schema.as_object().if_contains("title");
+    if (title != nullptr && title->is_string()) schema_name = title->as_string();
+  }
+  return wire::api_name(schema_name);
+}
+
 class openai final : public wire_dialect {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "openai"; }
@@ -202,10 +215,9 @@ class openai final : public wire_dialect {
     switch (mode) {
       case output_mode::json_schema:
         if (schema && o.structured_outputs) {
-          json::value rf = detail::response_format(*request.response_schema, request.schema_name);
-          json::value& n = rf.as_object()["json_schema"].as_object()["name"];
-          n = wire::api_name(n.is_string() ? std::string_view(n.as_string()) : std::string_view());
-          body["response_format"] = std::move(rf);
+          const json::value& schema_value = *request.response_schema;
+          body["response_format"] =
+              detail::response_format(schema_value, json_schema_name(schema_value, request.schema_name));
         }
         break;
       case output_mode::json_object: {
@@ -219,7 +231,7 @@ class openai final : public wire_dialect {
           const std::string name = wire::api_name(request.schema_name);
           json::object fn;
           fn["name"] = name;
-          fn["description"] = "Reply with the result as this function's arguments.";
+          fn["description"] = tool_description;
           fn["parameters"] = *request.response_schema;
           fn["strict"] = true;
           json::object tool;
@@ -316,10 +328,6 @@ class json_text {
 
 }  // namespace
 
-std::string wire_dialect::body_text(const chat_request& request, output_mode mode, const http_engine_options& o) const {
-  return json::serialize(body(request, mode, o));
-}
-
 std::string openai::body_text(const chat_request& request, output_mode mode, const http_engine_options& o) const {
   // Extra fields, or a token-limit field that could also be one of the body's own keys, change
   // where the body's fields go: built as a document then.
@@ -346,13 +354,8 @@ std::string openai::body_text(const chat_request& request, output_mode mode, con
   switch (mode) {
     case output_mode::json_schema:
       if (schema != nullptr && o.structured_outputs) {
-        std::string_view name = request.schema_name;
-        if (name.empty()) {
-          const json::value* title = schema->as_object().if_contains("title");
-          if (title != nullptr && title->is_string()) name = title->as_string();
-        }
         w.raw(",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":")
-            .str(wire::api_name(name))
+            .str(json_schema_name(*schema, request.schema_name))
             .raw(",\"strict\":true,\"schema\":")
             .value(*schema)
             .raw("}}");
@@ -364,7 +367,9 @@ std::string openai::body_text(const chat_request& request, output_mode mode, con
         const std::string name = wire::api_name(request.schema_name);
         w.raw(",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":")
             .str(name)
-            .raw(",\"description\":\"Reply with the result as this function's arguments.\",\"parameters\":")
+            .raw(",\"description\":")
+            .str(tool_description)
+            .raw(",\"parameters\":")
             .value(*schema)
             .raw(",\"strict\":true}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":")
             .str(name)

@@ -1,7 +1,9 @@
-// Small text and JSON helpers shared by the HTTP engine and its wire dialects.
+// Small text and JSON helpers shared by the HTTP engine and its wire dialects, and what the
+// dialects share by default.
 #include "wire_text.hpp"
 
 #include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -10,6 +12,7 @@
 #include <system_error>
 
 #include "covenant/engine.hpp"
+#include "wire_dialect.hpp"
 
 namespace covenant::detail::wire {
 
@@ -110,3 +113,11 @@ std::string string_or_empty(const boost::json::object& o, std::string_view key) 
 void bad_body(const std::string& what) { throw engine_error(what, 200, false); }
 
 }  // namespace covenant::detail::wire
+
+namespace covenant::detail {
+
+std::string wire_dialect::body_text(const chat_request& request, output_mode mode, const http_engine_options& o) const {
+  return boost::json::serialize(body(request, mode, o));
+}
+
+}  // namespace covenant::detail

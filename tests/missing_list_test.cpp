@@ -69,10 +69,7 @@ const covenant::schema_set& schemas() {
 
 covenant::read_result read_dynamic(std::string_view reply, const char* target,
                                    covenant::strictness level = covenant::strictness::coerce, bool partial = false) {
-  covenant::read_options o;
-  o.level = level;
-  o.partial = partial;
-  return covenant::read_dynamic(reply, schemas().model(target), o);
+  return covenant_test::reading::read_against(reply, schemas().model(target), level, partial);
 }
 
 TEST(MissingList, ARequiredListThatIsNotThereIsReadAsEmptyWithANote) {

@@ -85,10 +85,7 @@ const covenant::schema_set& schemas() {
 
 covenant::read_result read_dynamic(std::string_view reply, const char* target,
                                    covenant::strictness level = covenant::strictness::coerce, bool partial = false) {
-  covenant::read_options o;
-  o.level = level;
-  o.partial = partial;
-  return covenant::read_dynamic(reply, schemas().model(target), o);
+  return covenant_test::reading::read_against(reply, schemas().model(target), level, partial);
 }
 
 constexpr const char* unquoted_page = R"(Here is the page:

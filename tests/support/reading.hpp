@@ -1,8 +1,9 @@
-// Helpers of the reading tests: issues as text, the coercion notes of a reading, and the typed
-// reader of a model reply as contracts use it.
+// Helpers of the reading tests: issues as text, the coercion notes of a reading, the typed reader
+// of a model reply as contracts use it, and the runtime-schema reader at a level.
 #pragma once
 
 #include <covenant/detail/read_reply.hpp>
+#include <covenant/dynamic.hpp>
 #include <covenant/issues.hpp>
 
 #include <chrono>
@@ -40,6 +41,16 @@ covenant::decoded<T> read_typed(std::string_view reply, covenant::strictness lev
   if (notes_out != nullptr) *notes_out = notes;
   r.notes = std::move(notes);
   return r;
+}
+
+/// read_dynamic() of `reply` against `model` at `level`, final or partial.
+inline covenant::read_result read_against(std::string_view reply, const covenant::schema::model& model,
+                                          covenant::strictness level = covenant::strictness::coerce,
+                                          bool partial = false) {
+  covenant::read_options o;
+  o.level = level;
+  o.partial = partial;
+  return covenant::read_dynamic(reply, model, o);
 }
 
 }  // namespace covenant_test::reading
