@@ -56,6 +56,25 @@ using detail::wire::trim;
 
 bool has_crlf(std::string_view s) noexcept { return s.find_first_of("\r\n") != std::string_view::npos; }
 
+/// The content encodings this libcurl decodes, as CURLOPT_ACCEPT_ENCODING "" would offer them
+/// (libcurl's own order: deflate and gzip with zlib, then brotli, then zstd).
+std::string accepted_encodings() {
+  const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
+  if (info == nullptr) return {};
+  std::string out;
+  auto add = [&](const char* name) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  };
+  if ((info->features & CURL_VERSION_LIBZ) != 0) {
+    add("deflate");
+    add("gzip");
+  }
+  if ((info->features & CURL_VERSION_BROTLI) != 0) add("br");
+  if ((info->features & CURL_VERSION_ZSTD) != 0) add("zstd");
+  return out;
+}
+
 /// The URL without user-info, query and fragment (they may carry credentials).
 std::string safe_url(std::string_view url) {
   std::string_view rest = url;
@@ -98,6 +117,10 @@ struct slist_deleter {
   void operator()(curl_slist* l) const noexcept { curl_slist_free_all(l); }
 };
 using header_list = std::unique_ptr<curl_slist, slist_deleter>;
+struct url_deleter {
+  void operator()(CURLU* u) const noexcept { curl_url_cleanup(u); }
+};
+using parsed_url = std::unique_ptr<CURLU, url_deleter>;
 
 }  // namespace
 
@@ -144,7 +167,10 @@ struct http_shared {
   std::string endpoint;   // the real URL
   std::string shown_url;  // the URL as logged and put into messages
   std::string user_agent;
-  header_list headers;
+  parsed_url url;  // the endpoint parsed once (else curl parses the URL text for every transfer)
+  header_list headers;         // for whole replies
+  header_list stream_headers;  // for streams
+  bool user_agent_header = false;  // the user agent is a line of the lists (not CURLOPT_USERAGENT)
   std::string proxy;     // "" : none
   std::string no_proxy;
   bool h2c_reuse = true;  // libcurl can reuse HTTP/2 prior-knowledge connections (7.89 and later)
@@ -566,7 +592,8 @@ exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const 
   // What every exchange of this engine sets alike stays on a pooled handle (http_transport.hpp):
   // set it on a new handle only.
   if (!configured()) {
-    curl_easy_setopt(h, CURLOPT_URL, s.endpoint.c_str());
+    if (s.url) curl_easy_setopt(h, CURLOPT_CURLU, s.url.get());
+    else curl_easy_setopt(h, CURLOPT_URL, s.endpoint.c_str());
 #if LIBCURL_VERSION_NUM >= 0x075500  // 7.85
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 #else
@@ -578,8 +605,7 @@ exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const 
     curl_easy_setopt(h, CURLOPT_PROXY, s.proxy.c_str());
     curl_easy_setopt(h, CURLOPT_NOPROXY, s.no_proxy.c_str());
     curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, s.headers.get());
-    curl_easy_setopt(h, CURLOPT_USERAGENT, s.user_agent.c_str());
+    if (!s.user_agent_header) curl_easy_setopt(h, CURLOPT_USERAGENT, s.user_agent.c_str());
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     // Wait for a connection that may multiplex (HTTP/2) rather than open another one; only where
@@ -609,6 +635,7 @@ exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const 
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &exchange::on_header);
   }
   // What differs per exchange.
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, want_stream ? s.stream_headers.get() : s.headers.get());
   curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
   curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   // A whole reply may come compressed; a stream is read as it comes.
@@ -703,6 +730,7 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
     bad("base_url must start with http:// or https:// (got \"" + one_line(safe_url(base), 100) + "\")");
   if (has_crlf(base) || base.find(' ') != std::string::npos) bad("base_url must not contain spaces or line breaks");
   if (has_crlf(options.api_key)) bad("api_key must not contain line breaks");
+  if (has_crlf(options.user_agent)) bad("user_agent must not contain line breaks");
   if (options.max_retries < 0) bad("max_retries must be >= 0");
   if (options.connect_timeout.count() <= 0) bad("connect_timeout must be positive");
   if (options.request_timeout.count() <= 0) bad("request_timeout must be positive");
@@ -727,23 +755,12 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
   while (!base.empty() && base.back() == '/') base.pop_back();
   s.endpoint = s.dialect->endpoint(base);
   s.shown_url = safe_url(s.endpoint);
+  if (CURLU* u = curl_url(); u != nullptr) {
+    s.url.reset(u);
+    if (curl_url_set(u, CURLUPART_URL, s.endpoint.c_str(), 0) != CURLUE_OK) s.url.reset();  // curl reports it
+  }
   s.user_agent = options.user_agent.empty() ? "covenant/" + std::string(version()) : options.user_agent;
 
-  curl_slist* list = nullptr;
-  auto append = [&](const std::string& line) {
-    curl_slist* next = curl_slist_append(list, line.c_str());
-    if (next == nullptr) {
-      curl_slist_free_all(list);
-      throw std::bad_alloc();
-    }
-    list = next;
-  };
-  append("Content-Type: application/json");
-  append("Accept: application/json");
-  append("Expect:");  // no 100-continue round trip for large bodies
-  for (const std::string& line : s.dialect->auth_headers(options, own_authorization)) append(line);
-  for (const auto& [name, value] : options.headers) append(name + (value.empty() ? ";" : ": " + value));
-  s.headers.reset(list);
   // The environment's proxy for this endpoint, as libcurl itself would read it: https_proxy (or
   // HTTPS_PROXY) for https, http_proxy for http (its upper-case form is not trusted), else
   // all_proxy / ALL_PROXY; no_proxy / NO_PROXY.
@@ -761,6 +778,39 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
   if (s.proxy.empty()) s.proxy = env("ALL_PROXY");
   s.no_proxy = env("no_proxy");
   if (s.no_proxy.empty()) s.no_proxy = env("NO_PROXY");
+  // The request headers, in two lists: for whole replies and for streams (no Accept-Encoding: a
+  // stream is read as it comes). libcurl 7.88 writes the header lines it builds itself (the user
+  // agent, the accepted encodings) one character at a time, twice; lines of this list are written
+  // once. So with no proxy in the way the user agent and the accepted encodings are lines of the
+  // list (through a proxy, the user agent is also what the CONNECT request says: libcurl sets it).
+  // A header the caller set replaces the engine's own.
+  bool own_user_agent = false;
+  bool own_encoding = false;
+  for (const auto& [name, value] : options.headers) {
+    if (iequals(name, "User-Agent")) own_user_agent = true;
+    if (iequals(name, "Accept-Encoding")) own_encoding = true;
+  }
+  s.user_agent_header = s.proxy.empty() && !own_user_agent;
+  const std::string encodings = own_encoding ? std::string() : accepted_encodings();
+  auto make_list = [&](bool whole_reply) {
+    header_list list;
+    auto append = [&](const std::string& line) {
+      curl_slist* next = curl_slist_append(list.get(), line.c_str());
+      if (next == nullptr) throw std::bad_alloc();
+      (void)list.release();
+      list.reset(next);
+    };
+    append("Content-Type: application/json");
+    append("Accept: application/json");
+    append("Expect:");  // no 100-continue round trip for large bodies
+    if (s.user_agent_header) append("User-Agent: " + s.user_agent);
+    if (whole_reply && !encodings.empty()) append("Accept-Encoding: " + encodings);
+    for (const std::string& line : s.dialect->auth_headers(options, own_authorization)) append(line);
+    for (const auto& [name, value] : options.headers) append(name + (value.empty() ? ";" : ": " + value));
+    return list;
+  };
+  s.headers = make_list(true);
+  s.stream_headers = make_list(false);
   if (options.http_version == http_version::http2_prior_knowledge) {
     const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
     s.h2c_reuse = info != nullptr && info->version_num >= 0x075900;  // 7.89.0

@@ -5,6 +5,8 @@
 #include <covenant/http_engine.hpp>
 #include <covenant/runtime.hpp>
 #include <covenant/testing.hpp>
+#include <covenant/version.hpp>
+#include <curl/curl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -151,6 +154,117 @@ TEST(HttpStream, DeltasInOrderThenTheWholeReplyWithUsage) {
   const auto body = boost::json::parse(server.request(0).body);
   EXPECT_EQ(body.at("stream"), true);
   EXPECT_EQ(body.at("stream_options").at("include_usage"), true);
+}
+
+/// `text` as a gzip member with one stored (uncompressed) deflate block: what a server sends with
+/// Content-Encoding: gzip, written out here so that the test needs no compression library.
+std::string gzip_stored(const std::string& text) {
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (const unsigned char byte : text) {
+    crc ^= byte;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  crc ^= 0xFFFFFFFFu;
+  auto le32 = [](std::string& out, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFFu));
+  };
+  const auto n = static_cast<std::uint16_t>(text.size());
+  std::string out("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff", 10);  // magic, deflate, no flags, unknown OS
+  out.push_back('\x01');                                            // the last block, stored
+  out.push_back(static_cast<char>(n & 0xFFu));
+  out.push_back(static_cast<char>(n >> 8));
+  out.push_back(static_cast<char>(~n & 0xFFu));
+  out.push_back(static_cast<char>((~n >> 8) & 0xFFu));
+  out += text;
+  le32(out, crc);
+  le32(out, static_cast<std::uint32_t>(text.size()));
+  return out;
+}
+
+covenant::chat_request whole_request() {
+  covenant::chat_request r = streamed_request();
+  r.stream = false;
+  return r;
+}
+
+/// Runs one call of `engine` and returns the request the server saw.
+received_request one_request(loopback_server& server, covenant::http_engine& engine, const covenant::chat_request& r) {
+  auto c = std::make_shared<collector>();
+  const std::size_t before = server.requests();
+  engine.start(r, c, {});
+  EXPECT_TRUE(c->wait());
+  EXPECT_TRUE(c->ok()) << (c->ok() ? "" : c->error().what());
+  EXPECT_EQ(server.requests(), before + 1);
+  return server.request(before);
+}
+
+TEST(HttpStream, TheUserAgentIsSentOnceAndCompressionOfferedForWholeRepliesOnly) {
+  const std::string reply = openai_completion(R"({"answer": "Paris"})");
+  loopback_server server([&](const received_request& req, std::size_t) {
+    if (req.body.find("\"stream\":true") != std::string::npos) return sse(openai_stream({"{}"}));
+    response_plan p;
+    p.body = reply;
+    return p;
+  });
+  const curl_version_info_data* curl = curl_version_info(CURLVERSION_NOW);
+  ASSERT_NE(curl, nullptr);
+  const bool zlib = (curl->features & CURL_VERSION_LIBZ) != 0;
+  const std::string ours = "covenant/" + std::string(covenant::version());
+  {
+    covenant::http_engine engine(options_for(server));
+    const received_request whole = one_request(server, engine, whole_request());
+    EXPECT_EQ(whole.headers.at("user-agent"), ours);
+    EXPECT_EQ(whole.headers.at("content-type"), "application/json");
+    EXPECT_EQ(whole.headers.at("accept"), "application/json");
+    EXPECT_EQ(whole.headers.count("expect"), 0u);
+    if (zlib) {
+      EXPECT_THAT(whole.headers.at("accept-encoding"), HasSubstr("gzip"));
+    }
+    const received_request streamed = one_request(server, engine, streamed_request());
+    EXPECT_EQ(streamed.headers.at("user-agent"), ours);
+    EXPECT_EQ(streamed.headers.count("accept-encoding"), 0u) << "a stream is read as it comes";
+  }
+  {
+    covenant::http_engine_options o = options_for(server);
+    o.user_agent = "my-app/2.1";
+    covenant::http_engine engine(o);
+    EXPECT_EQ(one_request(server, engine, whole_request()).headers.at("user-agent"), "my-app/2.1");
+    EXPECT_EQ(one_request(server, engine, streamed_request()).headers.at("user-agent"), "my-app/2.1");
+  }
+  {
+    // Headers of the caller's replace the engine's own, each sent once.
+    covenant::http_engine_options o = options_for(server);
+    o.headers = {{"User-Agent", "gateway-client/7"}, {"Accept-Encoding", "identity"}};
+    covenant::http_engine engine(o);
+    const received_request whole = one_request(server, engine, whole_request());
+    EXPECT_EQ(whole.headers.at("user-agent"), "gateway-client/7");
+    EXPECT_EQ(whole.headers.at("accept-encoding"), "identity");
+    const received_request streamed = one_request(server, engine, streamed_request());
+    EXPECT_EQ(streamed.headers.at("user-agent"), "gateway-client/7");
+    EXPECT_EQ(streamed.headers.at("accept-encoding"), "identity");
+  }
+  covenant::http_engine_options bad = options_for(server);
+  bad.user_agent = "my-app\r\nX-Injected: 1";
+  EXPECT_THROW(covenant::http_engine{bad}, std::invalid_argument);
+}
+
+TEST(HttpStream, ACompressedWholeReplyIsDecoded) {
+  const std::string reply = openai_completion(R"({"answer": "Paris"})", 21, 7);
+  loopback_server server([&](const received_request&, std::size_t) {
+    response_plan p;
+    p.body = gzip_stored(reply);
+    p.headers = {{"Content-Encoding", "gzip"}};
+    return p;
+  });
+  const curl_version_info_data* curl = curl_version_info(CURLVERSION_NOW);
+  if (curl == nullptr || (curl->features & CURL_VERSION_LIBZ) == 0) GTEST_SKIP() << "this libcurl has no zlib";
+  covenant::http_engine engine(options_for(server));
+  auto c = std::make_shared<collector>();
+  engine.start(whole_request(), c, {});
+  ASSERT_TRUE(c->wait());
+  ASSERT_TRUE(c->ok()) << c->error().what();
+  EXPECT_EQ(c->reply().text, R"({"answer": "Paris"})");
+  EXPECT_EQ(c->reply().usage, (covenant::usage{21, 7}));
 }
 
 // The framings real servers send, each as one body split at awkward places.

@@ -124,7 +124,9 @@ struct loopback_server::impl {
       for (const auto& f : req) {
         std::string name(f.name_string());
         std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-        r.headers[name] = std::string(f.value());
+        // A header sent twice is kept as one, its values joined as HTTP joins them.
+        auto [it, fresh] = r.headers.emplace(name, std::string(f.value()));
+        if (!fresh) it->second += ", " + std::string(f.value());
       }
       r.body = std::move(req.body());
       r.at = std::chrono::steady_clock::now();

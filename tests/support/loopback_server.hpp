@@ -34,7 +34,7 @@ struct response_plan {
 struct received_request {
   std::string method;
   std::string target;
-  std::map<std::string, std::string> headers;  ///< names in lower case
+  std::map<std::string, std::string> headers;  ///< names in lower case; a repeated one's values joined by ", "
   std::string body;
   std::chrono::steady_clock::time_point at;
 };
