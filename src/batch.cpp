@@ -2,8 +2,15 @@
 #include "covenant/batch.hpp"
 
 #include <fmt/format.h>
+#include <semaphore.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdint>
+#include <ctime>
+#include <new>
+#include <system_error>
 
 namespace covenant {
 
@@ -49,8 +56,20 @@ std::string batch_progress::line() const {
 
 namespace detail {
 
+// A POSIX semaphore: a post with no thread asleep is one atomic add, and a waiter woken by a post
+// holds no lock it must hand back.
+struct batch_state::waker {
+  sem_t sem{};
+  waker() {
+    if (sem_init(&sem, 0, 0) != 0) throw std::system_error(errno, std::generic_category(), "sem_init");
+  }
+  ~waker() { sem_destroy(&sem); }
+  waker(const waker&) = delete;
+  waker& operator=(const waker&) = delete;
+};
+
 batch_state::batch_state(const batch_options& options, std::optional<std::size_t> total)
-    : options_(options), call_(options.call) {
+    : waker_(std::make_unique<waker>()), options_(options), call_(options.call) {
   if (options_.concurrency == 0) options_.concurrency = 1;
   progress_.total = total;
   start_ = std::chrono::steady_clock::now();
@@ -71,8 +90,7 @@ batch_state::batch_state(const batch_options& options, std::optional<std::size_t
   call_.stop = cancel_.get_token();
   auto on_stop = [this] {
     stop_seen_.store(true);
-    std::lock_guard lock(mutex);
-    cv_.notify_all();
+    notify();
   };
   if (user.stop_possible()) on_stop_.emplace(user, on_stop);
   if (options_.stop.stop_possible() && options_.call.stop.stop_possible())
@@ -133,7 +151,18 @@ batch_progress batch_state::end() {
   return progress_;
 }
 
-void batch_state::notify() { cv_.notify_all(); }
+void batch_state::notify() { sem_post(&waker_->sem); }
+
+bool batch_state::sleep_until(std::chrono::steady_clock::time_point until) {
+  // std::chrono::steady_clock is CLOCK_MONOTONIC.
+  const auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(until.time_since_epoch());
+  const std::int64_t ns = std::max<std::int64_t>(since.count(), 0);
+  const timespec at{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+  for (;;) {
+    if (sem_clockwait(&waker_->sem, CLOCK_MONOTONIC, &at) == 0) return true;
+    if (errno != EINTR) return false;  // ETIMEDOUT
+  }
+}
 
 }  // namespace detail
 

@@ -30,7 +30,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -149,20 +148,32 @@ class batch_state {
   batch_progress end();
   /// Wakes the calling thread's wait (completion or stop).
   void notify();
-  /// Waits until notified or `until`.
+  /// Waits (`lock` released meanwhile) until `pred` holds, a stop was asked, or `until`.
   template <class Pred>
   void wait(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until, Pred pred) {
-    cv_.wait_until(lock, until, [&] { return pred() || (stop_seen_.load() && !stopping_); });
+    while (!pred() && !(stop_seen_.load() && !stopping_)) {
+      lock.unlock();
+      const bool woken = sleep_until(until);
+      lock.lock();
+      if (!woken) return;
+    }
   }
   std::mutex mutex;
 
  private:
+  /// Sleeps until notify() (or one that came before) or `until`; false when `until` came first.
+  bool sleep_until(std::chrono::steady_clock::time_point until);
+
+  // The wake-ups of the calling thread: a counting semaphore (one post per notify), not a
+  // condition variable, whose waiter takes the mutex back marked as contended and so makes a
+  // system call more for every wake-up. Declared before the stop callbacks that post to it.
+  struct waker;
+  std::unique_ptr<waker> waker_;
   batch_options options_;
   call_options call_;
   std::stop_source cancel_;
   std::optional<std::stop_callback<std::function<void()>>> on_stop_;
   std::optional<std::stop_callback<std::function<void()>>> extra_stop_;
-  std::condition_variable cv_;
   std::atomic<bool> stop_seen_{false};
   batch_progress progress_;
   std::chrono::steady_clock::time_point start_;
