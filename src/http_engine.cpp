@@ -778,8 +778,8 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
   if (s.proxy.empty()) s.proxy = env("ALL_PROXY");
   s.no_proxy = env("no_proxy");
   if (s.no_proxy.empty()) s.no_proxy = env("NO_PROXY");
-  // The request headers, in two lists: for whole replies and for streams (no Accept-Encoding: a
-  // stream is read as it comes). libcurl 7.88 writes the header lines it builds itself (the user
+  // The request headers, in two lists: for whole replies and for streams (which accept server-sent
+  // events, and no compression: a stream is read as it comes). libcurl 7.88 writes the header lines it builds itself (the user
   // agent, the accepted encodings) one character at a time, twice; lines of this list are written
   // once. So with no proxy in the way the user agent and the accepted encodings are lines of the
   // list (through a proxy, the user agent is also what the CONNECT request says: libcurl sets it).
@@ -801,7 +801,7 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
       list.reset(next);
     };
     append("Content-Type: application/json");
-    append("Accept: application/json");
+    append(whole_reply ? "Accept: application/json" : "Accept: text/event-stream");
     append("Expect:");  // no 100-continue round trip for large bodies
     if (s.user_agent_header) append("User-Agent: " + s.user_agent);
     if (whole_reply && !encodings.empty()) append("Accept-Encoding: " + encodings);

@@ -222,6 +222,7 @@ TEST(HttpStream, TheUserAgentIsSentOnceAndCompressionOfferedForWholeRepliesOnly)
     }
     const received_request streamed = one_request(server, engine, streamed_request());
     EXPECT_EQ(streamed.headers.at("user-agent"), ours);
+    EXPECT_EQ(streamed.headers.at("accept"), "text/event-stream");
     EXPECT_EQ(streamed.headers.count("accept-encoding"), 0u) << "a stream is read as it comes";
   }
   {
