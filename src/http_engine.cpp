@@ -779,11 +779,11 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
   s.no_proxy = env("no_proxy");
   if (s.no_proxy.empty()) s.no_proxy = env("NO_PROXY");
   // The request headers, in two lists: for whole replies and for streams (which accept server-sent
-  // events, and no compression: a stream is read as it comes). libcurl 7.88 writes the header lines it builds itself (the user
-  // agent, the accepted encodings) one character at a time, twice; lines of this list are written
-  // once. So with no proxy in the way the user agent and the accepted encodings are lines of the
-  // list (through a proxy, the user agent is also what the CONNECT request says: libcurl sets it).
-  // A header the caller set replaces the engine's own.
+  // events, and no compression: a stream is read as it comes). libcurl 7.88 writes the header
+  // lines it builds itself (the user agent, the accepted encodings) one character at a time,
+  // twice; lines of this list are written once. So with no proxy in the way the user agent and the
+  // accepted encodings are lines of the list (through a proxy, the user agent is also what the
+  // CONNECT request says: libcurl sets it). A header the caller set replaces the engine's own.
   bool own_user_agent = false;
   bool own_encoding = false;
   for (const auto& [name, value] : options.headers) {
