@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdint>
 #include <ctime>
-#include <new>
 #include <system_error>
 
 namespace covenant {

@@ -12,7 +12,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <string_view>
 #include <system_error>
@@ -26,6 +25,7 @@
 #include "covenant/validate.hpp"
 #include "covenant/schema_file.hpp"
 #include "covenant/version.hpp"
+#include "curl_handles.hpp"
 
 namespace covenant {
 
@@ -164,23 +164,7 @@ void check_registry(const schema_registry& registry, health_check& c) {
 
 // ---- endpoint -----------------------------------------------------------------------------------
 
-bool curl_ready() noexcept {
-  static std::once_flag once;
-  static CURLcode result = CURLE_OK;
-  std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  return result == CURLE_OK;
-}
-
-struct curlu_deleter {
-  void operator()(CURLU* u) const noexcept { curl_url_cleanup(u); }
-};
-struct easy_deleter {
-  void operator()(CURL* e) const noexcept { curl_easy_cleanup(e); }
-};
-struct slist_deleter {
-  void operator()(curl_slist* l) const noexcept { curl_slist_free_all(l); }
-};
-using curlu_ptr = std::unique_ptr<CURLU, curlu_deleter>;
+using detail::curl_url_ptr;
 
 std::string url_part(CURLU* u, CURLUPart part) {
   char* p = nullptr;
@@ -192,7 +176,7 @@ std::string url_part(CURLU* u, CURLUPart part) {
 
 // The URL without user-info, query and fragment, for messages.
 std::string shown_url(CURLU* u) {
-  curlu_ptr copy(curl_url_dup(u));
+  curl_url_ptr copy(curl_url_dup(u));
   if (!copy) return "the endpoint";
   curl_url_set(copy.get(), CURLUPART_USER, nullptr, 0);
   curl_url_set(copy.get(), CURLUPART_PASSWORD, nullptr, 0);
@@ -244,11 +228,11 @@ void check_endpoint(const std::string& endpoint, const std::string& api_key, std
     return;
   }
   while (!base.empty() && base.back() == '/') base.pop_back();
-  if (!curl_ready()) {
+  if (detail::curl_global() != CURLE_OK) {
     c.detail = "libcurl could not be initialised";
     return;
   }
-  curlu_ptr url(curl_url());
+  curl_url_ptr url(curl_url());
   if (!url) throw std::bad_alloc();
   const std::string target = base + "/models";
   if (const CURLUcode rc = curl_url_set(url.get(), CURLUPART_URL, target.c_str(), 0); rc != CURLUE_OK) {
@@ -266,19 +250,14 @@ void check_endpoint(const std::string& endpoint, const std::string& api_key, std
   const std::string shown = shown_url(url.get());
   const std::string full = url_part(url.get(), CURLUPART_URL);
 
-  std::unique_ptr<curl_slist, slist_deleter> headers;
-  auto add_header = [&](const std::string& line) {
-    curl_slist* next = curl_slist_append(headers.get(), line.c_str());
-    if (next == nullptr) throw std::bad_alloc();
-    (void)headers.release();
-    headers.reset(next);
-  };
+  detail::curl_header_list headers;
+  auto add_header = [&](const std::string& line) { detail::append_header(headers, line); };
   add_header("Accept: application/json");
   if (!api_key.empty()) add_header("Authorization: Bearer " + api_key);
   const std::string agent = "covenant/" + std::string(version());
   body_sink body;
   char error[CURL_ERROR_SIZE] = {};
-  std::unique_ptr<CURL, easy_deleter> easy(curl_easy_init());
+  detail::curl_easy_ptr easy(curl_easy_init());
   if (!easy) throw std::bad_alloc();
   CURL* h = easy.get();
   curl_easy_setopt(h, CURLOPT_URL, full.c_str());

@@ -28,6 +28,7 @@
 #include "covenant/retry.hpp"
 #include "covenant/runtime.hpp"
 #include "covenant/version.hpp"
+#include "curl_handles.hpp"
 #include "http_transport.hpp"
 #include "log.hpp"
 #include "wire_dialect.hpp"
@@ -40,10 +41,7 @@ namespace json = boost::json;
 namespace {
 
 void global_init() {
-  static std::once_flag once;
-  static CURLcode result = CURLE_OK;
-  std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  if (result != CURLE_OK)
+  if (const CURLcode result = detail::curl_global(); result != CURLE_OK)
     throw engine_error(std::string("http_engine: curl_global_init failed: ") + curl_easy_strerror(result));
 }
 
@@ -113,14 +111,6 @@ std::chrono::nanoseconds seconds_to_ns(double seconds) {
   return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
 }
 
-struct slist_deleter {
-  void operator()(curl_slist* l) const noexcept { curl_slist_free_all(l); }
-};
-using header_list = std::unique_ptr<curl_slist, slist_deleter>;
-struct url_deleter {
-  void operator()(CURLU* u) const noexcept { curl_url_cleanup(u); }
-};
-using parsed_url = std::unique_ptr<CURLU, url_deleter>;
 
 }  // namespace
 
@@ -167,9 +157,9 @@ struct http_shared {
   std::string endpoint;   // the real URL
   std::string shown_url;  // the URL as logged and put into messages
   std::string user_agent;
-  parsed_url url;  // the endpoint parsed once (else curl parses the URL text for every transfer)
-  header_list headers;         // for whole replies
-  header_list stream_headers;  // for streams
+  detail::curl_url_ptr url;  // the endpoint parsed once (else curl parses the URL text for every transfer)
+  detail::curl_header_list headers;         // for whole replies
+  detail::curl_header_list stream_headers;  // for streams
   bool user_agent_header = false;  // the user agent is a line of the lists (not CURLOPT_USERAGENT)
   std::string proxy;     // "" : none
   std::string no_proxy;
@@ -793,13 +783,8 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
   s.user_agent_header = s.proxy.empty() && !own_user_agent;
   const std::string encodings = own_encoding ? std::string() : accepted_encodings();
   auto make_list = [&](bool whole_reply) {
-    header_list list;
-    auto append = [&](const std::string& line) {
-      curl_slist* next = curl_slist_append(list.get(), line.c_str());
-      if (next == nullptr) throw std::bad_alloc();
-      (void)list.release();
-      list.reset(next);
-    };
+    detail::curl_header_list list;
+    auto append = [&](const std::string& line) { detail::append_header(list, line); };
     append("Content-Type: application/json");
     append(whole_reply ? "Accept: application/json" : "Accept: text/event-stream");
     append("Expect:");  // no 100-continue round trip for large bodies

@@ -10,9 +10,11 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <utility>
+
+#include "curl_handles.hpp"
+#include "wire_text.hpp"
 
 namespace covenant {
 
@@ -20,26 +22,7 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-bool curl_ready() noexcept {
-  static std::once_flag once;
-  static CURLcode result = CURLE_OK;
-  std::call_once(once, [] { result = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  return result == CURLE_OK;
-}
-
-char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
-}
-
-struct url_deleter {
-  void operator()(CURLU* u) const noexcept { curl_url_cleanup(u); }
-};
-struct multi_deleter {
-  void operator()(CURLM* m) const noexcept { curl_multi_cleanup(m); }
-};
+using detail::wire::iequals;
 
 bool loopback_v4(const unsigned char* a) noexcept { return a[0] == 127 || a[0] == 0; }
 
@@ -97,7 +80,7 @@ std::optional<std::string> refusal(std::string_view url, bool allow_loopback) {
   }
   // libcurl would read "http:///host" as "http://host"; a URL names its host right after "//".
   if (sep + 3 == url.size() || url[sep + 3] == '/' || url[sep + 3] == '\\') return "not a valid URL: no host";
-  std::unique_ptr<CURLU, url_deleter> parsed(curl_url());
+  detail::curl_url_ptr parsed(curl_url());
   if (!parsed) throw std::bad_alloc();
   const std::string text(url);
   if (CURLUcode rc = curl_url_set(parsed.get(), CURLUPART_URL, text.c_str(), 0); rc != CURLUE_OK)
@@ -288,11 +271,11 @@ std::vector<link_check> link_verifier::check_all(const std::vector<std::string>&
   auto fail_rest = [&](std::size_t from, const std::string& why) {
     for (std::size_t k = from; k < queue.size(); ++k) out[queue[k]].error = why;
   };
-  if (!curl_ready()) {
+  if (detail::curl_global() != CURLE_OK) {
     fail_rest(0, "libcurl could not be initialised");
     return out;
   }
-  std::unique_ptr<CURLM, multi_deleter> multi(curl_multi_init());
+  detail::curl_multi_ptr multi(curl_multi_init());
   if (!multi) {
     fail_rest(0, "libcurl could not start a transfer");
     return out;

@@ -6,6 +6,7 @@
 #include <boost/json/string.hpp>
 
 #include "covenant/formats.hpp"
+#include "number_text.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -96,21 +97,7 @@ class lexer {
     if (digit(c)) {
       const std::size_t b = i_;
       bool integral = true;
-      while (i_ < s_.size() && digit(s_[i_])) ++i_;
-      if (i_ + 1 < s_.size() && s_[i_] == '.' && digit(s_[i_ + 1])) {
-        integral = false;
-        ++i_;
-        while (i_ < s_.size() && digit(s_[i_])) ++i_;
-      }
-      if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-        std::size_t j = i_ + 1;
-        if (j < s_.size() && (s_[j] == '+' || s_[j] == '-')) ++j;
-        if (j < s_.size() && digit(s_[j])) {
-          integral = false;
-          i_ = j;
-          while (i_ < s_.size() && digit(s_[i_])) ++i_;
-        }
-      }
+      i_ = number_end(s_, i_, integral);
       const std::string_view text = s_.substr(b, i_ - b);
       t.kind = tok::number;
       if (integral) {

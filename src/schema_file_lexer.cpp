@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "covenant/detail/lenient_text.hpp"
+#include "number_text.hpp"
 #include "schema_file_syntax.hpp"
 
 namespace covenant::schema_file_impl {
@@ -121,19 +122,8 @@ bool lexer::next(token& t, std::optional<lex_error>& error) {
   if (digit(c) || (c == '-' && i_ + 1 < s_.size() && digit(s_[i_ + 1]))) {
     const std::size_t b = i_;
     if (c == '-') ++i_;
-    while (i_ < s_.size() && digit(s_[i_])) ++i_;
-    if (i_ + 1 < s_.size() && s_[i_] == '.' && digit(s_[i_ + 1])) {
-      ++i_;
-      while (i_ < s_.size() && digit(s_[i_])) ++i_;
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      std::size_t j = i_ + 1;
-      if (j < s_.size() && (s_[j] == '+' || s_[j] == '-')) ++j;
-      if (j < s_.size() && digit(s_[j])) {
-        i_ = j;
-        while (i_ < s_.size() && digit(s_[i_])) ++i_;
-      }
-    }
+    bool integral = true;  // the parser reads the text for its type
+    i_ = detail::number_end(s_, i_, integral);
     t.kind = tk::number;
     t.text = std::string(s_.substr(b, i_ - b));
     return true;
