@@ -133,7 +133,8 @@ bool lexer::next(token& t, std::optional<lex_error>& error) {
     std::size_t hashes = 0;
     while (i_ + hashes < s_.size() && s_[i_ + hashes] == '#') ++hashes;
     if (i_ + hashes < s_.size() && s_[i_ + hashes] == '"') {
-      const std::string close = "\"" + std::string(hashes, '#');
+      std::string close(hashes + 1, '#');  // a quote, then as many # as opened it
+      close.front() = '"';
       const std::size_t start = i_ + hashes + 1;
       const std::size_t e = s_.find(close, start);
       if (e == std::string_view::npos) {
