@@ -112,13 +112,7 @@ struct detail::schema_file_access {
     schema_set& set = result.set;
     set.limits_ = options.limits;
     auto report = [&](schema_error_code code, location loc, std::string message) {
-      schema_diagnostic d;
-      d.code = code;
-      d.file = options.file;
-      d.line = loc.line;
-      d.column = loc.column;
-      d.message = std::move(message);
-      result.errors.push_back(std::move(d));
+      result.errors.push_back(diagnostic_at(code, options.file, loc, std::move(message)));
     };
     if (text.size() > options.limits.max_bytes) {
       report(schema_error_code::limit_exceeded, {},
@@ -290,13 +284,7 @@ struct detail::schema_file_access {
     const std::size_t before = errors.size();
     const std::string file = "type expression";
     auto report = [&](schema_error_code code, location loc, std::string message) {
-      schema_diagnostic d;
-      d.code = code;
-      d.file = file;
-      d.line = loc.line;
-      d.column = loc.column;
-      d.message = std::move(message);
-      errors.push_back(std::move(d));
+      errors.push_back(diagnostic_at(code, file, loc, std::move(message)));
     };
     if (expr.size() > set.limits_.max_bytes) {
       report(schema_error_code::limit_exceeded, {}, "type expression is larger than the limit");

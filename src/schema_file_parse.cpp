@@ -130,25 +130,15 @@ class parser {
 
   // ---- diagnostics ----
   void diag(schema_error_code code, location loc, std::string message) {
-    schema_diagnostic d;
-    d.code = code;
-    d.file = st_.file;
-    d.line = loc.line;
-    d.column = loc.column;
-    d.message = std::move(message);
+    schema_diagnostic d = diagnostic_at(code, st_.file, loc, std::move(message));
     if (code == schema_error_code::skipped) {
       st_.notes->push_back(std::move(d));
       return;
     }
     st_.errors->push_back(std::move(d));
     if (st_.errors->size() >= st_.limits.max_errors) {
-      schema_diagnostic stop;
-      stop.code = schema_error_code::limit_exceeded;
-      stop.file = st_.file;
-      stop.line = loc.line;
-      stop.column = loc.column;
-      stop.message = "too many problems; stopped after " + std::to_string(st_.limits.max_errors);
-      st_.errors->push_back(std::move(stop));
+      st_.errors->push_back(diagnostic_at(schema_error_code::limit_exceeded, st_.file, loc,
+                                          "too many problems; stopped after " + std::to_string(st_.limits.max_errors)));
       throw stop_parsing{};
     }
   }

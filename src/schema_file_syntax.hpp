@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "covenant/schema_file.hpp"
@@ -21,6 +22,17 @@ struct location {
   std::uint32_t line = 1;
   std::uint32_t column = 1;
 };
+
+/// A diagnostic at `loc` of `file`.
+inline schema_diagnostic diagnostic_at(schema_error_code code, std::string file, location loc, std::string message) {
+  schema_diagnostic d;
+  d.code = code;
+  d.file = std::move(file);
+  d.line = loc.line;
+  d.column = loc.column;
+  d.message = std::move(message);
+  return d;
+}
 
 class source_map {
  public:
