@@ -167,7 +167,10 @@ struct http_shared {
   runtime* rt = nullptr;
   std::shared_ptr<detail::multi_loop> loop;
   // On the strand only:
-  std::unordered_map<std::uint64_t, std::weak_ptr<http_call>> calls;
+  /// The calls in flight, owned here until they end. Between two exchanges of a call (the wait
+  /// before a transport retry, its turn under the rate limiter) nothing else holds it: its timer
+  /// and the limiter's grant hold weak pointers, so a call must not depend on them to stay alive.
+  std::unordered_map<std::uint64_t, std::shared_ptr<http_call>> calls;
   std::uint64_t next_call = 1;
   bool closed = false;
 
@@ -532,6 +535,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
   void deliver(chat_response r) {
     if (done_) return;
     done_ = true;
+    const std::shared_ptr<http_call> keep = shared_from_this();  // the engine's table lets go of it
     finish_bookkeeping();
     receiver_->on_reply(std::move(r));
   }
@@ -539,6 +543,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
   void fail(const engine_error& e) {
     if (done_) return;
     done_ = true;
+    const std::shared_ptr<http_call> keep = shared_from_this();  // the engine's table lets go of it
     finish_bookkeeping();
     receiver_->on_error(e);
   }
@@ -827,8 +832,7 @@ void http_engine::end_transfers() noexcept {
     auto stop_all = [s] {
       s->closed = true;
       std::vector<std::shared_ptr<http_call>> calls;
-      for (auto& [id, w] : s->calls)
-        if (auto c = w.lock()) calls.push_back(std::move(c));
+      for (auto& [id, c] : s->calls) calls.push_back(c);
       for (auto& c : calls) c->abort(engine_error::cancellation("the engine was destroyed"));
       s->calls.clear();
       s->loop->shutdown();

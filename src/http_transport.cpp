@@ -212,37 +212,49 @@ void multi_loop::on_ready(curl_socket_t fd, std::uint64_t generation, int flag, 
 }
 
 int multi_loop::on_timer(CURLM*, long timeout_ms, void* userp) {
-  auto* self = static_cast<multi_loop*>(userp);
+  static_cast<multi_loop*>(userp)->set_timer(timeout_ms);
+  return 0;
+}
+
+void multi_loop::set_timer(long timeout_ms) {
   if (timeout_ms < 0) {
-    self->timer_.cancel();
-    self->timer_armed_ = false;
-    return 0;
+    timer_.cancel();
+    timer_armed_ = false;
+    return;
   }
-  std::weak_ptr<multi_loop> weak = self->weak_from_this();
+  std::weak_ptr<multi_loop> weak = weak_from_this();
   if (timeout_ms == 0) {
     // "Call me back at once": a posted callback, not a timer (no timerfd system call). A timer
     // already armed stays: cancelling it would cost a timerfd system call now and arming it again
-    // another one in a moment, and when it fires early curl finds nothing due and asks again.
-    asio::post(*self->strand_, [weak] {
+    // another one in a moment, and when it fires early on_timer_fired() asks curl again.
+    asio::post(*strand_, [weak] {
       if (auto s = weak.lock()) s->on_timeout();
     });
-    return 0;
+    return;
   }
-  // A timer already due no later than asked for is kept: firing early is harmless (curl finds
-  // nothing due and asks again), and re-arming costs a system call each time.
+  // A timer already due no later than asked for is kept (re-arming costs a system call each
+  // time). curl will not repeat a deadline it already gave, so when that timer fires early,
+  // on_timer_fired() asks curl for its next deadline itself.
   const auto due = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  if (self->timer_armed_ && self->timer_due_ <= due) return 0;
-  self->timer_armed_ = true;
-  self->timer_due_ = due;
-  self->timer_.expires_at(due);
-  self->timer_.async_wait(asio::bind_executor(*self->strand_, [weak](const boost::system::error_code& ec) {
+  if (timer_armed_ && timer_due_ <= due) return;
+  timer_armed_ = true;
+  timer_due_ = due;
+  timer_.expires_at(due);
+  timer_.async_wait(asio::bind_executor(*strand_, [weak](const boost::system::error_code& ec) {
     if (ec) return;
-    if (auto s = weak.lock()) {
-      s->timer_armed_ = false;
-      s->on_timeout();
-    }
+    if (auto s = weak.lock()) s->on_timer_fired();
   }));
-  return 0;
+}
+
+void multi_loop::on_timer_fired() {
+  timer_armed_ = false;
+  on_timeout();
+  if (timer_armed_ || multi_ == nullptr) return;
+  // curl answered nothing new (its deadline is the one it gave before, later than this timer):
+  // arm for that deadline, or every transfer waiting on a curl timeout (a held request, a
+  // connect that never completes) would wait forever.
+  long next = -1;
+  if (curl_multi_timeout(multi_, &next) == CURLM_OK && next >= 0) set_timer(next);
 }
 
 void multi_loop::on_timeout() {

@@ -94,6 +94,8 @@ class multi_loop : public std::enable_shared_from_this<multi_loop> {
 
   void arm(curl_socket_t fd, socket_state& s);
   void on_ready(curl_socket_t fd, std::uint64_t generation, int flag, const boost::system::error_code& ec);
+  void set_timer(long timeout_ms);
+  void on_timer_fired();
   void on_timeout();
   void check_done();
 
