@@ -260,6 +260,16 @@ class http_call final : public std::enable_shared_from_this<http_call> {
       : s_(std::move(s)), body_(std::move(body)), stream_(stream), receiver_(std::move(receiver)),
         limiter_(std::move(limiter)), mode_(mode), automatic_(std::move(automatic)), mode_index_(mode_index) {}
 
+  /// Every start() ends with exactly one answer to its receiver. A call let go of without one (its
+  /// posted work dropped by a stopped I/O loop) still ends, with an error, rather than leave its
+  /// caller waiting.
+  ~http_call() {
+    if (done_ || !receiver_) return;
+    receiver_->on_error(engine_error::cancellation("http_engine: the call was dropped before it ended (the I/O loop stopped)"));
+  }
+  http_call(const http_call&) = delete;
+  http_call& operator=(const http_call&) = delete;
+
   void watch(std::stop_token stop) {
     std::weak_ptr<http_call> self = weak_from_this();
     on_stop_.emplace(std::move(stop), [self] {
@@ -414,9 +424,12 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     detail::log_warn("{} failed ({}); transport retry {}/{} in {:.3f} s", where, reason, attempt_,
                      s_->options.max_retries, std::chrono::duration<double>(wait).count());
     reset_stream_state();
-    if (s_->options.sleep) {
-      if (wait.count() > 0) s_->options.sleep(wait);
-      return turn();
+    if (s_->options.on_retry) {
+      try {
+        s_->options.on_retry(transport_retry{attempt_, s_->options.max_retries, wait, status, reason});
+      } catch (...) {
+        detail::log_error("{}: on_retry threw (ignored)", where);
+      }
     }
     retry_timer_ = std::make_unique<asio::steady_timer>(s_->loop->io(), wait);
     std::weak_ptr<http_call> self = weak_from_this();

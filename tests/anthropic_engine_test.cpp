@@ -56,8 +56,10 @@ covenant::http_engine_options options_for(const loopback_server& s, covenant::te
   o.max_retries = 2;
   o.request_timeout = 5s;
   o.stream_idle_timeout = 2s;
-  if (sleeper != nullptr) o.sleep = [sleeper](std::chrono::nanoseconds d) { (*sleeper)(d); };
-  else o.sleep = [](std::chrono::nanoseconds) {};
+  o.initial_backoff = 1ms;
+  o.max_backoff = 100ms;
+  // Each wait the engine decides, as it decides it; the waits themselves are real timers.
+  if (sleeper != nullptr) o.on_retry = [sleeper](const covenant::transport_retry& r) { (*sleeper)(r.wait); };
   return o;
 }
 
@@ -182,7 +184,7 @@ TEST(AnthropicEngine, RetriesRateLimitsServerErrorsAndOverloadHonouringRetryAfte
   loopback_server server([](const received_request&, std::size_t i) {
     if (i == 0) {
       response_plan p = whole(anthropic_error("rate_limit_error", "Number of requests has exceeded your rate limit"), 429);
-      p.headers = {{"retry-after", "3"}};
+      p.headers = {{"retry-after", "0.03"}};
       return p;
     }
     if (i == 1) return whole(anthropic_error("overloaded_error", "Overloaded"), 529);
@@ -196,7 +198,7 @@ TEST(AnthropicEngine, RetriesRateLimitsServerErrorsAndOverloadHonouringRetryAfte
   EXPECT_EQ(engine.complete(request_in(output_mode::prompt)).text, answer_json);
   ASSERT_EQ(server.requests(), 4u);
   ASSERT_GE(sleeper.sleeps().size(), 1u);
-  EXPECT_EQ(sleeper.sleeps()[0], 3s);  // retry-after
+  EXPECT_EQ(sleeper.sleeps()[0], 30ms);  // retry-after
 }
 
 TEST(AnthropicEngine, GivesUpOnOverloadAfterTheBudgetAndFailsAtOnceOnAClientError) {

@@ -75,6 +75,7 @@ constexpr const char* secret_key = "sk-test-SECRET-7f3a9c0e1b2d";
 struct seen_request {
   std::string body;
   httplib::Headers headers;
+  std::chrono::steady_clock::time_point at{};  ///< when it arrived
   [[nodiscard]] json::object json() const { return json::parse(body).as_object(); }
   [[nodiscard]] std::string header(const std::string& name) const {
     auto it = headers.find(name);
@@ -95,7 +96,7 @@ class local_server {
       {
         std::lock_guard lock(mutex_);
         index = requests_.size();
-        requests_.push_back({req.body, req.headers});
+        requests_.push_back({req.body, req.headers, std::chrono::steady_clock::now()});
       }
       handler_(req, res, index);
     });
@@ -168,9 +169,10 @@ http_engine_options options_for(const local_server& server, fake_sleeper& sleepe
   o.model = "test-model";
   o.connect_timeout = 2s;
   o.request_timeout = 5s;
-  o.initial_backoff = 100ms;
-  o.max_backoff = 2s;
-  o.sleep = [&sleeper](std::chrono::nanoseconds d) { sleeper(d); };
+  o.initial_backoff = 10ms;
+  o.max_backoff = 200ms;
+  // Each wait the engine decides, as it decides it; the waits themselves are real timers.
+  o.on_retry = [&sleeper](const covenant::transport_retry& r) { sleeper(r.wait); };
   o.random = [] { return 0.5; };  // no jitter: u = 0
   return o;
 }
@@ -282,7 +284,7 @@ TEST(HttpEngine, LeavesOutResponseFormatWithoutSchemaOrWhenStructuredOutputsAreO
 TEST(HttpEngine, RetriesA429OnceWaitingWhatRetryAfterSays) {
   local_server server([](const httplib::Request&, httplib::Response& res, std::size_t i) {
     if (i == 0) {
-      res.set_header("Retry-After", "1");
+      res.set_header("Retry-After", "0.05");
       reply(res, 429, error_body("Rate limit reached for requests"));
     } else {
       reply(res, 200, completion("ok"));
@@ -293,10 +295,11 @@ TEST(HttpEngine, RetriesA429OnceWaitingWhatRetryAfterSays) {
   http_engine engine(options_for(server, sleeper));
   EXPECT_EQ(engine.complete(simple_request()).text, "ok");
   EXPECT_EQ(server.calls(), 2u);
-  EXPECT_THAT(sleeper.sleeps(), ElementsAre(std::chrono::nanoseconds(1s)));
+  EXPECT_THAT(sleeper.sleeps(), ElementsAre(std::chrono::nanoseconds(50ms)));
+  EXPECT_GE(server.request(1).at - server.request(0).at, 50ms);  // the wait really happened
   const std::string logged = log.text();
   EXPECT_THAT(logged, HasSubstr("[warning] http_engine: POST " + server.base_url() + "/chat/completions failed (HTTP 429"));
-  EXPECT_THAT(logged, HasSubstr("transport retry 1/4 in 1.000 s"));
+  EXPECT_THAT(logged, HasSubstr("transport retry 1/4 in 0.050 s"));
   EXPECT_THAT(logged, HasSubstr("-> HTTP 429"));
   EXPECT_THAT(logged, HasSubstr("(attempt 2/5)"));
 }
@@ -304,7 +307,7 @@ TEST(HttpEngine, RetriesA429OnceWaitingWhatRetryAfterSays) {
 TEST(HttpEngine, RetryAfterMsAndLongRetryAfterAreCappedAtMaxBackoff) {
   local_server server([](const httplib::Request&, httplib::Response& res, std::size_t i) {
     if (i == 0) {
-      res.set_header("retry-after-ms", "250");
+      res.set_header("retry-after-ms", "25");
       reply(res, 503, "busy");
     } else if (i == 1) {
       res.set_header("Retry-After", "120");
@@ -314,9 +317,9 @@ TEST(HttpEngine, RetryAfterMsAndLongRetryAfterAreCappedAtMaxBackoff) {
     }
   });
   fake_sleeper sleeper;
-  http_engine engine(options_for(server, sleeper));  // max_backoff 2 s
+  http_engine engine(options_for(server, sleeper));  // max_backoff 200 ms
   EXPECT_EQ(engine.complete(simple_request()).text, "ok");
-  EXPECT_THAT(sleeper.sleeps(), ElementsAre(std::chrono::nanoseconds(250ms), std::chrono::nanoseconds(2s)));
+  EXPECT_THAT(sleeper.sleeps(), ElementsAre(std::chrono::nanoseconds(25ms), std::chrono::nanoseconds(200ms)));
 }
 
 TEST(HttpEngine, GivesUpOn503AfterTheRetryBudgetWithExponentialBackoff) {
@@ -333,8 +336,8 @@ TEST(HttpEngine, GivesUpOn503AfterTheRetryBudgetWithExponentialBackoff) {
   EXPECT_THAT(e.what(), HasSubstr("HTTP 503: The server is overloaded"));
   EXPECT_THAT(e.what(), HasSubstr("gave up after 4 attempts"));
   EXPECT_EQ(server.calls(), 4u);
-  EXPECT_THAT(sleeper.sleeps(), ElementsAre(std::chrono::nanoseconds(100ms), std::chrono::nanoseconds(200ms),
-                                            std::chrono::nanoseconds(400ms)));
+  EXPECT_THAT(sleeper.sleeps(), ElementsAre(std::chrono::nanoseconds(10ms), std::chrono::nanoseconds(20ms),
+                                            std::chrono::nanoseconds(40ms)));
 }
 
 TEST(HttpEngine, BackoffIsCappedThenJittered) {
@@ -342,15 +345,15 @@ TEST(HttpEngine, BackoffIsCappedThenJittered) {
   fake_sleeper sleeper;
   http_engine_options o = options_for(server, sleeper);
   o.max_retries = 3;
-  o.initial_backoff = 1000ms;
-  o.max_backoff = 1500ms;
+  o.initial_backoff = 100ms;
+  o.max_backoff = 150ms;
   o.jitter = 0.5;
   o.random = [] { return 0.0; };  // u = -jitter: x 0.5
   http_engine engine(std::move(o));
   const engine_error e = expect_engine_error([&] { (void)engine.complete(simple_request()); });
   EXPECT_EQ(e.status(), 502);
-  EXPECT_THAT(sleeper.sleeps(), ElementsAre(std::chrono::nanoseconds(500ms), std::chrono::nanoseconds(750ms),
-                                            std::chrono::nanoseconds(750ms)));
+  EXPECT_THAT(sleeper.sleeps(), ElementsAre(std::chrono::nanoseconds(50ms), std::chrono::nanoseconds(75ms),
+                                            std::chrono::nanoseconds(75ms)));
 }
 
 TEST(HttpEngine, ClientErrorFailsAtOnceWithTheServersMessage) {
@@ -452,7 +455,7 @@ TEST(HttpEngine, ConnectionRefusedIsRetriedThenFails) {
   o.base_url = "http://127.0.0.1:" + std::to_string(closed_port()) + "/v1";
   o.max_retries = 2;
   o.initial_backoff = 10ms;
-  o.sleep = [&sleeper](std::chrono::nanoseconds d) { sleeper(d); };
+  o.on_retry = [&sleeper](const covenant::transport_retry& r) { sleeper(r.wait); };
   http_engine engine(std::move(o));
   const engine_error e = expect_engine_error([&] { (void)engine.complete(simple_request()); });
   EXPECT_EQ(e.status(), 0);

@@ -111,8 +111,7 @@ covenant::http_engine_options options_for(const loopback_server& server) {
   covenant::http_engine_options o;
   o.base_url = server.base_url();
   o.model = "loopback";
-  o.sleep = [](std::chrono::nanoseconds) {};  // no real waits between transport retries
-  o.initial_backoff = 1ms;
+  o.initial_backoff = 1ms;  // short real waits between transport retries
   return o;
 }
 

@@ -95,8 +95,7 @@ TEST(HttpThreads, ManyCallsWithServerFaultsEachEndInForwardWithTheirOwnOutcome) 
   });
   covenant::http_engine engine({.base_url = server.base_url(),
                                 .max_retries = 1,
-                                .initial_backoff = std::chrono::milliseconds(1),
-                                .sleep = [](std::chrono::nanoseconds) {}});
+                                .initial_backoff = std::chrono::milliseconds(1)});
   const covenant::contract<EchoBack> c{engine, covenant::testing::instant({.tries = 1})};
   using result = covenant::contract<EchoBack>::call_result;
   std::vector<Job> jobs;

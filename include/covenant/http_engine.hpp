@@ -87,6 +87,16 @@ enum class provider : std::uint8_t {
 /// "openai", "anthropic"
 std::string_view to_string(provider p) noexcept;
 
+/// A transport retry the engine is about to make (http_engine_options::on_retry).
+struct transport_retry {
+  int retry = 0;        ///< 1..max_retries
+  int max_retries = 0;  ///< the budget
+  /// The wait before it: the server's Retry-After (capped at max_backoff) or the backoff.
+  std::chrono::nanoseconds wait{0};
+  int status = 0;       ///< the HTTP status that failed (0: no response: refused, reset, timed out)
+  std::string reason{};  ///< what failed, as in the log ("HTTP 429: Rate limit reached", "timed out: ...")
+};
+
 struct http_engine_options {
   /// The protocol: OpenAI Chat Completions (also vLLM, llama.cpp, Ollama, ...) or Anthropic
   /// Messages. COVENANT_PROVIDER in from_env().
@@ -147,9 +157,10 @@ struct http_engine_options {
   long max_host_connections = 0;
   /// The runtime whose I/O loop runs the transfers (null: runtime::shared()).
   covenant::runtime* runtime = nullptr;
-  /// Injectable for tests: called instead of waiting between transport attempts (by default the
-  /// wait is a timer on the runtime's I/O loop).
-  std::function<void(std::chrono::nanoseconds)> sleep{};
+  /// Called on the I/O loop each time a transport retry is decided, before its wait (for metrics,
+  /// logs and tests; it must not block). The wait itself is always a timer on the runtime's I/O
+  /// loop: there is no way to skip it, so what a test sees is what production does.
+  std::function<void(const transport_retry&)> on_retry{};
   /// Injectable for tests: uniform draws in [0, 1) for jitter (default: a per-thread generator).
   std::function<double()> random{};
 };
