@@ -29,6 +29,7 @@ struct rate_limiter::impl : std::enable_shared_from_this<rate_limiter::impl> {
 
   options opts;
   covenant::runtime* rt;
+  std::function<clock_type::time_point()> clock;  // opts.clock, or steady_clock::now
   double req_per_ns = 0;  // refill rates; 0 = unlimited
   double tok_per_ns = 0;
   double req_cap = 0;
@@ -69,11 +70,15 @@ struct rate_limiter::impl : std::enable_shared_from_this<rate_limiter::impl> {
         double wait_ns = 0;
         if (req_per_ns > 0 && req_level < 1.0) wait_ns = std::max(wait_ns, (1.0 - req_level) / req_per_ns);
         if (tok_per_ns > 0 && tok_level < tok_need) wait_ns = std::max(wait_ns, (tok_need - tok_level) / tok_per_ns);
-        if (wait_ns > 0) due = now + std::chrono::nanoseconds(static_cast<std::int64_t>(std::ceil(wait_ns)));
+        // Waits are whole nanoseconds, to the nearest: what the refill arithmetic rounds off
+        // (a bucket a hair short at the nanosecond its refill was due) is not a wait, which on a
+        // clock that has not moved would only set a timer for no time again and again.
+        const auto wait = std::chrono::nanoseconds(std::llround(wait_ns));
+        if (wait.count() > 0) due = now + wait;
       }
       if (due > now) {
         for (waiter& b : queue) b.blocked = true;
-        arm_locked(due);
+        arm_locked(due, now);
         break;
       }
       if (req_per_ns > 0) req_level -= 1.0;
@@ -90,12 +95,13 @@ struct rate_limiter::impl : std::enable_shared_from_this<rate_limiter::impl> {
     return ready;
   }
 
-  void arm_locked(clock_type::time_point due) {
+  /// A runtime timer for when the clock reaches `due` (`now` on the clock).
+  void arm_locked(clock_type::time_point due, clock_type::time_point now) {
     if (wake && due >= wake_at) return;  // an earlier wake-up is already set
     if (wake) wake.cancel();
     wake_at = due;
     std::weak_ptr<impl> self = weak_from_this();
-    wake = rt->schedule(due - clock_type::now(), [self] {
+    wake = rt->schedule(due - now, [self] {
       if (auto s = self.lock()) s->pump();
     });
   }
@@ -106,7 +112,7 @@ struct rate_limiter::impl : std::enable_shared_from_this<rate_limiter::impl> {
       std::lock_guard lock(mutex);
       wake = covenant::timer();
       wake_at = clock_type::time_point::max();
-      ready = pump_locked(clock_type::now());
+      ready = pump_locked(clock());
     }
     for (auto& go : ready) rt->post(std::move(go));
   }
@@ -121,6 +127,7 @@ rate_limiter::rate_limiter(options o) : impl_(std::make_shared<impl>()) {
   impl& s = *impl_;
   s.opts = o;
   s.rt = o.runtime != nullptr ? o.runtime : &covenant::runtime::shared();
+  s.clock = o.clock ? o.clock : std::function<clock_type::time_point()>(&clock_type::now);
   constexpr double ns_per_minute = 60e9;
   s.req_per_ns = o.requests_per_minute / ns_per_minute;
   s.tok_per_ns = o.tokens_per_minute / ns_per_minute;
@@ -129,7 +136,7 @@ rate_limiter::rate_limiter(options o) : impl_(std::make_shared<impl>()) {
   // Start full: the first burst goes at once.
   s.req_level = s.req_cap;
   s.tok_level = s.tok_cap;
-  s.refilled = clock_type::now();
+  s.refilled = s.clock();
 }
 
 rate_limiter::rate_limiter() : rate_limiter(options{}) {}
@@ -145,8 +152,9 @@ std::uint64_t rate_limiter::acquire(std::uint64_t tokens, std::function<void()> 
   {
     std::lock_guard lock(impl_->mutex);
     id = impl_->next_id++;
-    impl_->queue.push_back({id, tokens, std::move(go), clock_type::now(), false});
-    ready = impl_->pump_locked(clock_type::now());
+    const auto now = impl_->clock();
+    impl_->queue.push_back({id, tokens, std::move(go), now, false});
+    ready = impl_->pump_locked(now);
   }
   for (auto& f : ready) impl_->rt->post(std::move(f));
   return id;
@@ -162,7 +170,7 @@ bool rate_limiter::cancel(std::uint64_t id) {
     if (it == q.end()) return false;
     q.erase(it);
     found = true;
-    ready = impl_->pump_locked(clock_type::now());  // the next one may go now
+    ready = impl_->pump_locked(impl_->clock());  // the next one may go now
   }
   for (auto& f : ready) impl_->rt->post(std::move(f));
   return found;
@@ -183,15 +191,21 @@ std::uint64_t rate_limiter::estimate(const chat_request& request) const {
 }
 
 void rate_limiter::settle(std::uint64_t estimated, std::uint64_t actual, std::uint64_t output) {
-  std::lock_guard lock(impl_->mutex);
-  impl& s = *impl_;
-  s.counts.tokens_reported += actual;
-  if (s.tok_per_ns > 0) {
-    s.refill(clock_type::now());
-    s.tok_level = std::min(s.tok_cap, s.tok_level - (static_cast<double>(actual) - static_cast<double>(estimated)));
+  std::vector<std::function<void()>> ready;
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl& s = *impl_;
+    s.counts.tokens_reported += actual;
+    ++s.output_count;
+    s.output_sum += static_cast<double>(output);
+    if (s.tok_per_ns > 0) {
+      const auto now = s.clock();
+      s.refill(now);
+      s.tok_level = std::min(s.tok_cap, s.tok_level - (static_cast<double>(actual) - static_cast<double>(estimated)));
+      if (actual < estimated) ready = s.pump_locked(now);  // tokens given back: a waiter may fit now
+    }
   }
-  ++s.output_count;
-  s.output_sum += static_cast<double>(output);
+  for (auto& f : ready) impl_->rt->post(std::move(f));
 }
 
 void rate_limiter::back_off(std::chrono::nanoseconds wait) {
@@ -200,9 +214,10 @@ void rate_limiter::back_off(std::chrono::nanoseconds wait) {
     std::lock_guard lock(impl_->mutex);
     impl& s = *impl_;
     ++s.counts.back_offs;
-    const auto until = clock_type::now() + std::max(wait, std::chrono::nanoseconds(0));
+    const auto now = s.clock();
+    const auto until = now + std::max(wait, std::chrono::nanoseconds(0));
     if (until > s.paused_until) s.paused_until = until;
-    ready = s.pump_locked(clock_type::now());
+    ready = s.pump_locked(now);
   }
   for (auto& f : ready) impl_->rt->post(std::move(f));
 }

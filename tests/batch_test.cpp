@@ -1,5 +1,6 @@
-// Batch runs: order and completeness, bounded concurrency, lazy sources, failures, rate limits
-// and back-off, cancellation, deadlines, progress, threads.
+// Batch runs: order and completeness, bounded concurrency, lazy sources, failures, the batch's
+// rate limiter (the limiter itself: rate_limiter_test.cpp), cancellation, deadlines, progress,
+// threads.
 #include <covenant/batch.hpp>
 #include <covenant/contract.hpp>
 #include <covenant/dynamic_contract.hpp>
@@ -14,7 +15,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -241,46 +241,51 @@ TEST(Batch, AFailedRecordNeverStopsTheBatch) {
   EXPECT_EQ(std::count(labels.begin(), labels.end(), "failed"), 4);
 }
 
-TEST(Batch, RequestsPerMinuteIsRespected) {
+TEST(Batch, EveryCallWaitsItsTurnUnderTheBatchsLimiter) {
   delayed_engine model;
   const covenant::contract<Classify> c{model, instant()};
+  auto clock = std::make_shared<covenant::testing::manual_clock>();
   covenant::batch_options o;
   o.concurrency = 50;
-  o.requests_per_minute = 1200;  // 20 per second; a burst of one second's worth
-  const auto t0 = std::chrono::steady_clock::now();
-  auto summary = covenant::run_batch(c, records(40, 1), [](std::size_t, auto&&) {}, o);
-  const auto took = std::chrono::steady_clock::now() - t0;
+  o.order = covenant::batch_order::completion;
+  o.limiter = std::make_shared<covenant::rate_limiter>(covenant::rate_limiter::options{
+      .requests_per_minute = 1200, .clock = [clock] { return (*clock)(); }});  // a burst of 20
+  o.timeout = 60s;  // only so that a failure cannot hang: the clock decides, not the timeout
+  std::size_t delivered = 0;
+  int calls_at_the_burst = -1;
+  auto summary = covenant::run_batch(c, records(40, 1), [&](std::size_t, auto&& r) {
+    EXPECT_TRUE(r.outcome.success);
+    if (++delivered == 20) {
+      calls_at_the_burst = model.calls();
+      clock->advance(1s);  // a second's worth: 20 more
+    }
+  }, o);
+  EXPECT_EQ(calls_at_the_burst, 20);  // the 21st waited for the clock, with 30 slots free
   EXPECT_EQ(summary.done, 40u);
-  // 20 go at once, the next 20 at 20 per second: at least ~1 s in all.
-  EXPECT_GE(took, 900ms);
+  EXPECT_EQ(summary.succeeded, 40u);
+  EXPECT_EQ(model.calls(), 40);
+  EXPECT_EQ(o.limiter->counters().granted, 40u);
 }
 
-TEST(Batch, ABackOffHoldsEveryRequestOfTheLimiter) {
-  covenant::rate_limiter limits;
-  limits.back_off(300ms);
-  const auto t0 = std::chrono::steady_clock::now();
-  std::promise<std::chrono::steady_clock::duration> granted;
-  limits.acquire(10, [&] { granted.set_value(std::chrono::steady_clock::now() - t0); });
-  EXPECT_GE(granted.get_future().get(), 250ms);
-  EXPECT_EQ(limits.counters().back_offs, 1u);
-  EXPECT_EQ(limits.counters().granted, 1u);
-}
-
-TEST(Batch, TokensPerMinuteUsesEstimatesCorrectedByUsage) {
-  covenant::rate_limiter limits{{.tokens_per_minute = 6000}};  // 100 per second, bucket of 100
-  covenant::chat_request req;
-  req.messages.push_back({covenant::role::user, std::string(200, 'x')});
-  EXPECT_EQ(limits.estimate(req), 50u);  // 200 bytes / 4, no output learned yet
-  limits.settle(50, 80, 30);             // the reply used more: 30 output tokens learned
-  EXPECT_EQ(limits.estimate(req), 80u);
-  std::atomic<int> go{0};
-  limits.acquire(60, [&] { ++go; });  // bucket 100 - 30 debt = 70 >= 60: goes now
-  limits.acquire(60, [&] { ++go; });  // must wait for the refill (~0.5 s)
-  std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(go.load(), 1);
-  std::this_thread::sleep_for(700ms);
-  EXPECT_EQ(go.load(), 2);
-  EXPECT_EQ(limits.counters().delayed, 1u);
+TEST(Batch, RequestsPerMinuteGiveTheBatchALimiter) {
+  delayed_engine model;
+  const covenant::contract<Classify> c{model, instant()};
+  std::stop_source stop;
+  covenant::batch_options o;
+  o.concurrency = 3;
+  o.order = covenant::batch_order::completion;
+  o.requests_per_minute = 1;  // one now, the next in a minute
+  o.stop = stop.get_token();
+  std::size_t cancelled = 0;
+  auto summary = covenant::run_batch(c, records(3, 1), [&](std::size_t, auto&& r) {
+    if (r.outcome.failed_stage == covenant::stage::cancelled) ++cancelled;
+    stop.request_stop();  // the first result: the others are still waiting for their turn
+  }, o);
+  EXPECT_EQ(summary.started, 3u);  // the window is filled before anything is delivered
+  EXPECT_EQ(model.calls(), 1);
+  EXPECT_EQ(summary.succeeded, 1u);
+  EXPECT_EQ(cancelled, 2u);
+  EXPECT_EQ(summary.done, 3u);
 }
 
 TEST(Batch, CancelMidBatchDeliversEveryStartedRecord) {

@@ -15,6 +15,16 @@
 // request of the limiter until then (the HTTP engine calls it for requests that carry a limiter),
 // so a batch slows down as one instead of each call hammering the server on its own schedule.
 // Waiting is done with timers on a runtime: no thread sleeps.
+//
+// Time comes from `options::clock` (default std::chrono::steady_clock::now): the buckets' refill,
+// the back-off's end and the waits counted in counters() are all read from it. The wake-up of a
+// waiting request is still a runtime timer, set for how long the clock says is left; besides,
+// every acquire(), back_off(), cancel() of a waiting request and settle() that gives tokens back
+// grants what the clock says can go now. So a test can give a covenant::testing::manual_clock
+// (testing.hpp), advance it, and see the grants at its next call without waiting in real time:
+//
+//     covenant::testing::manual_clock clock;
+//     covenant::rate_limiter limits{{.requests_per_minute = 60, .clock = std::ref(clock)}};
 #pragma once
 
 #include <chrono>
@@ -38,6 +48,9 @@ class rate_limiter {
     double burst_seconds = 1.0;
     /// Where waits are timed and grants run (null: runtime::shared()).
     covenant::runtime* runtime = nullptr;
+    /// The time the buckets and back-offs are measured in (empty: std::chrono::steady_clock::now).
+    /// Called with the limiter's lock held: it must not call back into the limiter.
+    std::function<std::chrono::steady_clock::time_point()> clock{};
   };
 
   /// Counters since the limiter was made.
@@ -60,12 +73,14 @@ class rate_limiter {
   /// Asks to send one request of `tokens` estimated tokens; `go` runs on a worker once both
   /// buckets have room (at once when they do now). Returns an id for cancel().
   std::uint64_t acquire(std::uint64_t tokens, std::function<void()> go);
-  /// Withdraws a waiting request (its `go` never runs). False when it already ran or was unknown.
+  /// Withdraws a waiting request (its `go` never runs); the requests behind it may go at once.
+  /// False when it already ran or was unknown.
   bool cancel(std::uint64_t id);
   /// The estimate acquire() should be given for `request`.
   [[nodiscard]] std::uint64_t estimate(const chat_request& request) const;
   /// A request estimated at `estimated` tokens used `actual` (its reported usage): the token
-  /// bucket is corrected by the difference, and the output estimate learns from `output`.
+  /// bucket is corrected by the difference (a waiting request that now fits goes at once), and
+  /// the output estimate learns from `output`.
   void settle(std::uint64_t estimated, std::uint64_t actual, std::uint64_t output);
   /// The server asked to slow down: nothing is granted before `wait` from now (later back-offs
   /// extend it, earlier ones do not shorten it).
