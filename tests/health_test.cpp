@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "loopback_server.hpp"
@@ -118,13 +121,39 @@ class Health : public ::testing::Test {
 
 TEST_F(Health, AGoodSchemaFileIsHealthy) {
   const fs::path file = write("ticket.baml", good_baml);
+  const auto start = std::chrono::steady_clock::now();
   const covenant::health_report r = covenant::check_health({.schema_files = {file}});
+  const auto elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_TRUE(r.healthy);
   ASSERT_EQ(r.checks.size(), 1u);
   EXPECT_EQ(r.checks[0].name, "schema:" + file.string());
   EXPECT_TRUE(r.checks[0].ok);
   EXPECT_EQ(r.checks[0].detail, "3 types loaded");
-  EXPECT_GE(r.checks[0].took.count(), 0);
+  EXPECT_LE(r.checks[0].took, elapsed);  // part of the call
+}
+
+TEST_F(Health, ASchemaChecksTimeCoversReadingTheFile) {
+  // A named pipe: the writer's open waits for the check to open it for reading, then the schema
+  // comes 100 ms later, and ends when the writer closes it.
+  const fs::path file = dir_ / "ticket.baml";
+  ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+  std::thread writer([file] {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    std::this_thread::sleep_for(100ms);
+    const std::string text = good_baml;
+    EXPECT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+  });
+  const covenant::health_report r = covenant::check_health({.schema_files = {file}});
+  // Had the check not opened the pipe, this open lets the writer's go (it never waits).
+  const int unblock = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  writer.join();
+  if (unblock >= 0) ::close(unblock);
+  ASSERT_EQ(r.checks.size(), 1u);
+  EXPECT_TRUE(r.checks[0].ok) << r.checks[0].detail;
+  EXPECT_EQ(r.checks[0].detail, "3 types loaded");
+  EXPECT_GE(r.checks[0].took, 100ms);  // the file could not be read sooner
 }
 
 TEST_F(Health, ABrokenSchemaFileIsUnhealthyWithEveryErrorInTheDetail) {

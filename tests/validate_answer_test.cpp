@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../examples/models/validate_answer.hpp"
@@ -123,16 +124,37 @@ TEST(ValidateAnswer, ValidationErrorsKeepPathExpectedAndActual) {
 
 TEST(ValidateAnswer, ValidAnswerNeedsNoRetry) {
   fixture f;
+  const auto start = std::chrono::steady_clock::now();
   const auto out = f.validator.validate_answer(std::string("```json\n") + valid_answer + "\n```", "How tall?");
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_TRUE(out.is_valid);
   EXPECT_FALSE(out.validation_error);
   EXPECT_EQ(out.retry_count, 0);
   EXPECT_TRUE(out.errors.empty());
   EXPECT_EQ(out.schema, "FinalAnswer@v1");
   EXPECT_EQ(*out.validated_answer, boost::json::parse(valid_answer));
-  EXPECT_GE(out.validation_time, 0.0);
+  EXPECT_LE(out.validation_time, elapsed.count());  // seconds, of this call
   EXPECT_EQ(f.generator.calls(), 0u);
   EXPECT_TRUE(f.sleeper.sleeps().empty());
+}
+
+TEST(ValidateAnswer, TheValidationTimeCoversTheWaitBeforeARetry) {
+  scripted_engine generator{valid_answer};
+  std::vector<std::chrono::nanoseconds> asked;
+  // The wait asked for is 1 s; this one sleeps 50 ms of it for real.
+  v::answer_validator validator(generator, {.sleep = [&](std::chrono::nanoseconds d) {
+                                              asked.push_back(d);
+                                              std::this_thread::sleep_for(50ms);
+                                            }});
+  ASSERT_TRUE(validator.add_version("v1", schema_file("v1"), "final_answer_v1.baml").empty());
+  const auto start = std::chrono::steady_clock::now();
+  const auto out = validator.validate_answer(R"({"confidence": "high"})", "How tall?");
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(out.is_valid);
+  EXPECT_EQ(out.retry_count, 1);
+  EXPECT_THAT(asked, ElementsAre(1s));
+  EXPECT_GE(out.validation_time, 0.050);  // the wait is part of it
+  EXPECT_LE(out.validation_time, elapsed.count());
 }
 
 TEST(ValidateAnswer, EveryProblemOfTheAnswerIsReportedAndSentBack) {
