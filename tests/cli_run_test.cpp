@@ -128,6 +128,25 @@ TEST_F(CliRun, ABadInputLineIsReportedWithItsNumberAndSkipped) {
   EXPECT_EQ(json_lines(r.out).size(), 2u);
 }
 
+TEST_F(CliRun, ALineThatIsNotUtf8IsReportedWithWhereAndSkipped) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);
+  });
+  const std::string input = write("in.jsonl", R"({"id": "a", "n": 1})" "\n"
+                                              "{\"id\": \"b\", \"n\": \"caf\xE9\"}\n"       // Latin-1
+                                              "{\"id\": \"c\", \"n\": \"\xE2\x82\"}\n"     // cut short
+                                              "{\"id\": \"d\", \"n\": \"caf\xC3\xA9\"}\n");  // UTF-8
+  const auto r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", input});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("in.jsonl:2: skipped: not UTF-8 (byte 0xE9 at offset 21 of the line)"));
+  EXPECT_THAT(r.err, HasSubstr("in.jsonl:3: skipped: not UTF-8 (byte 0xE2 at offset 18 of the line)"));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("in.jsonl:4:")));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("not JSON")));
+  std::set<std::string> ids;
+  for (const auto& line : json_lines(r.out)) ids.insert(std::string(line.at("id").as_string()));
+  EXPECT_EQ(ids, (std::set<std::string>{"a", "d"}));
+}
+
 TEST_F(CliRun, UsageAndSchemaErrorsExitTwo) {
   covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
     return label_reply(r, 0ms);

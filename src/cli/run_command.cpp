@@ -11,6 +11,7 @@
 #include <covenant/http_engine.hpp>
 #include <covenant/logging.hpp>
 #include <covenant/metrics.hpp>
+#include <covenant/detail/utf8.hpp>
 
 #include <boost/json/parse.hpp>
 
@@ -114,6 +115,13 @@ json::value id_of(const json::value& record, const std::string& field, std::size
     }
   }
   return static_cast<std::uint64_t>(line);
+}
+
+/// "0xE9" for the byte e9.
+std::string hex_byte(char c) {
+  static constexpr std::string_view digits = "0123456789ABCDEF";
+  const auto u = static_cast<unsigned char>(c);
+  return {'0', 'x', digits[u >> 4U], digits[u & 0xFU]};
 }
 
 std::string id_key(const json::value& id) { return id.is_string() ? std::string(id.get_string()) : json_text(id); }
@@ -565,6 +573,13 @@ int run_run(const std::vector<std::string>& args) {
       ++line_no;
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      // The JSON parser would only say "syntax error": say what and where.
+      if (const std::size_t bad = detail::first_invalid_utf8(line); bad != std::string_view::npos) {
+        ++bad_lines;
+        std::cerr << "covenant run: " << shown_input << ":" << line_no << ": skipped: not UTF-8 (byte "
+                  << hex_byte(line[bad]) << " at offset " << bad << " of the line)\n";
+        continue;
+      }
       json::error_code ec;
       json::value record = json::parse(line, ec);
       if (ec || !record.is_object()) {

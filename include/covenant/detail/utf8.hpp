@@ -1,9 +1,10 @@
-// covenant/detail/utf8.hpp - UTF-8 sequences: checking one (the strict and the lenient readers)
-// and writing a code point.
+// covenant/detail/utf8.hpp - UTF-8 sequences: checking one (the strict and the lenient readers),
+// finding the first invalid one in a text, and writing a code point.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace covenant::detail {
 
@@ -26,6 +27,24 @@ inline std::size_t utf8_sequence(const char* q, const char* e) noexcept {
     return 4;
   }
   return 0;
+}
+
+/// Offset in `text` of the first byte that does not start a valid UTF-8 sequence (a stray
+/// continuation byte, an overlong or surrogate encoding, a sequence cut short, a byte never used
+/// in UTF-8), or std::string_view::npos when all of `text` is valid.
+inline std::size_t first_invalid_utf8(std::string_view text) noexcept {
+  const char* const b = text.data();
+  const char* const e = b + text.size();
+  for (const char* q = b; q < e;) {
+    if (static_cast<unsigned char>(*q) < 0x80) {
+      ++q;
+      continue;
+    }
+    const std::size_t n = utf8_sequence(q, e);
+    if (n == 0) return static_cast<std::size_t>(q - b);
+    q += n;
+  }
+  return std::string_view::npos;
 }
 
 /// UTF-8 of a code point (valid, not a surrogate).
