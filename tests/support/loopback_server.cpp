@@ -130,6 +130,7 @@ struct loopback_server::impl {
       }
       r.body = std::move(req.body());
       r.at = std::chrono::steady_clock::now();
+      r.on_connection = served_++;
       keep_alive_ = req.keep_alive();
       {
         std::lock_guard lock(s_.mutex);
@@ -164,9 +165,21 @@ struct loopback_server::impl {
     }
 
     // A read while the answer is being written: it ends when the client closes the connection.
+    // What it reads is kept for the next request (a client may send it the moment the answer is
+    // complete, before this session is done with its own bookkeeping); once the answer is done,
+    // arriving bytes start the next request.
     void watch_client() {
-      socket_.async_read_some(asio::buffer(probe_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        if (!ec) return self->watch_client();  // a pipelined byte: ignore it
+      socket_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+        if (!ec) {
+          self->buffer_.commit(n);
+          if (!self->finished_) return self->watch_client();
+          self->finished_ = false;
+          return self->read_request();
+        }
+        if (ec == asio::error::operation_aborted && self->finished_ && !self->closed_) {
+          self->finished_ = false;  // done() stopped the watch: a next request is already buffered
+          return self->read_request();
+        }
         if (!self->finished_) {
           std::lock_guard lock(self->s_.mutex);
           self->s_.records[self->index_].left_early = true;
@@ -182,8 +195,26 @@ struct loopback_server::impl {
       head += "Content-Type: " + plan_.content_type + "\r\n";
       for (const auto& [k, v] : plan_.headers) head += k + ": " + v + "\r\n";
       if (!keep_alive_) head += "Connection: close\r\n";
-      if (plan_.chunks.empty()) {
+      if (plan_.chunks.empty() && plan_.keep_alive.empty() && !plan_.close_mid_stream && !plan_.stall) {
         head += "Content-Length: " + std::to_string(plan_.body.size()) + "\r\n\r\n";
+        if (plan_.cut_after < plan_.body.size()) {
+          out_ = head + plan_.body.substr(0, plan_.cut_after);
+          asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](beast::error_code, std::size_t) {
+            {
+              std::lock_guard lock(self->s_.mutex);
+              self->s_.records[self->index_].bytes = self->plan_.cut_after;
+            }
+            self->close();
+          });
+          return;
+        }
+        if (plan_.trickle > 0) {
+          out_ = std::move(head);
+          asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+            if (!ec) self->send_trickle(0);
+          });
+          return;
+        }
         out_ = head + plan_.body;
         asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
           if (ec) return;
@@ -202,9 +233,46 @@ struct loopback_server::impl {
       });
     }
 
+    // The whole body, plan_.trickle bytes at a time.
+    void send_trickle(std::size_t at) {
+      if (gone_) return;
+      if (at >= plan_.body.size()) return done();
+      const std::size_t n = std::min(plan_.trickle, plan_.body.size() - at);
+      out_ = plan_.body.substr(at, n);
+      asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this(), at, n](beast::error_code ec, std::size_t) {
+        if (ec) return;
+        {
+          std::lock_guard lock(self->s_.mutex);
+          self->s_.records[self->index_].bytes = at + n;
+        }
+        if (at + n >= self->plan_.body.size()) return self->done();
+        self->timer_.expires_after(self->plan_.chunk_delay);
+        self->timer_.async_wait([self, next = at + n](beast::error_code e) {
+          if (!e) self->send_trickle(next);
+        });
+      });
+    }
+
+    // SSE comments until the client goes away.
+    void send_keep_alive() {
+      if (gone_) return;
+      char size[32];
+      std::snprintf(size, sizeof size, "%zx\r\n", plan_.keep_alive.size());
+      out_ = size + plan_.keep_alive + "\r\n";
+      asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        if (ec) return;
+        self->timer_.expires_after(std::max(self->plan_.chunk_delay, std::chrono::milliseconds(1)));
+        self->timer_.async_wait([self](beast::error_code e) {
+          if (!e) self->send_keep_alive();
+        });
+      });
+    }
+
     void send_chunk(std::size_t i) {
       if (gone_) return;
       if (i == plan_.chunks.size()) {
+        if (!plan_.keep_alive.empty()) return send_keep_alive();
+        if (plan_.stall) return;  // watch_client notices when the client goes away
         if (plan_.close_mid_stream) return close();
         out_ = "0\r\n\r\n";
         asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -239,19 +307,17 @@ struct loopback_server::impl {
     void done() {
       finished_ = true;
       if (!keep_alive_) return close();
-      // The watching read stays pending; the next request is read on a fresh parser after it.
-      beast::error_code ignored;
-      socket_.cancel(ignored);
-      auto self = shared_from_this();
-      asio::post(s_.io, [self] {
-        self->gone_ = false;
-        self->finished_ = false;
-        self->read_request();
-      });
+      // The watching read stays pending and starts the next request when it arrives; one that is
+      // already buffered is parsed at once.
+      if (buffer_.size() > 0) {
+        beast::error_code ignored;
+        socket_.cancel(ignored);
+      }
     }
 
     void close() {
       finished_ = true;
+      closed_ = true;
       beast::error_code ignored;
       socket_.shutdown(tcp::socket::shutdown_both, ignored);
       socket_.close(ignored);
@@ -264,11 +330,12 @@ struct loopback_server::impl {
     std::optional<http::request_parser<http::string_body>> parser_;
     response_plan plan_;
     std::string out_;
-    char probe_[64];
     std::size_t index_ = 0;
     bool keep_alive_ = true;
     bool finished_ = false;
     bool gone_ = false;
+    bool closed_ = false;
+    std::size_t served_ = 0;  // requests answered on this connection before the current one
   };
 
   void accept() {

@@ -28,6 +28,17 @@ struct response_plan {
   bool close_mid_stream = false;  ///< after the pieces, close the connection without ending the body
   bool hang = false;              ///< never answer (until the client goes away)
   bool close_at_once = false;     ///< close the connection without any answer
+  /// A whole body: the head announces all of it (Content-Length), only its first `cut_after`
+  /// bytes are sent, then the connection is closed (npos: send it all).
+  std::size_t cut_after = static_cast<std::size_t>(-1);
+  /// A whole body written `trickle` bytes at a time, `chunk_delay` apart (0: at once).
+  std::size_t trickle = 0;
+  /// A chunked body: after the pieces, `keep_alive` (an SSE comment) every `chunk_delay`, until
+  /// the client goes away.
+  std::string keep_alive;
+  /// A chunked body: after the pieces, nothing more, the connection left open (until the client
+  /// goes away).
+  bool stall = false;
 };
 
 /// A request as the server saw it.
@@ -37,6 +48,7 @@ struct received_request {
   std::map<std::string, std::string> headers;  ///< names in lower case; a repeated one's values joined by ", "
   std::string body;
   std::chrono::steady_clock::time_point at;
+  std::size_t on_connection = 0;  ///< requests its connection carried before it (0: a new connection)
 };
 
 /// An SSE body in the OpenAI chunk format, one piece per event: the role-only first delta, each
