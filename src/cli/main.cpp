@@ -137,6 +137,12 @@ options:
                      COVENANT_PROVIDER, else openai)
   --mode M           how the output type is asked for: json_schema (default), json_object,
                      tools, prompt or auto (the best mode the server accepts)
+  --retries N        transport retries of one model call after a 429, a 5xx, a refused or
+                     reset connection or a timeout, never shown to the model (default 4)
+  --retry-delay S    seconds before the first transport retry, doubling after, unless the
+                     server's Retry-After says otherwise (default 0.5)
+  --retry-max-delay S
+                     longest wait before a transport retry, Retry-After included (default 30)
   --tries N          times to ask again after a rejected reply (default 2)
   --delay S          seconds before the first new attempt (default 0.5)
   --backoff X        factor of each further delay (default 2)

@@ -398,6 +398,8 @@ int run_run(const std::vector<std::string>& args) {
                                              {"--input-field", true}, {"--id-field", true},  {"--output", true},
                                              {"--resume", false},     {"--base-url", true},  {"--model", true},
                                              {"--timeout", true},     {"--tries", true},     {"--delay", true},
+                                             {"--retries", true},     {"--retry-delay", true},
+                                             {"--retry-max-delay", true},
                                              {"--backoff", true},     {"--max-delay", true}, {"--jitter", true},
                                              {"--strictness", true},  {"--concurrency", true}, {"--rpm", true},
                                              {"--tpm", true},         {"--shard", true},     {"--stream", false},
@@ -520,6 +522,12 @@ int run_run(const std::vector<std::string>& args) {
     if (const auto v = a.get("--model")) eo.model = *v;
     if (a.has("--timeout"))
       eo.request_timeout = std::chrono::milliseconds(std::llround(seconds_named(a, "--timeout", 120) * 1000.0));
+    eo.max_retries = static_cast<int>(whole_number_named(a, "--retries", static_cast<std::uint64_t>(eo.max_retries), 0,
+                                                         100, "a whole number from 0 to 100"));
+    if (a.has("--retry-delay"))
+      eo.initial_backoff = std::chrono::milliseconds(std::llround(seconds_named(a, "--retry-delay", 0.5) * 1000.0));
+    if (a.has("--retry-max-delay"))
+      eo.max_backoff = std::chrono::milliseconds(std::llround(seconds_named(a, "--retry-max-delay", 30) * 1000.0));
     engine = std::make_unique<http_engine>(eo);
   } catch (const std::invalid_argument& e) {
     // The library names itself in its messages; the tool's user wants the setting and the flag.
