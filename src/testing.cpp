@@ -17,6 +17,7 @@ namespace covenant::testing {
 struct scripted_engine::stream_state {
   std::mutex mutex;
   std::vector<std::size_t> delivered;  // per call index
+  std::vector<char> stopped;           // per call index: the stream saw its stop request
   bool open = true;
 };
 
@@ -78,6 +79,7 @@ chat_response scripted_engine::next_reply(const chat_request& request, std::size
   {
     std::lock_guard lock(streams_->mutex);
     if (streams_->delivered.size() <= index) streams_->delivered.resize(index + 1, 0);
+    if (streams_->stopped.size() <= index) streams_->stopped.resize(index + 1, 0);
   }
   chat_response r;
   if (fn) {
@@ -115,7 +117,13 @@ struct stream_job : std::enable_shared_from_this<stream_job> {
       open = streams->open;
     }
     if (!open) return receiver->on_error(engine_error::cancellation("the engine was destroyed"));
-    if (stop.stop_requested()) return receiver->on_error(engine_error::cancellation());
+    if (stop.stop_requested()) {
+      {
+        std::lock_guard lock(streams->mutex);
+        streams->stopped[index] = 1;
+      }
+      return receiver->on_error(engine_error::cancellation());
+    }
     if (at >= reply.text.size()) return receiver->on_reply(std::move(reply));
     const std::size_t n = chunk == 0 ? reply.text.size() - at : std::min(chunk, reply.text.size() - at);
     receiver->on_text(std::string_view(reply.text).substr(at, n));
@@ -171,6 +179,11 @@ std::size_t scripted_engine::streamed_bytes(std::size_t i) const {
   return streams_->delivered.at(i);
 }
 
+bool scripted_engine::stopped(std::size_t i) const {
+  std::lock_guard lock(streams_->mutex);
+  return streams_->stopped.at(i) != 0;
+}
+
 std::size_t scripted_engine::calls() const {
   std::lock_guard lock(mutex_);
   return requests_.size();
@@ -198,6 +211,7 @@ void scripted_engine::reset() {
   next_ = 0;
   std::lock_guard streams_lock(streams_->mutex);
   streams_->delivered.clear();
+  streams_->stopped.clear();
 }
 
 void fake_sleeper::operator()(std::chrono::nanoseconds d) {

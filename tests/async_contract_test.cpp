@@ -607,8 +607,9 @@ TEST(StreamedContract, CancelMidStreamStopsTheTransfer) {
   ASSERT_EQ(r.outcome.attempts.size(), 1u);
   EXPECT_FALSE(r.outcome.attempts[0].text.empty());  // what arrived is kept on the attempt
   EXPECT_LT(r.outcome.attempts[0].text.size(), long_reply.size());
-  // The engine stopped sending soon after.
-  std::this_thread::sleep_for(50ms);
+  // The engine saw the stop and sent nothing more (a stream that ignored it would run to its end).
+  for (int i = 0; i < 500 && !model.stopped(0); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(model.stopped(0));
   EXPECT_LT(model.streamed_bytes(0), long_reply.size());
 }
 

@@ -131,8 +131,10 @@ TEST(EarlyStop, AViolationInTheStreamStopsItAndTheModelIsAskedAgainAtOnce) {
   EXPECT_THAT(correction, HasSubstr("- confidence: must be <= 1 (got 1.7)"));
   EXPECT_THAT(correction, HasSubstr("stopped as soon as it broke this rule"));
   EXPECT_EQ(c.perf_stats().early_stops(), 1u);
-  // The engine stopped sending the first reply.
-  std::this_thread::sleep_for(20ms);
+  // The engine saw the stop and sent nothing more of the first reply (one that ignored it would
+  // run to its end).
+  for (int i = 0; i < 500 && !model.stopped(0); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(model.stopped(0));
   EXPECT_LT(model.streamed_bytes(0), bad.size());
 }
 

@@ -84,6 +84,10 @@ class scripted_engine : public engine {
   /// Bytes of the i-th call's reply text delivered before it ended (the whole text unless a
   /// stream was stopped; 0 for a failure). Throws std::out_of_range.
   [[nodiscard]] std::size_t streamed_bytes(std::size_t i) const;
+  /// Whether the i-th call's stream was ended by its stop request: the engine saw the stop and
+  /// sent nothing more (false while it is still sending, and for a stream that ran to its end).
+  /// Throws std::out_of_range.
+  [[nodiscard]] bool stopped(std::size_t i) const;
 
   /// Number of requests received.
   [[nodiscard]] std::size_t calls() const;
