@@ -96,6 +96,16 @@ class anthropic_wire final : public wire_dialect {
     return out + "/v1/messages";
   }
 
+  /// GET {root}/v1/models, the Models API's list (with the same x-api-key and anthropic-version
+  /// headers as a message); a root ending with "/v1" or "/v1/messages" gets "/models" after "/v1".
+  [[nodiscard]] std::string probe_url(std::string_view base_url) const override {
+    while (!base_url.empty() && base_url.back() == '/') base_url.remove_suffix(1);
+    if (base_url.ends_with("/v1/messages")) base_url.remove_suffix(std::string_view("/messages").size());
+    std::string out(base_url);
+    if (base_url.ends_with("/v1")) return out + "/models";
+    return out + "/v1/models";
+  }
+
   /// x-api-key (unless empty, or the application's own headers carry it) and anthropic-version
   /// (unless empty, or the application's headers already name a version).
   [[nodiscard]] std::vector<std::string> auth_headers(const http_engine_options& o, bool own_auth) const override {

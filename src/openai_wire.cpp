@@ -181,6 +181,13 @@ class openai final : public wire_dialect {
     return std::string(base) + std::string(suffix);
   }
 
+  /// GET {root}/models, the model list (also served by vLLM, llama.cpp, Ollama, LiteLLM).
+  [[nodiscard]] std::string probe_url(std::string_view base) const override {
+    constexpr std::string_view suffix = "/chat/completions";
+    if (wire::iends_with(base, suffix)) base.remove_suffix(suffix.size());
+    return std::string(base) + "/models";
+  }
+
   [[nodiscard]] std::string_view auth_header_name() const noexcept override { return "authorization"; }
 
   [[nodiscard]] std::vector<std::string> auth_headers(const http_engine_options& o, bool own_auth) const override {

@@ -38,6 +38,10 @@ class wire_dialect {
   /// The endpoint for an API root without a trailing slash (the root may already end with the
   /// path, which is then not repeated).
   [[nodiscard]] virtual std::string endpoint(std::string_view base_url) const = 0;
+  /// The URL a health probe asks with one GET for an API root without a trailing slash: the
+  /// provider's model list (OpenAI: {root}/models; Anthropic: {root}/v1/models). A root that is
+  /// already a full chat endpoint (what endpoint() keeps) is taken back to its API root first.
+  [[nodiscard]] virtual std::string probe_url(std::string_view base_url) const = 0;
   /// Header lines ("Name: value") that authenticate and version each request; the API key only
   /// ever goes here. `own_auth`: the options' headers already carry the provider's auth header.
   [[nodiscard]] virtual std::vector<std::string> auth_headers(const http_engine_options& o, bool own_auth) const = 0;
