@@ -29,6 +29,7 @@
 #include "covenant/runtime.hpp"
 #include "covenant/version.hpp"
 #include "curl_handles.hpp"
+#include "http_probe.hpp"
 #include "http_transport.hpp"
 #include "log.hpp"
 #include "wire_dialect.hpp"
@@ -593,6 +594,46 @@ class http_call final : public std::enable_shared_from_this<http_call> {
   std::size_t malformed_ = 0;
 };
 
+/// What every transfer of the engine sets alike, its exchanges and its probes: protocols, signals,
+/// the environment's proxy, the user agent, no redirects, keep-alive, the HTTP version and the CA
+/// file.
+void set_connection_options(CURL* h, const http_shared& s) {
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  // The proxy settings of the environment, read once by the engine (curl would read them again
+  // for every transfer; an empty no-proxy list too, or curl looks for no_proxy each time).
+  curl_easy_setopt(h, CURLOPT_PROXY, s.proxy.c_str());
+  curl_easy_setopt(h, CURLOPT_NOPROXY, s.no_proxy.c_str());
+  if (!s.user_agent_header) curl_easy_setopt(h, CURLOPT_USERAGENT, s.user_agent.c_str());
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  // Wait for a connection that may multiplex (HTTP/2) rather than open another one; only where
+  // HTTP/2 is possible: on plain http:// curl would wait for a first response before connecting again.
+  if ((s.options.http_version == http_version::http2_prior_knowledge && s.h2c_reuse) ||
+      (s.options.http_version != http_version::http1_1 && istarts_with(s.endpoint, "https://")))
+    curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+  // libcurl before 7.89 fails every request that reuses an HTTP/2 prior-knowledge connection.
+  if (s.options.http_version == http_version::http2_prior_knowledge && !s.h2c_reuse) {
+    curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+  }
+  if (!s.options.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, s.options.ca_file.c_str());
+  switch (s.options.http_version) {
+    case http_version::automatic: break;
+    case http_version::http1_1: curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1)); break;
+    case http_version::http2:
+      curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+      break;
+    case http_version::http2_prior_knowledge:
+      curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
+      break;
+  }
+}
+
 exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const std::string& body, bool want_stream)
     : detail::http_transfer(*s.loop), stream(want_stream), owner_(std::move(call)) {
   max_bytes = s.options.max_response_bytes;
@@ -602,41 +643,8 @@ exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const 
   if (!configured()) {
     if (s.url) curl_easy_setopt(h, CURLOPT_CURLU, s.url.get());
     else curl_easy_setopt(h, CURLOPT_URL, s.endpoint.c_str());
-#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    // The proxy settings of the environment, read once by the engine (curl would read them again
-    // for every transfer; an empty no-proxy list too, or curl looks for no_proxy each time).
-    curl_easy_setopt(h, CURLOPT_PROXY, s.proxy.c_str());
-    curl_easy_setopt(h, CURLOPT_NOPROXY, s.no_proxy.c_str());
+    set_connection_options(h, s);
     curl_easy_setopt(h, CURLOPT_POST, 1L);
-    if (!s.user_agent_header) curl_easy_setopt(h, CURLOPT_USERAGENT, s.user_agent.c_str());
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    // Wait for a connection that may multiplex (HTTP/2) rather than open another one; only where
-    // HTTP/2 is possible: on plain http:// curl would wait for a first response before connecting again.
-    if ((s.options.http_version == http_version::http2_prior_knowledge && s.h2c_reuse) ||
-        (s.options.http_version != http_version::http1_1 && istarts_with(s.endpoint, "https://")))
-      curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
-    // libcurl before 7.89 fails every request that reuses an HTTP/2 prior-knowledge connection.
-    if (s.options.http_version == http_version::http2_prior_knowledge && !s.h2c_reuse) {
-      curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
-      curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
-    }
-    if (!s.options.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, s.options.ca_file.c_str());
-    switch (s.options.http_version) {
-      case http_version::automatic: break;
-      case http_version::http1_1: curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1)); break;
-      case http_version::http2:
-        curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-        break;
-      case http_version::http2_prior_knowledge:
-        curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
-        break;
-    }
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(s.options.connect_timeout.count()));
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(s.options.request_timeout.count()));
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &exchange::on_body);
@@ -916,6 +924,46 @@ http_engine http_engine::from_env(http_engine_options defaults) {
 }
 const std::string& http_engine::endpoint() const noexcept { return impl_->s->endpoint; }
 const http_engine_options& http_engine::options() const noexcept { return impl_->s->options; }
+
+std::string http_engine::probe_endpoint() const {
+  if (!impl_ || !impl_->s) return {};
+  return impl_->s->dialect->probe_url(impl_->s->options.base_url);
+}
+
+probe_result http_engine::probe(std::chrono::milliseconds timeout) const {
+  probe_result out;
+  if (!impl_ || !impl_->s) {
+    out.message = "http_engine: used after being moved from";
+    return out;
+  }
+  const std::shared_ptr<http_shared> s = impl_->s;
+  detail::probe_request r;
+  r.url = s->dialect->probe_url(s->options.base_url);
+  r.shown_url = safe_url(r.url);
+  out.url = r.shown_url;
+  if (timeout.count() <= 0) {
+    out.message = "the timeout must be positive (got " + std::to_string(timeout.count()) + " ms)";
+    return out;
+  }
+  if (s->loop->io().get_executor().running_in_this_thread()) {
+    out.message = "http_engine::probe() was called on the I/O loop's thread, which it would block";
+    return out;
+  }
+  // The headers of the engine's requests for a whole reply, without those of a body.
+  bool own_auth = false;
+  for (const auto& [name, value] : s->options.headers) own_auth = own_auth || iequals(name, s->dialect->auth_header_name());
+  auto append = [&](const std::string& line) { detail::append_header(r.headers, line); };
+  append("Accept: application/json");
+  if (s->user_agent_header) append("User-Agent: " + s->user_agent);
+  for (const std::string& line : s->dialect->auth_headers(s->options, own_auth)) append(line);
+  for (const auto& [name, value] : s->options.headers) append(name + (value.empty() ? ";" : ": " + value));
+  r.loop = s->loop;
+  r.timeout = std::min<std::chrono::milliseconds>(timeout, std::chrono::hours(24 * 30));  // far from overflow
+  r.connect_timeout = s->options.connect_timeout;
+  r.secret = s->options.api_key;
+  r.configure = [s](CURL* h) { set_connection_options(h, *s); };
+  return detail::run_probe(std::move(r));
+}
 
 namespace {
 

@@ -20,7 +20,7 @@ namespace asio = boost::asio;
 http_transfer::http_transfer(multi_loop& loop) : easy_(loop.take_handle(configured_)), loop_(loop.weak_from_this()) {}
 
 http_transfer::~http_transfer() {
-  if (auto loop = loop_.lock(); loop && loop->strand().running_in_this_thread()) loop->give_back(easy_);
+  if (auto loop = loop_.lock(); pooled_ && loop && loop->strand().running_in_this_thread()) loop->give_back(easy_);
   else curl_easy_cleanup(easy_);
 }
 

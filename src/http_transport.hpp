@@ -41,9 +41,16 @@ class http_transfer {
   /// The exchange ended with `code` (CURLE_OK: a complete HTTP response arrived).
   virtual void on_done(CURLcode code) = 0;
 
+ protected:
+  /// The handle is freed at the end instead of going back to the pool: for a transfer that sets
+  /// it up unlike the loop's usual owner (a health probe's GET on an engine's loop), so that no
+  /// later transfer inherits its options.
+  void keep_out_of_pool() noexcept { pooled_ = false; }
+
  private:
   CURL* easy_;
   bool configured_ = false;
+  bool pooled_ = true;
   std::weak_ptr<multi_loop> loop_;
 };
 

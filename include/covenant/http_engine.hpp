@@ -97,6 +97,24 @@ struct transport_retry {
   std::string reason{};  ///< what failed, as in the log ("HTTP 429: Rate limit reached", "timed out: ...")
 };
 
+/// What http_engine::probe() found: one GET of the provider's model list.
+struct probe_result {
+  /// The server answered HTTP 2xx.
+  bool ok = false;
+  /// The HTTP status (0: no HTTP response: refused, reset, timed out, an invalid URL, ...).
+  int status = 0;
+  /// From the start of the exchange to its end (connect, request, answer).
+  std::chrono::milliseconds latency{0};
+  /// The URL asked, as shown in messages: without user-info, query or fragment.
+  std::string url{};
+  /// No complete answer within the timeout.
+  bool timed_out = false;
+  /// No HTTP response: why (libcurl's reason). Not 2xx: the server's error message (error.message
+  /// of an error object, else the body as text), one line, trimmed; empty when it said nothing.
+  /// The API key is redacted. Empty when ok.
+  std::string message{};
+};
+
 struct http_engine_options {
   /// The protocol: OpenAI Chat Completions (also vLLM, llama.cpp, Ollama, ...) or Anthropic
   /// Messages. COVENANT_PROVIDER in from_env().
@@ -202,6 +220,17 @@ class http_engine final : public engine {
   [[nodiscard]] const std::string& endpoint() const noexcept;
   /// The options (api_key included: do not log them).
   [[nodiscard]] const http_engine_options& options() const noexcept;
+
+  /// The URL probe() asks: the provider's model list (OpenAI-compatible: {base_url}/models;
+  /// Anthropic: {base_url}/v1/models).
+  [[nodiscard]] std::string probe_endpoint() const;
+  /// Checks that the server answers: one GET probe_endpoint() on the engine's own I/O loop, with
+  /// its handles, connections, proxy, CA file, user agent and headers (the API key and, for
+  /// Anthropic, anthropic-version included), within `timeout` for the whole exchange; no retries,
+  /// no redirects, no body sent. Blocks until the exchange ends; must not be called on the I/O
+  /// loop's thread (it then fails at once saying so). Never throws but std::bad_alloc: a
+  /// non-positive timeout or a moved-from engine is a result with the reason in `message`.
+  [[nodiscard]] probe_result probe(std::chrono::milliseconds timeout) const;
 
  private:
   void end_transfers() noexcept;
