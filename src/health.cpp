@@ -13,9 +13,12 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <optional>
+#include <stdexcept>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "covenant/config.hpp"
 #include "covenant/http_engine.hpp"
@@ -24,8 +27,8 @@
 #include "covenant/schema_diagnostic.hpp"
 #include "covenant/validate.hpp"
 #include "covenant/schema_file.hpp"
-#include "covenant/version.hpp"
 #include "curl_handles.hpp"
+#include "wire_text.hpp"
 
 namespace covenant {
 
@@ -163,6 +166,10 @@ void check_registry(const schema_registry& registry, health_check& c) {
 }
 
 // ---- endpoint -----------------------------------------------------------------------------------
+//
+// The check is http_engine::probe(): one GET of the provider's model list through the engine's
+// own transport. What is checked here first is what the engine would only find out at the request
+// (a URL libcurl cannot parse) or word for a program rather than a health report.
 
 using detail::curl_url_ptr;
 
@@ -174,33 +181,6 @@ std::string url_part(CURLU* u, CURLUPart part) {
   return out;
 }
 
-// The URL without user-info, query and fragment, for messages.
-std::string shown_url(CURLU* u) {
-  curl_url_ptr copy(curl_url_dup(u));
-  if (!copy) return "the endpoint";
-  curl_url_set(copy.get(), CURLUPART_USER, nullptr, 0);
-  curl_url_set(copy.get(), CURLUPART_PASSWORD, nullptr, 0);
-  curl_url_set(copy.get(), CURLUPART_OPTIONS, nullptr, 0);
-  curl_url_set(copy.get(), CURLUPART_QUERY, nullptr, 0);
-  curl_url_set(copy.get(), CURLUPART_FRAGMENT, nullptr, 0);
-  std::string out = url_part(copy.get(), CURLUPART_URL);
-  return out.empty() ? std::string("the endpoint") : out;
-}
-
-// What a write callback keeps of a body: its beginning, for the server's error message.
-struct body_sink {
-  static constexpr std::size_t cap = 4096;
-  std::string text;
-};
-
-std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
-  auto* sink = static_cast<body_sink*>(user);
-  const std::size_t bytes = size * n;
-  const std::size_t room = body_sink::cap - std::min(body_sink::cap, sink->text.size());
-  sink->text.append(data, std::min(room, bytes));
-  return bytes;
-}
-
 std::string redacted(std::string text, const std::string& secret) {
   if (secret.empty()) return text;
   for (std::size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at))
@@ -208,104 +188,118 @@ std::string redacted(std::string text, const std::string& secret) {
   return text;
 }
 
-void check_endpoint(const std::string& endpoint, const std::string& api_key, std::chrono::milliseconds timeout,
-                    health_check& c) {
-  if (timeout.count() <= 0) {
-    c.detail = "the timeout must be positive (got " + std::to_string(timeout.count()) + " ms)";
-    return;
-  }
-  if (api_key.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+std::string_view api_root_example(provider p) {
+  return p == provider::anthropic ? "https://api.anthropic.com" : "http://127.0.0.1:8080/v1";
+}
+
+// The key and the base URL of `o`, checked before an engine is built from them; false with the
+// reason in c.detail.
+bool usable(const http_engine_options& o, health_check& c) {
+  if (o.api_key.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
     c.detail = "the API key contains a line break or NUL byte";
-    return;
+    return false;
   }
-  std::string base(trim(endpoint));
+  std::string base(trim(o.base_url));
   if (base.empty()) {
     c.detail = "no URL given";
-    return;
+    return false;
   }
   if (std::any_of(base.begin(), base.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F; })) {
     c.detail = "invalid URL: it contains a control character";
-    return;
+    return false;
   }
   while (!base.empty() && base.back() == '/') base.pop_back();
   if (detail::curl_global() != CURLE_OK) {
     c.detail = "libcurl could not be initialised";
-    return;
+    return false;
   }
   curl_url_ptr url(curl_url());
   if (!url) throw std::bad_alloc();
-  const std::string target = base + "/models";
-  if (const CURLUcode rc = curl_url_set(url.get(), CURLUPART_URL, target.c_str(), 0); rc != CURLUE_OK) {
-    c.detail = std::string("invalid URL: ") + curl_url_strerror(rc) +
-               " (expected an API root such as http://127.0.0.1:8080/v1)";
-    return;
+  if (const CURLUcode rc = curl_url_set(url.get(), CURLUPART_URL, base.c_str(), 0); rc != CURLUE_OK) {
+    c.detail = std::string("invalid URL: ") + curl_url_strerror(rc) + " (expected an API root such as " +
+               std::string(api_root_example(o.provider)) + ")";
+    return false;
   }
   std::string scheme = url_part(url.get(), CURLUPART_SCHEME);
   std::transform(scheme.begin(), scheme.end(), scheme.begin(),
                  [](char ch) { return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch; });
   if (scheme != "http" && scheme != "https") {
     c.detail = "invalid URL: unsupported scheme '" + scheme + "' (http or https)";
-    return;
+    return false;
   }
-  const std::string shown = shown_url(url.get());
-  const std::string full = url_part(url.get(), CURLUPART_URL);
+  return true;
+}
 
-  detail::curl_header_list headers;
-  auto add_header = [&](const std::string& line) { detail::append_header(headers, line); };
-  add_header("Accept: application/json");
-  if (!api_key.empty()) add_header("Authorization: Bearer " + api_key);
-  const std::string agent = "covenant/" + std::string(version());
-  body_sink body;
-  char error[CURL_ERROR_SIZE] = {};
-  detail::curl_easy_ptr easy(curl_easy_init());
-  if (!easy) throw std::bad_alloc();
-  CURL* h = easy.get();
-  curl_easy_setopt(h, CURLOPT_URL, full.c_str());
-#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-  curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(h, CURLOPT_USERAGENT, agent.c_str());
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+void probe_endpoint(const http_engine& engine, std::chrono::milliseconds timeout, health_check& c) {
+  const http_engine_options& o = engine.options();
+  // A key the application put in the headers itself is a key too, and as secret as api_key.
+  const std::string_view key_header = o.provider == provider::anthropic ? "x-api-key" : "authorization";
+  std::vector<std::string> secrets{o.api_key};
+  for (const auto& [name, value] : o.headers) {
+    if (!detail::wire::iequals(name, key_header)) continue;
+    secrets.push_back(value);
+    if (const std::string_view v = trim(value); detail::wire::istarts_with(v, "bearer "))
+      secrets.emplace_back(trim(v.substr(7)));
+  }
+  const bool has_key = std::any_of(secrets.begin(), secrets.end(), [](const std::string& s) { return !s.empty(); });
+  auto safe = [&](std::string text) {
+    for (const std::string& s : secrets) text = redacted(std::move(text), s);
+    return one_line(text);
+  };
 
-  const auto start = clock_type::now();
-  const CURLcode rc = curl_easy_perform(h);
-  const std::string took = std::to_string(since(start).count()) + " ms";
-  if (rc == CURLE_OPERATION_TIMEDOUT) {
-    c.detail = "timed out after " + std::to_string(timeout.count()) + " ms waiting for GET " + shown;
+  const probe_result r = engine.probe(timeout);
+  if (r.timed_out) {
+    c.detail = "timed out after " + std::to_string(timeout.count()) + " ms waiting for GET " + r.url;
     return;
   }
-  if (rc != CURLE_OK) {
-    const std::string reason = error[0] != '\0' ? std::string(error) : std::string(curl_easy_strerror(rc));
-    c.detail = "GET " + shown + " failed: " + one_line(redacted(reason, api_key));
+  if (r.status == 0) {
+    c.detail = "GET " + r.url + " failed: " + safe(r.message);
     return;
   }
-  long status = 0;
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-  c.detail = "HTTP " + std::to_string(status) + " in " + took;
-  if (status >= 200 && status < 300) {
+  c.detail = "HTTP " + std::to_string(r.status) + " in " + std::to_string(r.latency.count()) + " ms";
+  if (r.ok) {
     c.ok = true;
     return;
   }
-  const std::string message = redacted(detail::server_error_message(body.text, 200), api_key);
-  if (status == 401 || status == 403) {
-    c.detail += api_key.empty() ? ": the server answers but requires an API key (none was given)"
-                                : ": the server answers but refused the API key";
-  } else if (status == 404) {
-    c.detail += ": GET " + shown + " not found (the endpoint must be the API root, e.g. http://127.0.0.1:8080/v1)";
+  if (r.status == 401 || r.status == 403) {
+    c.detail += has_key ? ": the server answers but refused the API key"
+                        : ": the server answers but requires an API key (none was given)";
+  } else if (r.status == 404) {
+    c.detail += ": GET " + r.url + " not found (the endpoint must be the API root, e.g. " +
+                std::string(api_root_example(o.provider)) + ")";
   } else {
-    c.detail += ": GET " + shown + " did not answer 2xx";
+    c.detail += ": GET " + r.url + " did not answer 2xx";
   }
-  if (!message.empty()) c.detail += "; the server said: " + one_line(message);
+  if (!r.message.empty()) c.detail += "; the server said: " + safe(r.message);
+}
+
+void check_endpoint(const health_options& options, health_check& c) {
+  const std::chrono::milliseconds timeout = options.endpoint_timeout;
+  if (timeout.count() <= 0) {
+    c.detail = "the timeout must be positive (got " + std::to_string(timeout.count()) + " ms)";
+    return;
+  }
+  if (options.engine != nullptr) return probe_endpoint(*options.engine, timeout, c);
+  http_engine_options o;
+  if (options.engine_options) {
+    o = *options.engine_options;
+  } else {
+    o.base_url = options.endpoint.value_or(std::string());
+    o.api_key = options.api_key;
+  }
+  if (!usable(o, c)) return;
+  const std::string key = o.api_key;
+  std::optional<http_engine> engine;
+  try {
+    engine.emplace(std::move(o));
+  } catch (const std::invalid_argument& e) {
+    std::string what = e.what();
+    constexpr std::string_view prefix = "covenant::http_engine: ";
+    if (what.starts_with(prefix)) what.erase(0, prefix.size());
+    c.detail = "the engine's options are invalid: " + one_line(redacted(what, key));
+    return;
+  }
+  probe_endpoint(*engine, timeout, c);
 }
 
 // Runs one check; an exception other than bad_alloc fails it with its message.
@@ -334,10 +328,8 @@ health_report check_health(const health_options& options) {
     report.checks.push_back(run_check("schema:" + file.string(), [&](health_check& c) { check_schema_file(file, c); }));
   if (options.registry != nullptr)
     report.checks.push_back(run_check("registry", [&](health_check& c) { check_registry(*options.registry, c); }));
-  if (options.endpoint)
-    report.checks.push_back(run_check("endpoint", [&](health_check& c) {
-      check_endpoint(*options.endpoint, options.api_key, options.endpoint_timeout, c);
-    }));
+  if (options.engine != nullptr || options.engine_options || options.endpoint)
+    report.checks.push_back(run_check("endpoint", [&](health_check& c) { check_endpoint(options, c); }));
   report.healthy = std::all_of(report.checks.begin(), report.checks.end(), [](const health_check& c) { return c.ok; });
   return report;
 }

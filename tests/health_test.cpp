@@ -1,8 +1,12 @@
 // covenant::check_health: schema files (good, broken, missing, JSON Schema), a registry, and an
-// endpoint served on 127.0.0.1 (2xx, a refused key, a hang, a closed port, invalid URLs), and
-// the report's JSON and text forms.
+// endpoint served on 127.0.0.1 (2xx, a refused key, a hang, a closed port, invalid URLs) checked
+// through the HTTP engine's probe for each provider (OpenAI-compatible and Anthropic: the URL and
+// headers asked, refused keys, timeouts, an existing engine's own connections), and the report's
+// JSON and text forms.
 #include <covenant/health.hpp>
+#include <covenant/http_engine.hpp>
 #include <covenant/registry.hpp>
+#include <covenant/runtime.hpp>
 
 #include <boost/json/parse.hpp>
 #include <gmock/gmock.h>
@@ -16,11 +20,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "anthropic_replies.hpp"
 #include "loopback_server.hpp"
 
 namespace {
@@ -327,6 +333,219 @@ TEST_F(Health, UrlsInDetailsLoseUserInfoAndQuery) {
       endpoint_check("http://user:hunter2@127.0.0.1:" + std::to_string(port) + "/v1?key=abc");
   EXPECT_FALSE(c.ok);
   EXPECT_THAT(c.detail, AllOf(Not(HasSubstr("hunter2")), Not(HasSubstr("key=abc"))));
+}
+
+// ---- the endpoint through the engine's probe, per provider -----------------------------------------
+
+const char* anthropic_models_body =
+    R"({"data": [{"type": "model", "id": "claude-test", "display_name": "Claude Test", "created_at": "2025-01-01T00:00:00Z"}], "has_more": false, "first_id": "claude-test", "last_id": "claude-test"})";
+
+/// The server's root without the "/v1" base_url() ends with: Anthropic's API root.
+std::string root_of(const covenant_test::loopback_server& s) { return "http://127.0.0.1:" + std::to_string(s.port()); }
+
+covenant::health_check engine_check(const covenant::http_engine_options& o, std::chrono::milliseconds timeout = 2000ms) {
+  covenant::health_options h;
+  h.engine_options = o;
+  h.endpoint_timeout = timeout;
+  const covenant::health_report r = covenant::check_health(h);
+  EXPECT_EQ(r.checks.size(), 1u);
+  EXPECT_EQ(r.healthy, !r.checks.empty() && r.checks.front().ok);
+  return r.checks.empty() ? covenant::health_check{} : r.checks.front();
+}
+
+TEST_F(Health, TheProbeEndpointIsEachProvidersModelList) {
+  auto probe_url = [](covenant::provider p, const std::string& base) {
+    return covenant::http_engine({.provider = p, .base_url = base}).probe_endpoint();
+  };
+  using covenant::provider;
+  EXPECT_EQ(probe_url(provider::openai, "http://127.0.0.1:8080/v1"), "http://127.0.0.1:8080/v1/models");
+  EXPECT_EQ(probe_url(provider::openai, "http://127.0.0.1:8080/v1/"), "http://127.0.0.1:8080/v1/models");
+  EXPECT_EQ(probe_url(provider::openai, "https://api.openai.com/v1/chat/completions"), "https://api.openai.com/v1/models");
+  EXPECT_EQ(probe_url(provider::anthropic, "https://api.anthropic.com"), "https://api.anthropic.com/v1/models");
+  EXPECT_EQ(probe_url(provider::anthropic, "https://api.anthropic.com/"), "https://api.anthropic.com/v1/models");
+  EXPECT_EQ(probe_url(provider::anthropic, "https://gateway.example/v1"), "https://gateway.example/v1/models");
+  EXPECT_EQ(probe_url(provider::anthropic, "https://api.anthropic.com/v1/messages"), "https://api.anthropic.com/v1/models");
+}
+
+TEST_F(Health, TheAnthropicProbeAsksV1ModelsWithXApiKeyAndVersion) {
+  const auto s = server(200, anthropic_models_body);
+  const std::string key = "sk-ant-test-123";
+  const covenant::health_check c =
+      engine_check({.provider = covenant::provider::anthropic, .base_url = root_of(*s), .api_key = key});
+  EXPECT_EQ(c.name, "endpoint");
+  EXPECT_TRUE(c.ok) << c.detail;
+  EXPECT_THAT(c.detail, StartsWith("HTTP 200 in "));
+  ASSERT_EQ(s->requests(), 1u);
+  const covenant_test::received_request req = s->request(0);
+  EXPECT_EQ(req.method, "GET");
+  EXPECT_EQ(req.target, "/v1/models");
+  EXPECT_EQ(req.headers.at("x-api-key"), key);
+  EXPECT_EQ(req.headers.at("anthropic-version"), "2023-06-01");
+  EXPECT_EQ(req.headers.count("authorization"), 0u);
+  EXPECT_THAT(req.headers.at("user-agent"), StartsWith("covenant/"));
+  EXPECT_TRUE(req.body.empty());
+
+  // A root that already ends with /v1 (an OpenAI-style root), and the engine's own options: a
+  // version and an extra header of the application's.
+  const covenant::health_check d = engine_check({.provider = covenant::provider::anthropic,
+                                                 .base_url = s->base_url() + "/",
+                                                 .api_key = key,
+                                                 .anthropic_version = "2024-01-01",
+                                                 .headers = {{"anthropic-beta", "test-beta"}}});
+  EXPECT_TRUE(d.ok) << d.detail;
+  ASSERT_EQ(s->requests(), 2u);
+  const covenant_test::received_request again = s->request(1);
+  EXPECT_EQ(again.target, "/v1/models");
+  EXPECT_EQ(again.headers.at("anthropic-version"), "2024-01-01");
+  EXPECT_EQ(again.headers.at("anthropic-beta"), "test-beta");
+  EXPECT_EQ(again.headers.count("authorization"), 0u);
+}
+
+TEST_F(Health, TheOpenAiProbeThroughEngineOptionsAsksModelsWithBearer) {
+  const auto s = server(200, models_body);
+  const covenant::health_check c = engine_check({.base_url = s->base_url(),
+                                                 .api_key = "sk-openai-1",
+                                                 .headers = {{"OpenAI-Organization", "org-7"}},
+                                                 .user_agent = "probe-test/1"});
+  EXPECT_TRUE(c.ok) << c.detail;
+  ASSERT_EQ(s->requests(), 1u);
+  const covenant_test::received_request req = s->request(0);
+  EXPECT_EQ(req.method, "GET");
+  EXPECT_EQ(req.target, "/v1/models");
+  EXPECT_EQ(req.headers.at("authorization"), "Bearer sk-openai-1");
+  EXPECT_EQ(req.headers.at("openai-organization"), "org-7");
+  EXPECT_EQ(req.headers.at("user-agent"), "probe-test/1");
+  EXPECT_EQ(req.headers.count("x-api-key"), 0u);
+  EXPECT_EQ(req.headers.count("anthropic-version"), 0u);
+}
+
+TEST_F(Health, A401FromEitherProviderIsARefusedKeyNeverPrinted) {
+  const std::string key = "sk-secret-key-0042";
+  const auto anthropic =
+      server(401, covenant_test::anthropic_error("authentication_error", "invalid x-api-key " + key));
+  const covenant::health_check a =
+      engine_check({.provider = covenant::provider::anthropic, .base_url = root_of(*anthropic), .api_key = key});
+  EXPECT_FALSE(a.ok);
+  EXPECT_THAT(a.detail, AllOf(StartsWith("HTTP 401 in "), HasSubstr("the server answers but refused the API key"),
+                              HasSubstr("the server said: invalid x-api-key [redacted]"), Not(HasSubstr(key))));
+
+  const auto openai = server(401, R"({"error": {"message": "Incorrect API key provided: )" + key + R"("}})");
+  const covenant::health_check o = engine_check({.base_url = openai->base_url(), .api_key = key});
+  EXPECT_FALSE(o.ok);
+  EXPECT_THAT(o.detail, AllOf(StartsWith("HTTP 401 in "), HasSubstr("the server answers but refused the API key"),
+                              HasSubstr("Incorrect API key provided: [redacted]"), Not(HasSubstr(key))));
+
+  // A key the application sends in its own header is a key, and as secret.
+  const auto own = server(403, "denied for sk-own-header-key");
+  const covenant::health_check h = engine_check({.provider = covenant::provider::anthropic,
+                                                 .base_url = root_of(*own),
+                                                 .headers = {{"X-Api-Key", "sk-own-header-key"}}});
+  EXPECT_FALSE(h.ok);
+  EXPECT_THAT(h.detail, AllOf(HasSubstr("refused the API key"), Not(HasSubstr("sk-own-header-key"))));
+  ASSERT_EQ(own->requests(), 1u);
+  EXPECT_EQ(own->request(0).headers.at("x-api-key"), "sk-own-header-key");
+}
+
+TEST_F(Health, AHeldRequestTimesOutByTheTimeoutForEitherProvider) {
+  covenant_test::loopback_server s([](const covenant_test::received_request&, std::size_t) {
+    covenant_test::response_plan p;
+    p.hang = true;
+    return p;
+  });
+  for (const covenant::provider p : {covenant::provider::anthropic, covenant::provider::openai}) {
+    const auto start = std::chrono::steady_clock::now();
+    // The engine's own request timeout is far longer: the check's timeout bounds the probe.
+    const covenant::health_check c =
+        engine_check({.provider = p, .base_url = s.base_url(), .request_timeout = 60'000ms}, 300ms);
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_FALSE(c.ok);
+    EXPECT_EQ(c.detail, "timed out after 300 ms waiting for GET " + s.base_url() + "/models") << to_string(p);
+    EXPECT_GE(c.took, 250ms);
+    EXPECT_LT(took, 2s);
+  }
+  EXPECT_TRUE(s.wait_for_requests(2, 2s));
+}
+
+TEST_F(Health, AnExistingEngineIsProbedOnItsOwnConnectionsAndStillCallsAfter) {
+  covenant_test::loopback_server s([](const covenant_test::received_request& req, std::size_t) {
+    covenant_test::response_plan p;
+    p.body = req.method == "GET" ? models_body : covenant_test::openai_completion("hello");
+    return p;
+  });
+  covenant::http_engine engine({.base_url = s.base_url(), .api_key = "sk-engine", .model = "m1"});
+  covenant::chat_request request;
+  request.messages = {{covenant::role::user, "hi"}};
+  EXPECT_EQ(engine.complete(request).text, "hello");
+  covenant::health_options o;
+  o.engine = &engine;
+  o.endpoint = "http://127.0.0.1:1/v1";  // the engine comes first
+  const covenant::health_report r = covenant::check_health(o);
+  ASSERT_EQ(r.checks.size(), 1u);
+  EXPECT_TRUE(r.checks[0].ok) << r.checks[0].detail;
+  // The probe's handle does not go back to the pool: the next call is a POST of its own.
+  EXPECT_EQ(engine.complete(request).text, "hello");
+  ASSERT_EQ(s.requests(), 3u);
+  EXPECT_EQ(s.request(0).method, "POST");
+  EXPECT_EQ(s.request(1).method, "GET");
+  EXPECT_EQ(s.request(1).target, "/v1/models");
+  EXPECT_EQ(s.request(1).headers.at("authorization"), "Bearer sk-engine");
+  EXPECT_EQ(s.request(1).on_connection, 1u);  // the engine's kept-alive connection
+  EXPECT_EQ(s.request(2).method, "POST");
+  EXPECT_EQ(s.request(2).target, "/v1/chat/completions");
+  EXPECT_THAT(s.request(2).body, HasSubstr(R"("model":"m1")"));
+  EXPECT_EQ(s.request(2).on_connection, 2u);
+  EXPECT_EQ(s.connections(), 1u);
+}
+
+TEST_F(Health, TheProbesResultCarriesStatusLatencyAndTheServersMessage) {
+  covenant_test::loopback_server s([](const covenant_test::received_request&, std::size_t) {
+    covenant_test::response_plan p;
+    p.status = 503;
+    p.delay = 50ms;
+    p.body = R"({"error": {"message": "overloaded, key sk-probe-9"}})";
+    return p;
+  });
+  const covenant::http_engine engine({.base_url = s.base_url() + "?token=abc", .api_key = "sk-probe-9"});
+  const covenant::probe_result r = engine.probe(2s);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_GE(r.latency, 50ms);
+  EXPECT_EQ(r.message, "overloaded, key [redacted]");
+  EXPECT_EQ(r.url, s.base_url());  // no query
+  EXPECT_EQ(s.requests(), 1u);     // no retry of a 503
+
+  const covenant::probe_result none = engine.probe(0ms);
+  EXPECT_FALSE(none.ok);
+  EXPECT_THAT(none.message, HasSubstr("timeout must be positive"));
+  EXPECT_EQ(s.requests(), 1u);
+}
+
+TEST_F(Health, AProbeOnTheIoLoopsThreadFailsInsteadOfBlockingIt) {
+  const covenant::http_engine engine({.base_url = "http://127.0.0.1:1/v1"});
+  std::promise<covenant::probe_result> done;
+  covenant::runtime::shared().post_io([&] { done.set_value(engine.probe(1s)); });
+  auto answer = done.get_future();
+  ASSERT_EQ(answer.wait_for(5s), std::future_status::ready);
+  const covenant::probe_result r = answer.get();
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.message, HasSubstr("I/O loop's thread"));
+}
+
+TEST_F(Health, EngineOptionsTheEngineRefusesAreFailedChecks) {
+  EXPECT_THAT(engine_check({.base_url = "http://127.0.0.1:1/v1", .ca_file = (dir_ / "nope.pem").string()}).detail,
+              AllOf(StartsWith("the engine's options are invalid: "), HasSubstr("ca_file")));
+  EXPECT_THAT(engine_check({.base_url = "http://127.0.0.1:1/v1", .max_retries = -1}).detail,
+              HasSubstr("max_retries must be >= 0"));
+  EXPECT_THAT(engine_check({.provider = covenant::provider::anthropic, .base_url = "http://127.0.0.1:1",
+                            .api_key = "sk-ant-1\nX: y"})
+                  .detail,
+              AllOf(HasSubstr("line break"), Not(HasSubstr("sk-ant-1"))));
+  EXPECT_THAT(engine_check({.provider = covenant::provider::anthropic, .base_url = ""}).detail, HasSubstr("no URL given"));
+  EXPECT_THAT(engine_check({.provider = covenant::provider::anthropic, .base_url = "ftp://127.0.0.1"}).detail,
+              HasSubstr("unsupported scheme 'ftp'"));
+  EXPECT_THAT(engine_check({.provider = covenant::provider::anthropic, .base_url = "http://[::1"}).detail,
+              AllOf(StartsWith("invalid URL: "), HasSubstr("https://api.anthropic.com")));
 }
 
 // ---- the report --------------------------------------------------------------------------------------
