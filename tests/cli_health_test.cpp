@@ -1,6 +1,7 @@
 // `covenant health`, run as the built binary: exit statuses (0 healthy, 1 unhealthy, 2 usage),
-// the text and --json reports, --endpoint with and without URL (COVENANT_BASE_URL and
-// COVENANT_API_KEY from the environment) against a loopback server, --timeout, and help.
+// the text and --json reports, --endpoint with and without URL (COVENANT_BASE_URL,
+// COVENANT_API_KEY, COVENANT_PROVIDER and COVENANT_CA_FILE from the environment) against a
+// loopback server speaking either provider, --timeout, and help.
 #include <boost/json/parse.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -163,6 +164,72 @@ TEST_F(CliHealth, AHangingEndpointTimesOutAfterTimeout) {
   EXPECT_THAT(r.out, HasSubstr("FAIL  endpoint  timed out after 300 ms"));
 }
 
+TEST_F(CliHealth, AnthropicProviderChecksTheAnthropicModelList) {
+  covenant_test::loopback_server server([](const covenant_test::received_request&, std::size_t) {
+    return answer(200, R"({"data": [{"type": "model", "id": "claude-test"}], "has_more": false})");
+  });
+  const std::string root = "http://127.0.0.1:" + std::to_string(server.port());
+  const auto r = run({"health", "--endpoint", root},
+                     {{"COVENANT_PROVIDER", "anthropic"}, {"COVENANT_API_KEY", "sk-ant-cli-key"}});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ok    endpoint  HTTP 200 in "));
+  ASSERT_EQ(server.requests(), 1u);
+  const covenant_test::received_request req = server.request(0);
+  EXPECT_EQ(req.method, "GET");
+  EXPECT_EQ(req.target, "/v1/models");
+  EXPECT_EQ(req.headers.at("x-api-key"), "sk-ant-cli-key");
+  EXPECT_EQ(req.headers.at("anthropic-version"), "2023-06-01");
+  EXPECT_EQ(req.headers.count("authorization"), 0u);
+
+  // The URL from COVENANT_BASE_URL, as `covenant run` takes it.
+  const auto from_env = run({"health", "--endpoint", "--json"}, {{"COVENANT_PROVIDER", "anthropic"},
+                                                                 {"COVENANT_BASE_URL", root + "/"},
+                                                                 {"COVENANT_API_KEY", "sk-ant-cli-key"}});
+  EXPECT_EQ(from_env.status, 0) << from_env.out << from_env.err;
+  EXPECT_TRUE(json::parse(from_env.out).at("healthy").as_bool());
+  ASSERT_EQ(server.requests(), 2u);
+  EXPECT_EQ(server.request(1).target, "/v1/models");
+  EXPECT_EQ(server.request(1).headers.at("x-api-key"), "sk-ant-cli-key");
+}
+
+TEST_F(CliHealth, AnthropicRefusedKeyExitsOneAndIsNeverPrinted) {
+  covenant_test::loopback_server server([](const covenant_test::received_request&, std::size_t) {
+    return answer(401, R"({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key sk-ant-very-secret"}})");
+  });
+  const auto r = run({"health", "--endpoint", server.base_url()},
+                     {{"COVENANT_PROVIDER", "anthropic"}, {"COVENANT_API_KEY", "sk-ant-very-secret"}});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.out, AllOf(HasSubstr("FAIL  endpoint  HTTP 401"), HasSubstr("refused the API key"),
+                           HasSubstr("invalid x-api-key [redacted]")));
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr("sk-ant-very-secret")));
+  ASSERT_EQ(server.requests(), 1u);
+  EXPECT_EQ(server.request(0).target, "/v1/models");
+}
+
+TEST_F(CliHealth, AnthropicHeldRequestTimesOutAfterTimeout) {
+  covenant_test::loopback_server server([](const covenant_test::received_request&, std::size_t) {
+    covenant_test::response_plan p;
+    p.hang = true;
+    return p;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run({"health", "--endpoint", server.base_url(), "--timeout", "300"},
+                     {{"COVENANT_PROVIDER", "anthropic"}, {"COVENANT_TIMEOUT_S", "60"}});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.out, HasSubstr("FAIL  endpoint  timed out after 300 ms waiting for GET " + server.base_url() + "/models"));
+}
+
+TEST_F(CliHealth, TheEnvironmentsCaFileAndProviderAreTheEngines) {
+  const auto unreadable = run({"health", "--endpoint", "https://127.0.0.1:1/v1"},
+                              {{"COVENANT_CA_FILE", path("missing-ca.pem")}});
+  EXPECT_EQ(unreadable.status, 1) << unreadable.out << unreadable.err;
+  EXPECT_THAT(unreadable.out, AllOf(HasSubstr("FAIL  endpoint"), HasSubstr("ca_file"), HasSubstr("cannot be read")));
+  const auto bad_provider = run({"health", "--endpoint", "http://127.0.0.1:1/v1"}, {{"COVENANT_PROVIDER", "bard"}});
+  EXPECT_EQ(bad_provider.status, 2);
+  EXPECT_THAT(bad_provider.err, HasSubstr("COVENANT_PROVIDER must be openai or anthropic"));
+}
+
 TEST_F(CliHealth, AnInvalidUrlExitsOne) {
   const auto r = run({"health", "--endpoint", "ftp://127.0.0.1/v1"});
   EXPECT_EQ(r.status, 1);
@@ -205,7 +272,9 @@ TEST_F(CliHealth, HelpThreeWaysAndInTheCommandList) {
   EXPECT_THAT(a.out, StartsWith("usage: covenant health"));
   EXPECT_EQ(a.out, b.out);
   EXPECT_EQ(a.out, c.out);
-  for (const char* word : {"--schema", "--endpoint", "--timeout", "--json", "COVENANT_BASE_URL", "COVENANT_API_KEY"})
+  for (const char* word : {"--schema", "--endpoint", "--timeout", "--json", "COVENANT_BASE_URL", "COVENANT_API_KEY",
+                           "COVENANT_PROVIDER=anthropic", "GET {URL}/v1/models", "x-api-key", "anthropic-version",
+                           "GET {URL}/models", "Authorization: Bearer"})
     EXPECT_THAT(a.out, HasSubstr(word));
   EXPECT_THAT(run({"--help"}).out, HasSubstr("  health    "));
 }

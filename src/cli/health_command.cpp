@@ -7,6 +7,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cli.hpp"
@@ -79,8 +81,10 @@ int run_health(const std::vector<std::string>& args) {
   options.schema_files.assign(h.schemas.begin(), h.schemas.end());
   if (const auto t = a.get("--timeout")) options.endpoint_timeout = timeout_of(*t);
   if (h.endpoint) {
-    // The same settings as `covenant run` and http_engine::from_env: COVENANT_BASE_URL and
-    // COVENANT_API_KEY.
+    // The same settings as `covenant run` and http_engine::from_env (COVENANT_PROVIDER,
+    // COVENANT_BASE_URL, COVENANT_API_KEY, COVENANT_MODEL, COVENANT_CA_FILE), the URL given here
+    // first: the check goes through the engine's own probe, so it asks the provider's model list
+    // the way the engine talks to that provider.
     http_engine_options eo;
     if (h.endpoint_url) eo.base_url = *h.endpoint_url;
     try {
@@ -92,8 +96,8 @@ int run_health(const std::vector<std::string>& args) {
       if (what.starts_with("COVENANT_BASE_URL is not set")) throw usage_error(what + "; or pass --endpoint URL");
       throw fatal_error(what);
     }
-    options.endpoint = h.endpoint_url ? *h.endpoint_url : eo.base_url;
-    options.api_key = eo.api_key;
+    if (h.endpoint_url) eo.base_url = *h.endpoint_url;
+    options.engine_options = std::move(eo);
   }
 
   const health_report report = check_health(options);

@@ -202,8 +202,12 @@ constexpr std::string_view health_usage =
 constexpr std::string_view health_help = R"(usage: covenant health [--schema FILE]... [--endpoint [URL]] [--timeout MS] [--json]
 
 Check what a program needs before it starts: each schema file loads (as `covenant check` loads
-it), and the model server answers GET {URL}/models with HTTP 2xx within the timeout (401 or 403:
-the server answers but refuses the API key). One line per check on stdout:
+it), and the model server answers its model list with HTTP 2xx within the timeout (401 or 403:
+the server answers but refuses the API key), asked the way `covenant run` talks to it:
+  COVENANT_PROVIDER=openai (default)  GET {URL}/models, "Authorization: Bearer KEY"
+  COVENANT_PROVIDER=anthropic         GET {URL}/v1/models (a URL ending in /v1: {URL}/models),
+                                      "x-api-key: KEY" and "anthropic-version: 2023-06-01"
+One GET, no retries, no redirects. One line per check on stdout:
 
   ok    schema:answer.baml  3 types loaded (1 ms)
   FAIL  endpoint            HTTP 401 in 3 ms: the server answers but refused the API key (4 ms)
@@ -211,8 +215,9 @@ the server answers but refuses the API key). One line per check on stdout:
 options:
   --schema FILE     a schema file (BAML syntax) or JSON Schema document to load; repeat it for
                     more files
-  --endpoint [URL]  check the model server at the API root URL (default: COVENANT_BASE_URL); the
-                    key is COVENANT_API_KEY, sent as a Bearer token and never printed
+  --endpoint [URL]  check the model server at the API root URL (default: COVENANT_BASE_URL);
+                    the provider, key and CA file are COVENANT_PROVIDER, COVENANT_API_KEY and
+                    COVENANT_CA_FILE, as for `covenant run`; the key is never printed
   --timeout MS      milliseconds allowed for the endpoint's answer (default 2000)
   --json            print one report instead: {"healthy", "checks": [{"name", "ok", "detail",
                     "took_ms"}]}
