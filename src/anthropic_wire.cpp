@@ -225,7 +225,7 @@ class anthropic_wire final : public wire_dialect {
 
     chat_response out;
     const bool use_tool = tool_input != nullptr && (mode == output_mode::tools || text.empty());
-    out.text = use_tool ? json::serialize(*tool_input) : std::move(text);
+    out.text = use_tool ? wire::json_text(*tool_input) : std::move(text);  // numbers as short as they read back
     out.finish_reason = finish_reason_of(wire::string_or_empty(*root, "stop_reason"));
     out.model = wire::string_or_empty(*root, "model");
     if (const json::object* u = object_at(*root, "usage")) {

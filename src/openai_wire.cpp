@@ -58,7 +58,7 @@ std::optional<std::string> tool_arguments(const json::object& m) {
   const json::value* args = fn->as_object().if_contains("arguments");
   if (args == nullptr || args->is_null()) return std::string();
   if (args->is_string()) return std::string(args->as_string());
-  return json::serialize(*args);  // a server that sends the arguments as an object
+  return detail::wire::json_text(*args);  // a server that sends the arguments as an object (numbers as short as they read back)
 }
 
 }  // namespace

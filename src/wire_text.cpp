@@ -11,6 +11,7 @@
 #include <limits>
 #include <system_error>
 
+#include "covenant/encode.hpp"
 #include "covenant/engine.hpp"
 #include "wire_dialect.hpp"
 
@@ -19,6 +20,55 @@ namespace covenant::detail::wire {
 namespace {
 char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 }  // namespace
+
+namespace {
+void append_json(std::string& out, const boost::json::value& v) {
+  switch (v.kind()) {
+    case boost::json::kind::null: out += "null"; return;
+    case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; return;
+    case boost::json::kind::int64:
+    case boost::json::kind::uint64: out += boost::json::serialize(v); return;
+    case boost::json::kind::double_: {
+      const std::size_t at = out.size();
+      detail::append_json_number(out, v.get_double());
+      // A whole number stays a floating-point one (100.0, not 100), as it was written.
+      if (out.find_first_of(".eEn", at) == std::string::npos) out += ".0";
+      return;
+    }
+    case boost::json::kind::string: detail::append_json_string(out, v.get_string()); return;
+    case boost::json::kind::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const boost::json::value& e : v.get_array()) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_json(out, e);
+      }
+      out.push_back(']');
+      return;
+    }
+    case boost::json::kind::object: {
+      out.push_back('{');
+      bool first = true;
+      for (const auto& kv : v.get_object()) {
+        if (!first) out.push_back(',');
+        first = false;
+        detail::append_json_string(out, kv.key());
+        out.push_back(':');
+        append_json(out, kv.value());
+      }
+      out.push_back('}');
+      return;
+    }
+  }
+}
+}  // namespace
+
+std::string json_text(const boost::json::value& v) {
+  std::string out;
+  append_json(out, v);
+  return out;
+}
 
 bool iequals(std::string_view a, std::string_view b) noexcept {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });

@@ -28,6 +28,9 @@ std::optional<double> parse_number(std::string_view s);
 std::uint64_t token_count(const boost::json::object& o, std::string_view key, std::string_view alt = {});
 /// The string under `key`, or "" when it is missing or not a string.
 std::string string_or_empty(const boost::json::object& o, std::string_view key);
+/// `v` as JSON text, every floating-point number in the shortest form that reads back as the
+/// same value (15.5, not Boost.JSON's 1.55E1; a whole one as 100.0); integers as they are.
+std::string json_text(const boost::json::value& v);
 /// Throws engine_error(what, 200, not retryable): a 2xx body that is not a reply.
 [[noreturn]] void bad_body(const std::string& what);
 

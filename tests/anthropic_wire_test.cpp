@@ -333,6 +333,16 @@ TEST(AnthropicWireReply, ToolUseInputIsTheText) {
   EXPECT_EQ(r.mode, output_mode::tools);
 }
 
+TEST(AnthropicWireReply, ToolUseNumbersAreWrittenAsShortAsTheyReadBack) {
+  // Boost.JSON writes 15.5 as 1.55E1; the reply text keeps the form a reader (and a person reading
+  // a log or a cassette) expects, and every number reads back as the same value.
+  const chat_response r = dialect().parse_reply(
+      covenant_test::anthropic_tool_message("Invoice", R"({"total":15.5,"tax":0.1,"n":3,"big":1e300,"neg":-2.25,"u":18446744073709551615,"s":"1.5E1","l":[0.5,{"x":100.0}]})"),
+      output_mode::tools);
+  EXPECT_EQ(r.text, R"({"total":15.5,"tax":0.1,"n":3,"big":1e+300,"neg":-2.25,"u":18446744073709551615,"s":"1.5E1","l":[0.5,{"x":100.0}]})");
+  EXPECT_EQ(json::parse(r.text), json::parse(R"({"total":15.5,"tax":0.1,"n":3,"big":1e300,"neg":-2.25,"u":18446744073709551615,"s":"1.5E1","l":[0.5,{"x":100.0}]})"));
+}
+
 TEST(AnthropicWireReply, ToolsModePrefersTheToolOverText) {
   const std::string body = R"({"type":"message","role":"assistant","model":"m","stop_reason":"tool_use",
       "content":[{"type":"text","text":"Let me answer."},

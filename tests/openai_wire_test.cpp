@@ -113,4 +113,14 @@ TEST(OpenAiWire, BodyTextKeepsTheDocumentsOrderWithExtraFieldsOrAnyTokenLimitFie
   EXPECT_EQ(json::parse(text).at("temperature"), json::value(10u)) << text;
 }
 
+TEST(OpenAiWire, ToolArgumentsSentAsAnObjectKeepTheirNumbersShort) {
+  // Some servers send function.arguments as an object instead of a string: it becomes the reply
+  // text with every number as short as it reads back (15.5, not 1.55E1).
+  const std::string body =
+      R"({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",)"
+      R"( "function": {"name": "Invoice", "arguments": {"total": 15.5, "n": 2, "whole": 3.0}}}]}, "finish_reason": "tool_calls"}]})";
+  const covenant::chat_response r = dialect().parse_reply(body, output_mode::tools);
+  EXPECT_EQ(r.text, R"({"total":15.5,"n":2,"whole":3.0})");
+}
+
 }  // namespace
