@@ -15,6 +15,7 @@
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace covenant::detail {
 
@@ -160,7 +161,7 @@ class lexer {
         return t;
       }
     }
-    static constexpr std::string_view one = "<>()[].,|+-*/%~";
+    static constexpr std::string_view one = "<>()[].,|+-*/%~=";
     if (one.find(c) != std::string_view::npos) {
       ++i_;
       t.kind = tok::punct;
@@ -178,6 +179,8 @@ class lexer {
 };
 
 // ---- parser -------------------------------------------------------------------------------------
+
+bool is_number(const json::value& v);
 
 struct parse_failure {
   std::string message;
@@ -295,6 +298,8 @@ class parser {
         o = op::not_in;
       } else if (is_word("is")) {
         fail("'is' tests are not supported (compare with == instead)");
+      } else if (is_punct("=")) {
+        fail("'=' is not a comparison (write ==)");
       } else {
         return n;
       }
@@ -389,76 +394,229 @@ class parser {
       } else if (is_punct("|")) {
         advance();
         if (cur_.kind != tok::ident) fail("expected a filter name after '|'");
-        node f;
-        f.o = op::filter;
-        f.name = cur_.text;
+        const std::string name = cur_.text;
         const std::size_t at = cur_.offset;
         advance();
-        f.kids.push_back(std::move(n));
+        std::vector<filter_arg> args;
         if (is_punct("(")) {
           depth_guard g(*this);
           advance();
-          if (!is_punct(")")) {
-            for (;;) {
-              f.kids.push_back(parse_or());
-              if (is_punct(",")) {
-                advance();
-                continue;
-              }
-              break;
+          while (!is_punct(")")) {
+            filter_arg a;
+            a.at = cur_.offset;
+            if (cur_.kind == tok::ident && next_is_punct("=")) {  // name=value, as in Jinja
+              a.key = cur_.text;
+              advance();
+              advance();
+            } else if (!args.empty() && !args.back().key.empty()) {
+              fail("a positional argument cannot follow a keyword argument (in '" + name + "(...)')");
             }
+            a.value = parse_or();
+            args.push_back(std::move(a));
+            if (!is_punct(",")) break;
+            advance();  // a trailing comma is allowed, as in Jinja
           }
           expect_punct(")");
         }
-        check_filter(f, at);
-        n = std::move(f);
+        n = make_filter(name, at, std::move(n), std::move(args));
       } else {
         return n;
       }
     }
   }
 
-  void check_filter(node& f, std::size_t at) const {
+  // One argument of a filter call: positional (empty key) or key=value.
+  struct filter_arg {
+    std::string key;
+    std::size_t at = 0;  // where the argument (its key, if any) starts
+    node value;
+  };
+
+  bool next_is_punct(std::string_view p) const {
+    lexer ahead = lex_;
+    const token t = ahead.next();
+    return t.kind == tok::punct && t.text == p;
+  }
+
+  static std::string joined(std::initializer_list<std::string_view> names) {
+    std::string out;
+    for (auto n : names) {
+      if (!out.empty()) out += ", ";
+      out += n;
+    }
+    return out;
+  }
+
+  // Binds the arguments of `filter` to its parameters as Python does: positional ones in order,
+  // then keywords by name. Each problem is reported where its argument starts.
+  static std::vector<filter_arg*> bind(const std::string& filter, std::vector<filter_arg>& args,
+                                       std::initializer_list<std::string_view> params) {
+    std::vector<filter_arg*> slots(params.size(), nullptr);
+    std::size_t next = 0;
+    for (filter_arg& a : args) {
+      std::size_t slot = 0;
+      if (a.key.empty()) {
+        if (next >= params.size())
+          throw parse_failure{"filter '" + filter + "' takes at most " + std::to_string(params.size()) +
+                                  (params.size() == 1 ? " argument (" : " arguments (") + joined(params) + ")",
+                              a.at};
+        slot = next++;
+      } else {
+        slot = params.size();
+        std::size_t i = 0;
+        for (auto p : params) {
+          if (p == a.key) slot = i;
+          ++i;
+        }
+        if (slot == params.size())
+          throw parse_failure{"filter '" + filter + "' has no argument '" + a.key + "' (its arguments: " +
+                                  joined(params) + ")",
+                              a.at};
+        if (slots[slot] != nullptr)
+          throw parse_failure{"filter '" + filter + "' is given argument '" + a.key + "' twice", a.at};
+      }
+      slots[slot] = &a;
+    }
+    return slots;
+  }
+
+  static bool is_text(const node& n) { return n.o == op::literal && n.value.is_string(); }
+
+  static node literal(json::value v) {
+    node n;
+    n.value = std::move(v);
+    return n;
+  }
+
+  // attribute="amount" or a dotted path "price.amount" (a number part indexes a list), as in Jinja.
+  static void check_attribute(const std::string& filter, const filter_arg& a) {
+    if (!is_text(a.value))
+      throw parse_failure{filter + ": attribute must be a string literal naming a member of each item (" + filter +
+                              "(attribute=\"amount\"))",
+                          a.at};
+    const std::string_view path(a.value.value.get_string().data(), a.value.value.get_string().size());
+    if (path.empty() || path.front() == '.' || path.back() == '.' || path.find("..") != std::string_view::npos)
+      throw parse_failure{filter + ": attribute must be a member name or a dotted path (\"price.amount\")", a.at};
+  }
+
+  // The filter `name` applied to `input`, its arguments bound to its parameters and checked: every
+  // argument problem is found here, when the schema is loaded.
+  node make_filter(const std::string& name, std::size_t at, node input, std::vector<filter_arg> args) const {
+    node f;
+    f.o = op::filter;
+    f.name = name;
+    f.kids.push_back(std::move(input));
     static constexpr std::string_view no_args[] = {"length", "lower", "upper", "trim", "abs",
                                                    "int",    "float", "first", "last", "count"};
-    for (auto name : no_args) {
-      if (f.name == name) {
-        if (f.kids.size() != 1) throw parse_failure{"filter '" + f.name + "' takes no arguments", at};
-        if (f.name == "count") f.name = "length";
-        return;
+    for (auto x : no_args) {
+      if (name == x) {
+        if (!args.empty()) throw parse_failure{"filter '" + name + "' takes no arguments", at};
+        if (name == "count") f.name = "length";
+        return f;
       }
     }
-    if (f.name == "regex_match") {
-      if (f.kids.size() != 2 || f.kids[1].o != op::literal || !f.kids[1].value.is_string())
+    if (name == "regex_match") {
+      const auto slot = bind(name, args, {"pattern"});
+      if (slot[0] == nullptr || !is_text(slot[0]->value))
         throw parse_failure{"regex_match takes one string literal (the regular expression)", at};
       std::string error;
-      const auto& pat = f.kids[1].value.get_string();
+      const auto& pat = slot[0]->value.value.get_string();
       f.regex = schema::compile_pattern(std::string_view(pat.data(), pat.size()), &error);
       if (!f.regex) throw parse_failure{"invalid regular expression: " + error, at};
-      return;
+      f.kids.push_back(std::move(slot[0]->value));
+      return f;
     }
-    if (f.name == "unique") {
+    if (name == "unique") {
       // unique, or unique("key") / unique(attribute="key"): the list without later duplicates
-      if (f.kids.size() == 1) return;
-      if (f.kids.size() == 2 && f.kids[1].o == op::literal && f.kids[1].value.is_string()) return;
-      throw parse_failure{"unique takes no argument or one string literal (the member to compare, "
-                          "unique(attribute=\"id\"))",
-                          at};
+      const auto slot = bind(name, args, {"attribute"});
+      if (slot[0] == nullptr) return f;
+      if (!is_text(slot[0]->value))
+        throw parse_failure{"unique takes no argument or one string literal (the member to compare, "
+                            "unique(attribute=\"id\"))",
+                            slot[0]->at};
+      f.kids.push_back(std::move(slot[0]->value));
+      return f;
     }
-    if (f.name == "format") {
+    if (name == "format") {
       static constexpr std::string_view known[] = {"uri", "uuid", "date-time", "date", "time", "email"};
-      if (f.kids.size() == 2 && f.kids[1].o == op::literal && f.kids[1].value.is_string()) {
-        const std::string_view name(f.kids[1].value.get_string().data(), f.kids[1].value.get_string().size());
-        for (auto k : known)
-          if (k == name) return;
+      const auto slot = bind(name, args, {"name"});
+      if (slot[0] != nullptr && is_text(slot[0]->value)) {
+        const auto& text = slot[0]->value.value.get_string();
+        for (auto k : known) {
+          if (k == std::string_view(text.data(), text.size())) {
+            f.kids.push_back(std::move(slot[0]->value));
+            return f;
+          }
+        }
       }
       throw parse_failure{"format takes one of the names \"uri\", \"uuid\", \"date-time\", \"date\", \"time\", "
                           "\"email\"",
                           at};
     }
-    throw parse_failure{"unknown filter '" + f.name +
-                            "' (known: length, lower, upper, trim, abs, int, float, first, last, regex_match, "
-                            "unique, format)",
+    if (name == "sum") {
+      // sum(attribute=none, start=0) -> kids: input, attribute (a string or none), start
+      const auto slot = bind(name, args, {"attribute", "start"});
+      const bool no_attribute = slot[0] == nullptr || (slot[0]->value.o == op::literal && slot[0]->value.value.is_null());
+      if (!no_attribute) check_attribute(name, *slot[0]);
+      if (slot[1] != nullptr && slot[1]->value.o == op::literal && !is_number(slot[1]->value.value))
+        throw parse_failure{"sum: start must be a number (sum(start=0))", slot[1]->at};
+      f.kids.push_back(no_attribute ? literal(nullptr) : std::move(slot[0]->value));
+      f.kids.push_back(slot[1] != nullptr ? std::move(slot[1]->value) : literal(std::int64_t{0}));
+      return f;
+    }
+    if (name == "map") {
+      // As in Jinja: keywords only is the attribute form; a first positional argument names a filter
+      // and the rest are that filter's.
+      if (args.empty() || !args.front().key.empty()) {
+        // map(attribute="name", default=none) -> kids: input, attribute, default
+        const auto slot = bind(name, args, {"attribute", "default"});
+        if (slot[0] == nullptr)
+          throw parse_failure{"map takes attribute=\"name\" (that member of each item; default= for items without "
+                              "it) or the name of a filter to apply to each item (map(\"lower\"))",
+                              at};
+        check_attribute(name, *slot[0]);
+        f.kids.push_back(std::move(slot[0]->value));
+        f.kids.push_back(slot[1] != nullptr ? std::move(slot[1]->value) : literal(nullptr));
+        return f;
+      }
+      // map("filter", args...) -> kids: input, the filter applied to `this` (each item)
+      if (!is_text(args.front().value))
+        throw parse_failure{"map: the filter to apply to each item must be named by a string (map(\"lower\"))",
+                            args.front().at};
+      const std::size_t filter_at = args.front().at;
+      const std::string filter(args.front().value.value.get_string());
+      std::vector<filter_arg> rest;
+      for (std::size_t i = 1; i < args.size(); ++i) {
+        if (args[i].value.o != op::literal)
+          throw parse_failure{"map: the arguments passed on to '" + filter + "' must be literals", args[i].at};
+        rest.push_back(std::move(args[i]));
+      }
+      node item;
+      item.o = op::this_;
+      f.kids.push_back(make_filter(filter, filter_at, std::move(item), std::move(rest)));
+      return f;
+    }
+    if (name == "round") {
+      // round(precision=0, method="common") -> kids: input, precision, method
+      const auto slot = bind(name, args, {"precision", "method"});
+      if (slot[0] != nullptr) {
+        const json::value& p = slot[0]->value.value;
+        if (slot[0]->value.o != op::literal || !p.is_int64() || p.get_int64() < 0 || p.get_int64() > 15)
+          throw parse_failure{"round: precision must be a whole number from 0 to 15", slot[0]->at};
+      }
+      if (slot[1] != nullptr) {
+        const node& m = slot[1]->value;
+        if (!is_text(m) || (m.value.get_string() != "common" && m.value.get_string() != "ceil" &&
+                            m.value.get_string() != "floor"))
+          throw parse_failure{"round: method must be \"common\", \"ceil\" or \"floor\"", slot[1]->at};
+      }
+      f.kids.push_back(slot[0] != nullptr ? std::move(slot[0]->value) : literal(std::int64_t{0}));
+      f.kids.push_back(slot[1] != nullptr ? std::move(slot[1]->value) : literal(json::string("common")));
+      return f;
+    }
+    throw parse_failure{"unknown filter '" + name +
+                            "' (known: length, lower, upper, trim, abs, round, int, float, first, last, sum, map, "
+                            "regex_match, unique, format)",
                         at};
   }
 
@@ -651,6 +809,114 @@ std::string trimmed(std::string_view s) {
 
 json::value eval(const node& n, const json::value& self);
 
+// How an evaluation error names a value: its kind, and the value itself when it is short.
+std::string describe_value(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null: return "null";
+    case json::kind::bool_: return v.get_bool() ? "a boolean (true)" : "a boolean (false)";
+    case json::kind::int64:
+    case json::kind::uint64:
+    case json::kind::double_: return "a number";
+    case json::kind::string: {
+      std::string_view text(v.get_string().data(), v.get_string().size());
+      std::string out = "a string (\"";
+      if (text.size() <= 40) {
+        out += text;
+      } else {
+        std::size_t cut = 40;
+        while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // a whole character
+        out += text.substr(0, cut);
+        out += "...";
+      }
+      return out + "\")";
+    }
+    case json::kind::array: return "a list";
+    case json::kind::object: return "an object";
+  }
+  return "a value";
+}
+
+// The member at `path` ("amount", "price.amount", "lines.0") of `item`, as Jinja's attribute
+// lookup reads it; nullptr when there is none.
+const json::value* attribute_of(const json::value& item, std::string_view path) {
+  const json::value* cur = &item;
+  for (;;) {
+    const std::size_t dot = path.find('.');
+    const std::string_view part = path.substr(0, dot);
+    if (const json::object* o = cur->if_object()) {
+      cur = o->if_contains(part);
+    } else if (const json::array* a = cur->if_array()) {
+      std::size_t i = 0;
+      const auto r = std::from_chars(part.data(), part.data() + part.size(), i);
+      cur = r.ec == std::errc() && r.ptr == part.data() + part.size() && i < a->size() ? &(*a)[i] : nullptr;
+    } else {
+      cur = nullptr;
+    }
+    if (cur == nullptr || dot == std::string_view::npos) return cur;
+    path.remove_prefix(dot + 1);
+  }
+}
+
+std::string item_name(std::size_t i) { return "item [" + std::to_string(i) + "]"; }
+
+[[noreturn]] void no_attribute(std::string_view filter, std::size_t i, const json::value& item, std::string_view path) {
+  std::string message = std::string(filter) + ": " + item_name(i);
+  if (!item.is_object() && !item.is_array()) message += " (" + describe_value(item) + ")";
+  throw evaluation_error(message + " has no attribute \"" + std::string(path) + "\"");
+}
+
+bool to_int64(const json::value& v, std::int64_t& out) {
+  if (v.is_int64()) {
+    out = v.get_int64();
+    return true;
+  }
+  if (v.is_uint64() && v.get_uint64() <= static_cast<std::uint64_t>(INT64_MAX)) {
+    out = static_cast<std::int64_t>(v.get_uint64());
+    return true;
+  }
+  return false;
+}
+
+// start + the terms: an integer when every one is an integer and the total fits in 64 bits,
+// otherwise a float added up in order with Neumaier's compensation (as Python's sum since 3.12).
+json::value sum_of(const json::value& start, const std::vector<const json::value*>& terms) {
+  bool floats = start.is_double();
+  for (const json::value* t : terms) floats = floats || t->is_double();
+  if (!floats) {
+    std::int64_t total = 0;
+    bool exact = to_int64(start, total);
+    for (const json::value* t : terms) {
+      std::int64_t x = 0;
+      if (!exact || !to_int64(*t, x) || __builtin_add_overflow(total, x, &total)) {
+        exact = false;
+        break;
+      }
+    }
+    if (exact) return total;
+  }
+  double s = as_double(start);
+  double c = 0;
+  for (const json::value* t : terms) {
+    const double x = as_double(*t);
+    const double u = s + x;
+    c += std::fabs(s) >= std::fabs(x) ? (s - u) + x : (x - u) + s;
+    s = u;
+  }
+  if (!std::isfinite(s)) return json::value(s);
+  return json::value(s + c);
+}
+
+// Python's round(x, digits): the nearest value with that many decimals, halves (of the exact
+// binary value) to even.
+double round_common(double x, std::int64_t digits) {
+  if (!std::isfinite(x) || std::fabs(x) >= 4503599627370496.0) return x;  // 2^52 and up: whole numbers
+  char buf[64];
+  const auto w = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::fixed, static_cast<int>(digits));
+  double out = x;
+  if (w.ec == std::errc()) std::from_chars(buf, w.ptr, out);
+  return out;
+}
+
 json::value apply_filter(const node& n, const json::value& self) {
   json::value v = eval(n.kids[0], self);
   const std::string& f = n.name;
@@ -708,6 +974,59 @@ json::value apply_filter(const node& n, const json::value& self) {
     const json::string& name = n.kids[1].value.get_string();
     const json::string& text = v.get_string();
     return formats::matches_format(std::string_view(name.data(), name.size()), std::string_view(text.data(), text.size()));
+  }
+  if (f == "sum") {
+    if (!v.is_array()) throw evaluation_error("sum: expected a list, got " + describe_value(v));
+    const json::string* attribute = n.kids[1].value.if_string();
+    const std::string_view path = attribute != nullptr ? std::string_view(attribute->data(), attribute->size()) : "";
+    const json::value start = eval(n.kids[2], self);
+    if (!is_number(start)) throw evaluation_error("sum: start must be a number, got " + describe_value(start));
+    std::vector<const json::value*> terms;
+    terms.reserve(v.get_array().size());
+    std::size_t i = 0;
+    for (const json::value& item : v.get_array()) {
+      const json::value* x = &item;
+      if (attribute != nullptr) {
+        x = attribute_of(item, path);
+        if (x == nullptr) no_attribute("sum", i, item, path);
+      }
+      if (!is_number(*x)) {
+        throw evaluation_error("sum: " + item_name(i) + (attribute != nullptr ? "." + std::string(path) : "") + " is " +
+                               describe_value(*x) + ", not a number");
+      }
+      terms.push_back(x);
+      ++i;
+    }
+    return sum_of(start, terms);
+  }
+  if (f == "map") {
+    if (!v.is_array()) throw evaluation_error("map: expected a list, got " + describe_value(v));
+    json::array out;
+    out.reserve(v.get_array().size());
+    if (n.kids[1].o == op::filter) {  // map("filter", ...): the filter with `this` bound to each item
+      for (const json::value& item : v.get_array()) out.push_back(eval(n.kids[1], item));
+      return out;
+    }
+    const json::string& attribute = n.kids[1].value.get_string();
+    const std::string_view path(attribute.data(), attribute.size());
+    const json::value fallback = eval(n.kids[2], self);
+    std::size_t i = 0;
+    for (const json::value& item : v.get_array()) {
+      if (const json::value* x = attribute_of(item, path)) out.push_back(*x);
+      else if (!fallback.is_null()) out.push_back(fallback);
+      else no_attribute("map", i, item, path);
+      ++i;
+    }
+    return out;
+  }
+  if (f == "round") {
+    if (!is_number(v)) return nullptr;
+    const std::int64_t digits = n.kids[1].value.get_int64();
+    const json::string& method = n.kids[2].value.get_string();
+    if (method == "common") return v.is_double() ? json::value(round_common(v.get_double(), digits)) : v;
+    const double scale = std::pow(10.0, static_cast<double>(digits));
+    const double x = as_double(v) * scale;
+    return json::value((method == "ceil" ? std::ceil(x) : std::floor(x)) / scale);
   }
   if (f == "unique") {
     if (!v.is_array()) return nullptr;
@@ -1050,8 +1369,16 @@ bool expression::to_constraints(schema::kind k, std::vector<schema::constraint>&
 }
 
 std::optional<std::string> expression_check::check_json(const json::value& value) const {
-  if (expr_->holds(value)) return std::nullopt;
-  return std::string();
+  try {
+    if (expr_->holds(value)) return std::nullopt;
+    return std::string();
+  } catch (const evaluation_error& e) {
+    std::string out = "cannot check " + expr_->source();
+    if (!label_.empty()) out += " (" + label_ + ")";
+    out += ": ";
+    out += e.what();
+    return out;
+  }
 }
 
 std::string expression_rule_text(const expression& e, std::string_view label) {

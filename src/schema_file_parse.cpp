@@ -660,7 +660,7 @@ class parser {
     c.label = label;
     c.on_fail = action;
     c.text = detail::expression_rule_text(*e, label);
-    c.custom = std::make_shared<detail::expression_check>(std::move(e), action == fail_action::noop);
+    c.custom = std::make_shared<detail::expression_check>(std::move(e), action == fail_action::noop, label);
     return c;
   }
 

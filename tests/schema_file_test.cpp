@@ -411,8 +411,8 @@ TEST(SchemaFile, SyntaxErrorsNameWhatWasExpected) {
             "(function, client, generator, test, template_string and retry_policy blocks are skipped) [unsupported]");
   EXPECT_EQ(message("enum E {\n}"), "1:6: error: enum 'E' declares no values [syntax_error]");
   EXPECT_EQ(message("class Foo {\n  a int @check({{ this|unknown }})\n}"),
-            "2:24: error: @check: unknown filter 'unknown' (known: length, lower, upper, trim, abs, int, float, first, "
-            "last, regex_match, unique, format) [invalid_constraint]");
+            "2:24: error: @check: unknown filter 'unknown' (known: length, lower, upper, trim, abs, round, int, float, "
+            "first, last, sum, map, regex_match, unique, format) [invalid_constraint]");
   EXPECT_EQ(message("class Foo {\n  a int @assert(this > 0)\n}"),
             "2:17: error: @assert: the rule must be written as {{ expression }} [invalid_attribute]");
   EXPECT_EQ(message("class Foo {\n  a int\n  @@unknown\n}"),

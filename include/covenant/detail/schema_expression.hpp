@@ -4,14 +4,19 @@
 //
 //     this >= 0 and this <= 1          this|length > 0         this.start <= this.end
 //     this|regex_match("^[A-Z]")       not (this == "n/a")     this["hello"] == 10
+//     this.items|map(attribute="amount")|sum == this.total
 //
 // Values: `this` (the checked value), numbers, strings ('...' or "..."), true/false, none/null,
 // [lists]. Operators, loosest first: `or`; `and`; `not`; comparisons == != < <= > >= `in`
 // `not in`; + - ~ (concatenation); * / %; unary -; then member access `.name`, subscripts
-// `[expr]` and filters `|name` / `|name(args)`. Filters: length, lower, upper, trim, abs, int,
-// float, first, last, regex_match(pattern) (RE2, unanchored search). A missing member or index is
-// `none`; comparisons between values of different kinds are false; truthiness follows Jinja
-// (none, false, 0, "", [] and {} are false).
+// `[expr]` and filters `|name` / `|name(args)`, whose arguments are positional or by keyword as
+// in Jinja (`sum(attribute="amount", start=0)`). Filters: length, lower, upper, trim, abs, int,
+// float, first, last, regex_match(pattern) (RE2, unanchored search), unique(attribute),
+// format(name), sum(attribute, start), map(attribute=, default=) or map("filter", args...),
+// round(precision, method). A missing member or index is `none`; comparisons between values of
+// different kinds are false; truthiness follows Jinja (none, false, 0, "", [] and {} are false).
+// sum and map report what they cannot do (an item that is not a number, an item without the
+// attribute) as an evaluation_error; the check then fails with that message.
 #pragma once
 
 #include <boost/json/value.hpp>
@@ -20,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +33,14 @@
 #include "covenant/schema.hpp"
 
 namespace covenant::detail {
+
+/// An expression that cannot be evaluated on a value: `sum` over an item that is not a number,
+/// `map(attribute=...)` over an item without that attribute. The message names the filter and
+/// the item (`sum: item [1] has no attribute "amount"`).
+class evaluation_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class expression {
  public:
@@ -41,9 +55,9 @@ class expression {
   expression(const expression&) = delete;
   expression& operator=(const expression&) = delete;
 
-  /// The value of the expression with `this` bound to `self`.
+  /// The value of the expression with `this` bound to `self`. Throws evaluation_error.
   [[nodiscard]] boost::json::value evaluate(const boost::json::value& self) const;
-  /// Whether the value of the expression is truthy.
+  /// Whether the value of the expression is truthy. Throws evaluation_error.
   [[nodiscard]] bool holds(const boost::json::value& self) const;
   /// The source text with runs of white space folded to one space.
   [[nodiscard]] const std::string& source() const noexcept { return source_; }
@@ -60,10 +74,12 @@ class expression {
   std::string source_;
 };
 
-/// A @check/@assert rule as a custom check on JSON values (has_json() == true).
+/// A @check/@assert rule as a custom check on JSON values (has_json() == true). A rule that
+/// cannot be evaluated fails with the message "cannot check <expression> (<label>): <why>".
 class expression_check final : public schema::custom_check {
  public:
-  expression_check(std::shared_ptr<const expression> e, bool soft) : expr_(std::move(e)), soft_(soft) {}
+  expression_check(std::shared_ptr<const expression> e, bool soft, std::string label = {})
+      : expr_(std::move(e)), soft_(soft), label_(std::move(label)) {}
   [[nodiscard]] bool has_json() const noexcept override { return true; }
   [[nodiscard]] std::optional<std::string> check_json(const boost::json::value& value) const override;
   [[nodiscard]] const expression& expr() const noexcept { return *expr_; }
@@ -72,6 +88,7 @@ class expression_check final : public schema::custom_check {
  private:
   std::shared_ptr<const expression> expr_;
   bool soft_;
+  std::string label_;
 };
 
 /// The rule text of a @check/@assert: "must satisfy <expression>" plus " (<name>)" when named.
