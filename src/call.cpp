@@ -34,19 +34,51 @@ void append_issue_lines(std::string& out, const issue_list& issues, std::string_
   }
 }
 
-void log_retry(std::string_view expression, const attempt& a, std::chrono::nanoseconds wait, int left,
+void log_retry(std::string_view expression, const attempt& a, std::chrono::nanoseconds wait, int next, int most,
                bool injected_sleep) {
   try {
     spdlog::logger& l = log();
     if (!l.should_log(spdlog::level::info)) return;
     std::string first;
     if (!a.issues.empty()) first = a.issues.front().to_string();
-    l.info("{}: {} attempt {} rejected ({} issue{}: {}); asking again {} {:.3f} s ({} {} left)", expression,
-           a.kind == attempt_kind::input_repair ? "input repair" : "output", a.number, a.issues.size(),
+    l.info("{}: {} attempt {} rejected ({} issue{}: {}); asking again {} {:.3f} s for attempt {} of at most {}",
+           expression, a.kind == attempt_kind::input_repair ? "input repair" : "output", a.number, a.issues.size(),
            a.issues.size() == 1 ? "" : "s", first, injected_sleep ? "after an injected wait of" : "in",
-           std::chrono::duration<double>(wait).count(), left, left == 1 ? "try" : "tries");
+           std::chrono::duration<double>(wait).count(), next, most);
   } catch (...) {  // logging never breaks a call
   }
+}
+
+/// A failed call needs attention (warn) when neither the model's replies nor the input decided it:
+/// the server failed or refused (after the transport's retries), the prompt could not be built,
+/// act() failed, or a hook threw something other than covenant::violation (a bug in the hook).
+bool needs_attention(const outcome_base& o) noexcept {
+  if (o.failed_stage == stage::engine || o.failed_stage == stage::render || o.failed_stage == stage::act) return true;
+  return std::any_of(o.issues.begin(), o.issues.end(), [](const issue& i) {
+    return i.code == issue_code::engine_error || i.code == issue_code::hook_exception;
+  });
+}
+
+/// What the caller of a failed call gets, after the summary.
+std::string_view what_follows(const contract_core& core, call_via via, bool forward_threw) noexcept {
+  if (forward_threw) return "; forward threw, and the caller gets its exception";
+  const bool graceful = core.options.retry.graceful;
+  if (core.has_forward) {
+    switch (via) {
+      case call_via::run: return "; forward ran with the failure and run() returns the failed outcome";
+      case call_via::run_async: return "; forward ran with the failure and the future gets the failed outcome";
+      case call_via::call_operator:
+        return graceful ? "; forward ran with the failure and operator() returns its value (graceful)"
+                        : "; forward ran with the failure, then operator() throws covenant::contract_failure";
+    }
+  }
+  switch (via) {
+    case call_via::run: return "; run() returns the failed outcome";
+    case call_via::run_async: return "; the future gets the failed outcome";
+    case call_via::call_operator:
+      return graceful ? "; operator() returns null (graceful)" : "; operator() throws covenant::contract_failure";
+  }
+  return "";
 }
 
 }  // namespace
@@ -98,18 +130,16 @@ issue stopped_issue(stage why, std::string_view reason) {
   return i;
 }
 
-void log_call_result(std::string_view expression, const outcome_base& o, bool graceful) {
+void log_call_result(const contract_core& core, const outcome_base& o, call_via via, bool forward_threw) {
   try {
     spdlog::logger& l = log();
+    const auto level = o.success || !needs_attention(o) ? spdlog::level::info : spdlog::level::warn;
+    if (!l.should_log(level)) return;
+    std::string expression = core.name;
+    if (!core.schema_version.empty()) expression += " (schema version " + core.schema_version + ")";
     const double ms = std::chrono::duration<double, std::milli>(o.elapsed).count();
-    if (o.success) {
-      if (l.should_log(spdlog::level::info))
-        l.info("{}: {} in {:.1f} ms (tokens in {}, out {})", expression, o.summary(), ms, o.usage.input_tokens,
-               o.usage.output_tokens);
-    } else if (l.should_log(spdlog::level::err)) {
-      l.error("{}: {} in {:.1f} ms (tokens in {}, out {}); forward runs with the failure{}", expression, o.summary(),
-              ms, o.usage.input_tokens, o.usage.output_tokens, graceful ? "" : ", then the call throws");
-    }
+    l.log(level, "{}: {} in {:.1f} ms (tokens in {}, out {}){}", expression, o.summary(), ms, o.usage.input_tokens,
+          o.usage.output_tokens, o.success ? std::string_view() : what_follows(core, via, forward_threw));
   } catch (...) {
   }
 }
@@ -146,10 +176,10 @@ void notify_failed(const std::exception* e) noexcept {
   }
 }
 
-void call_finished(const contract_core& core, const outcome_base& o, const call_timings& times) {
+void call_finished(const contract_core& core, const outcome_base& o, const call_timings& times, call_via via,
+                   bool forward_threw) {
   core.stats.record(times);
-  if (core.schema_version.empty()) log_call_result(core.name, o, core.options.retry.graceful);
-  else log_call_result(core.name + " (schema version " + core.schema_version + ")", o, core.options.retry.graceful);
+  log_call_result(core, o, via, forward_threw);
   if (core.options.observers.empty()) return;
   const call_info info{core.name, o.query_id, core.schema_version};
   notify(core, [&](observer& ob) { ob.on_finished(finished_event{info, o, times}); });
@@ -365,7 +395,7 @@ remedy_phase::next remedy_phase::judge(attempt& a, stage failed_at) {
   request_.messages.push_back({role::assistant, a.text});
   request_.messages.push_back({role::user, std::move(correction)});
   wait_ = options.retry.delay_before(k_ + 1, options.random ? options.random() : default_random());
-  log_retry(core_->name, a, wait_, tries - k_, static_cast<bool>(options.sleep));
+  log_retry(core_->name, a, wait_, k_ + 2, tries + 1, static_cast<bool>(options.sleep));
   oc_->attempts.push_back(std::move(a));
   attempt_judged(verdict::rejected);
   if (!core_->options.observers.empty()) {

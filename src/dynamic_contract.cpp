@@ -95,6 +95,7 @@ struct dynamic_contract::core final : detail::contract_core {
       : detail::contract_core(model, std::move(o), t.name.empty() ? std::string("task") : t.name), task(std::move(t)) {
     options.retry.check();
     schema_version = task.schema_version;
+    has_forward = false;
     if (options.send_json_schema) response_schema = strict_schema(task.output);
     schema_name = task.output.title();
     const std::string input_format = options.describe_input && task.input && has_prompt_metadata(*task.input)
@@ -224,6 +225,7 @@ class dynamic_call final : public detail::call_steps {
                       [this](const boost::json::value& in, issue_list& found, note_list&) { run_pre(in, found); }),
         output_reader_(c.options, c.task.output, attempt_kind::output, oc_.result, post_check()),
         promise_(std::move(promise)) {
+    if (promise_) via = detail::call_via::run_async;
     oc = &oc_;
     start = c.now();
     mark = start;
@@ -287,7 +289,7 @@ class dynamic_call final : public detail::call_steps {
     if (!oc_.success) oc_.result.reset();
     oc_.elapsed = c_->now() - start;
     times.add(perf_stage::total, oc_.elapsed);
-    detail::call_finished(*c_, oc_, times);
+    detail::call_finished(*c_, oc_, times, via);
     if (promise_) promise_->set_value(std::move(oc_));
     else result.emplace(std::move(oc_));
   }
@@ -342,16 +344,24 @@ class dynamic_call final : public detail::call_steps {
 dynamic_contract::dynamic_contract(engine& model, dynamic_task task, contract_options options)
     : core_(std::make_shared<core>(model, std::move(task), std::move(options))) {}
 
-outcome<boost::json::value> dynamic_contract::run(const boost::json::value& input) const {
-  dynamic_call c(*core_, &input);
-  detail::run_blocking(c, *core_);
+namespace {
+
+outcome<boost::json::value> run_as(const dynamic_contract::core& core, const boost::json::value& input,
+                                   const call_options* options, detail::call_via via) {
+  dynamic_call c(core, &input);
+  c.via = via;
+  detail::run_blocking(c, core, options);
   return std::move(*c.result);
 }
 
+}  // namespace
+
+outcome<boost::json::value> dynamic_contract::run(const boost::json::value& input) const {
+  return run_as(*core_, input, nullptr, detail::call_via::run);
+}
+
 outcome<boost::json::value> dynamic_contract::run(const boost::json::value& input, const call_options& options) const {
-  dynamic_call c(*core_, &input);
-  detail::run_blocking(c, *core_, &options);
-  return std::move(*c.result);
+  return run_as(*core_, input, &options, detail::call_via::run);
 }
 
 future<outcome<boost::json::value>> dynamic_contract::run_async(boost::json::value input, call_options options) const {
@@ -379,7 +389,7 @@ future<outcome<boost::json::value>> dynamic_contract::start(
 }
 
 boost::json::value dynamic_contract::operator()(const boost::json::value& input) const {
-  outcome<boost::json::value> o = run(input);
+  outcome<boost::json::value> o = run_as(*core_, input, nullptr, detail::call_via::call_operator);
   if (o.success) return std::move(*o.result);
   if (!core_->options.retry.graceful)
     throw contract_failure<boost::json::value>(static_cast<outcome_base&>(o), boost::json::value());

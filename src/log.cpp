@@ -21,11 +21,16 @@ spdlog::logger& log() {
       try {
         l = spdlog::stderr_color_mt("covenant");
       } catch (const spdlog::spdlog_ex&) {
-        l = spdlog::get("covenant");  // registered concurrently by the application
+        l = spdlog::get("covenant");  // registered concurrently by the application: its level stays
+        return l;
       }
+      // A library is quiet unless something needs attention: warnings and errors only, unless
+      // COVENANT_LOG_LEVEL says otherwise (spdlog's global level does not apply to it).
+      log_level level = log_level::warn;
       if (const char* env = std::getenv("COVENANT_LOG_LEVEL")) {  // NOLINT(concurrency-mt-unsafe)
-        if (auto level = parse_log_level(env)) l->set_level(static_cast<spdlog::level::level_enum>(*level));
+        if (auto named = parse_log_level(env)) level = *named;
       }
+      l->set_level(static_cast<spdlog::level::level_enum>(level));
     }
     return l;
   }();

@@ -652,7 +652,7 @@ TEST(PerfStats, RecordsEveryStageWithCountsAndShares) {
 
 namespace {
 
-TEST(Logging, InfoPerResultAndRetryErrorOnExhaustion) {
+TEST(Logging, InfoPerResultRetryAndFailureOfTheReplies) {
   covenant::testing::log_capture log;
   scripted_engine model{unsure, good, unsure, unsure};
   covenant::contract<QA> qa{model, instant({.tries = 1, .graceful = true})};
@@ -662,10 +662,12 @@ TEST(Logging, InfoPerResultAndRetryErrorOnExhaustion) {
   // The sleeper is injected (instant()): the line says so instead of claiming a real wait.
   EXPECT_THAT(text, HasSubstr("[info] QA: output attempt 1 rejected (1 issue: confidence: must be at least 0.5 for a "
                               "final answer); asking again after an injected wait of "));
+  EXPECT_THAT(text, HasSubstr(" s for attempt 2 of at most 2\n"));
   EXPECT_THAT(text, HasSubstr("[info] QA: succeeded after 2 model calls in "));
-  EXPECT_THAT(text, HasSubstr("[error] QA: failed at post after 2 model calls: confidence: must be at least 0.5 for a "
+  // The model's replies failed the contract: application flow, not something to attend to.
+  EXPECT_THAT(text, HasSubstr("[info] QA: failed at post after 2 model calls: confidence: must be at least 0.5 for a "
                               "final answer in "));
-  EXPECT_THAT(text, HasSubstr("forward runs with the failure\n"));
+  EXPECT_THAT(text, HasSubstr("; forward ran with the failure and run() returns the failed outcome\n"));
   // Prompts are logged only with verbose.
   EXPECT_THAT(text, ::testing::Not(HasSubstr("system prompt")));
 }

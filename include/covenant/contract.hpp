@@ -288,28 +288,24 @@ class contract {
   /// Runs the contract and returns forward's value. When the contract failed and the retry
   /// policy is not graceful, throws covenant::contract_failure<result_type> (carrying forward's
   /// value and the outcome) after forward has run.
-  result_type operator()(const input_type& input) const { return value_of(run(input)); }
+  result_type operator()(const input_type& input) const {
+    return value_of(run_as(input, nullptr, detail::call_via::call_operator));
+  }
   /// The same, with a stop token or a deadline for this call.
   result_type operator()(const input_type& input, const call_options& options) const {
-    return value_of(run(input, options));
+    return value_of(run_as(input, &options, detail::call_via::call_operator));
   }
 
   /// Runs the contract and returns forward's value together with the outcome. Never throws for a
   /// failed contract: an exception from any stage before forward (a hook, the engine, rendering)
   /// is recorded as an issue of that stage and forward runs with the failure. Exceptions of
   /// forward itself propagate.
-  call_result run(const input_type& input) const {
-    call c(*core_, input);
-    detail::run_blocking(c, *core_);
-    return c.take();
-  }
+  call_result run(const input_type& input) const { return run_as(input, nullptr, detail::call_via::run); }
   /// run() with a stop token or a deadline: a stop request or the deadline aborts the engine call
   /// in progress (or the wait between attempts) and forward runs with a failed outcome at stage
   /// `cancelled` or `deadline`. Everything still runs on the calling thread.
   call_result run(const input_type& input, const call_options& options) const {
-    call c(*core_, input);
-    detail::run_blocking(c, *core_, &options);
-    return c.take();
+    return run_as(input, &options, detail::call_via::run);
   }
 
   /// Starts the contract and returns at once. The future gives run()'s result (or forward's
@@ -430,6 +426,7 @@ class contract {
           input_reader_(c.options, attempt_kind::input_repair, repaired_, input_check{&c}),
           output_reader_(c.options, attempt_kind::output, oc_.result, output_check{&c, &context_}),
           promise_(std::move(promise)) {
+      via = detail::call_via::run_async;
       begin();
     }
 
@@ -524,7 +521,7 @@ class contract {
         record(f0);
         promise_->set_value(call_result{std::move(value), std::move(oc_)});
       } catch (...) {
-        record(f0);
+        record(f0, true);
         promise_->set_exception(std::current_exception());
       }
     }
@@ -551,11 +548,11 @@ class contract {
       mark = t;
     }
 
-    void record(detail::time_point f0) {
+    void record(detail::time_point f0, bool forward_threw = false) {
       const detail::time_point f1 = c_->now();
       times.add(perf_stage::forward, f1 - f0);
       times.add(perf_stage::total, f1 - start);
-      detail::call_finished(*c_, oc_, times);
+      detail::call_finished(*c_, oc_, times, via, forward_threw);
     }
 
     std::optional<result_type> value_;  // forward's value (blocking calls)
@@ -583,6 +580,13 @@ class contract {
                         std::shared_ptr<const detail::contract_core>(core_, core_.get()), std::move(options), cancel,
                         streaming);
     return std::move(f);
+  }
+
+  call_result run_as(const input_type& input, const call_options* options, detail::call_via via) const {
+    call c(*core_, input);
+    c.via = via;
+    detail::run_blocking(c, *core_, options);
+    return c.take();
   }
 
   result_type value_of(call_result&& r) const {

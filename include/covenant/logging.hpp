@@ -1,14 +1,16 @@
 // covenant/logging.hpp - the library's log level, without including spdlog.
 //
-// covenant logs through an spdlog logger named "covenant" (stderr by default): one info line per
-// contract call result and per retry, warnings for transport retries, errors for failed calls,
-// prompts and corrective messages at debug level with contract_options::verbose. One line
-// silences or widens it:
+// covenant logs through an spdlog logger named "covenant" (stderr by default). It starts at warn:
+// quiet unless something needs attention (a transport retry, a call the server failed, a hook or
+// observer that threw). At info, one line per contract call result and per new attempt; at debug
+// with contract_options::verbose, the prompts and corrective messages. docs/contracts.md#logging
+// has the table of which event logs at which level. One line widens or silences it:
 //
-//     covenant::set_log_level(covenant::log_level::warn);   // e.g. in a test binary's main
+//     covenant::set_log_level(covenant::log_level::info);   // each call's result and retries
 //
 // The environment variable COVENANT_LOG_LEVEL (trace, debug, info, warn, error, critical, off)
-// sets the starting level when the logger is first used; set_log_level() overrides it.
+// sets the starting level when the logger is first used; set_log_level() overrides it. spdlog's
+// global level (spdlog::set_level) does not apply to this logger.
 // Applications that want the logger itself (to add sinks, change the pattern) include
 // <spdlog/spdlog.h> and call spdlog::get("covenant"), or register their own logger named
 // "covenant" before the library's first use of it.

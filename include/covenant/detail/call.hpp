@@ -68,6 +68,8 @@ struct contract_core {
   std::string schema_name;
   /// Registry-backed dynamic contracts: the schema version (observers, audit lines, metrics).
   std::string schema_version;
+  /// Whether a forward hook runs at the end of each call (typed contracts; dynamic ones have none).
+  bool has_forward = true;
   mutable covenant::perf_stats stats;
 
   [[nodiscard]] time_point now() const { return options.clock ? options.clock() : std::chrono::steady_clock::now(); }
@@ -139,6 +141,14 @@ class remedy_phase {
   time_point sent_{};
 };
 
+/// How a call was made, which decides what its caller gets when it fails (the log line of a
+/// failed call says so).
+enum class call_via : std::uint8_t {
+  run,            ///< run(): the failed outcome is returned
+  run_async,      ///< run_async() or stream(): the future gets the failed outcome
+  call_operator,  ///< operator(): throws contract_failure, or returns the value when graceful
+};
+
 /// The steps of one call, in the order the drivers run them. Steps run one at a time.
 class call_steps {
  public:
@@ -160,6 +170,8 @@ class call_steps {
 
   /// The stage running now (an exception escaping a step is recorded as an issue of it).
   stage at = stage::input_validation;
+  /// How the call was made (set before it runs).
+  call_via via = call_via::run;
   outcome_base* oc = nullptr;
   call_timings times;
   time_point start{};
@@ -184,9 +196,12 @@ issue hook_exception_issue(std::string_view hook, std::string_view type, std::st
 /// The issue of a stopped call: code cancelled or deadline.
 issue stopped_issue(stage why, std::string_view reason);
 
-void log_call_result(std::string_view expression, const outcome_base& o, bool graceful);
+/// The line logged when a call ends (see docs/contracts.md#logging). `forward_threw`: the
+/// exception of forward is what the caller gets.
+void log_call_result(const contract_core& core, const outcome_base& o, call_via via, bool forward_threw = false);
 /// The call ended: its times into the contract's statistics, the result logged, observers told.
-void call_finished(const contract_core& core, const outcome_base& o, const call_timings& times);
+void call_finished(const contract_core& core, const outcome_base& o, const call_timings& times, call_via via,
+                   bool forward_threw = false);
 
 void notify_failed(const std::exception* e) noexcept;
 /// Calls `f(observer&)` for each observer of the contract; one that throws is logged and ignored.
