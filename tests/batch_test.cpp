@@ -241,6 +241,24 @@ TEST(Batch, AFailedRecordNeverStopsTheBatch) {
   EXPECT_EQ(std::count(labels.begin(), labels.end(), "failed"), 4);
 }
 
+TEST(Batch, EachInputsCallsCarryTheQueryIdGivenForIt) {
+  delayed_engine model;
+  const covenant::contract<Classify> c{model, instant()};
+  covenant::batch_options o;
+  o.concurrency = 4;
+  o.order = covenant::batch_order::completion;
+  o.query_id = [](std::size_t index) {
+    return index == 5 ? covenant::call_id() : covenant::call_id("record-" + std::to_string(index));
+  };
+  std::map<std::size_t, std::string> ids;
+  covenant::run_batch(c, records(10), [&](std::size_t index, auto&& r) { ids[index] = r.outcome.query_id; }, o);
+  ASSERT_EQ(ids.size(), 10u);
+  for (std::size_t i = 0; i < 10; ++i) {
+    if (i == 5) EXPECT_THAT(ids[i], ::testing::MatchesRegex("[0-9a-f]{16}"));  // empty: one is generated
+    else EXPECT_EQ(ids[i], "record-" + std::to_string(i));
+  }
+}
+
 TEST(Batch, EveryCallWaitsItsTurnUnderTheBatchsLimiter) {
   delayed_engine model;
   const covenant::contract<Classify> c{model, instant()};

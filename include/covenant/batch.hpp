@@ -100,6 +100,11 @@ struct batch_options {
   /// Options of each call (its own timeout per call, an executor); the batch adds its limiter,
   /// deadline and stop token.
   call_options call{};
+  /// The query id of input `index` (0-based, in the order the inputs are taken): its calls' id in
+  /// observers' events, audit lines and outcome::query_id, so that a result can be joined with
+  /// them. Called on the calling thread as the input starts; not set or empty: `call.query_id`,
+  /// else one generated per call.
+  std::function<call_id(std::size_t index)> query_id{};
   /// Where the calls' work runs (input checks, pre, act, rendering, reading, post, forward) when
   /// `call.executor` is not set: true, on the thread that runs the batch, between deliveries, one
   /// piece at a time (no hand-off to another thread and back for each call); false, on the
@@ -292,7 +297,11 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
       }
       const std::size_t index = next_index++;
       state.started();
-      auto f = contract.run_async(std::move(*in), calls);
+      call_options these = calls;
+      if (options.query_id) {
+        if (call_id id = options.query_id(index); !id.empty()) these.query_id = std::move(id);
+      }
+      auto f = contract.run_async(std::move(*in), std::move(these));
       f.then([&post, &finished, index](future<result_type> done) {
         finished_call c{index, std::nullopt, nullptr};
         try {
