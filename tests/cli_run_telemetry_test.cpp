@@ -101,6 +101,13 @@ class CliRunTelemetry : public covenant_test::cli_fixture {
     return out;
   }
 
+  /// Every line of the audit files in `audit_dir`.
+  static std::vector<json::value> audit_lines(const std::string& audit_dir) {
+    std::vector<json::value> lines;
+    for (const auto& e : fs::directory_iterator(audit_dir))
+      for (auto& v : json_lines(read(e.path().string()))) lines.push_back(std::move(v));
+    return lines;
+  }
 };
 
 TEST_F(CliRunTelemetry, MetricsFileCountsEveryRecordAndIsValidExposition) {
@@ -313,6 +320,113 @@ TEST_F(CliRunTelemetry, AuditLogHasOneJsonLinePerAttempt) {
     }
   }
   EXPECT_EQ(n, 1u);
+}
+
+/// The documented join (docs/telemetry.md): the audit lines of the records that failed.
+constexpr const char* failed_records_audit_filter =
+    "($r | map(select(.ok == false) | {(.query_id): true}) | add // {}) as $failed | inputs | select($failed[.query_id])";
+
+TEST_F(CliRunTelemetry, ResultLinesJoinTheirAuditLinesByQueryId) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);
+  });
+  // A plain id, a plain id whose record fails after two attempts, an id that is no plain name
+  // (hashed), and a record without an id (its line number).
+  const std::string long_id = "order 7/2024 for Z\xC3\xBCrich, " + std::string(80, 'x');
+  const std::string input = write("in.jsonl", R"({"id": "r0", "n": 0})" "\n"
+                                              R"({"id": "r1", "n": 1, "bad": true})" "\n"
+                                              R"({"id": ")" + long_id + R"(", "n": 2})" "\n"
+                                              R"({"n": 3})" "\n");
+  const std::string audit = path("audit");
+  const std::string results = path("results.jsonl");
+  const std::vector<std::string> args = {"run",     "--schema", path("label.baml"), "--prompt", "Label.", "--tries",
+                                         "1",       "--delay",  "0",                "--audit-log", audit,  "--output",
+                                         results, "--quiet"};
+  std::vector<std::string> first = args;
+  first.push_back(input);
+  const auto r = run(server, first);
+  EXPECT_EQ(r.status, 1) << r.err;  // r1 failed
+
+  std::map<std::string, json::object> by_id;  // result lines by the record's id, as text
+  for (const json::value& v : json_lines(read(results))) {
+    const json::object& o = v.as_object();
+    ASSERT_TRUE(o.contains("query_id") && o.at("query_id").is_string()) << json::serialize(v);
+    const json::value& id = o.at("id");
+    by_id[id.is_string() ? std::string(id.as_string()) : json::serialize(id)] = o;
+  }
+  ASSERT_EQ(by_id.size(), 4u);
+  auto query_id = [&](const std::string& id) { return std::string(by_id.at(id).at("query_id").as_string()); };
+  // Derived from the record's id: the id itself when it is a plain name, else a hash of it.
+  EXPECT_EQ(query_id("r0"), "r0");
+  EXPECT_EQ(query_id("r1"), "r1");
+  EXPECT_TRUE(std::regex_match(query_id(long_id), std::regex("#[0-9a-f]{16}"))) << query_id(long_id);
+  EXPECT_EQ(query_id("4"), "4");  // no id: the line number
+
+  // Each result line's query_id is the query_id of exactly its record's attempts in the audit log.
+  const std::vector<json::value> lines = audit_lines(audit);
+  ASSERT_EQ(lines.size(), 5u);  // r1 asked twice
+  std::map<std::string, std::vector<json::object>> audit_of;
+  for (const json::value& v : lines) audit_of[std::string(v.at("query_id").as_string())].push_back(v.as_object());
+  ASSERT_EQ(audit_of.size(), 4u);
+  for (const auto& [id, result] : by_id) {
+    const std::string q = query_id(id);
+    ASSERT_EQ(audit_of.count(q), 1u) << id << " has no audit lines under " << q;
+    EXPECT_EQ(audit_of.at(q).size(), result.at("attempts").to_number<std::size_t>()) << id;
+  }
+  ASSERT_EQ(audit_of.at("r1").size(), 2u);
+  EXPECT_EQ(audit_of.at("r1")[0].at("result"), "rejected");
+  EXPECT_EQ(audit_of.at("r1")[1].at("result"), "failed");
+  EXPECT_EQ(audit_of.at("r0").at(0).at("result"), "accepted");
+
+  // The documented jq one-liner picks the failed record's audit lines, and only those.
+  if (on_path("jq")) {
+    const pid_t pid = spawn_program("jq", {"-cn", "--slurpfile", "r", results, failed_records_audit_filter,
+                                           audit + "/" + fs::directory_iterator(audit)->path().filename().string()},
+                                    "jq");
+    const run_result jq = finish(pid, "jq");
+    ASSERT_EQ(jq.status, 0) << jq.err;
+    const std::vector<json::value> picked = json_lines(jq.out);
+    ASSERT_EQ(picked.size(), 2u) << jq.out;
+    for (const json::value& v : picked) EXPECT_EQ(v.at("query_id"), "r1");
+  } else {
+    std::cout << "[ INFO     ] jq is not on PATH: the documented join is not run\n";
+  }
+
+  // --resume runs a record again under the same query id: its audit lines from both runs join it.
+  std::string kept;
+  for (const json::value& v : json_lines(read(results)))
+    if (v.at("ok").as_bool()) kept += json::serialize(v) + "\n";
+  write("results.jsonl", kept);
+  std::vector<std::string> again = args;
+  again.push_back("--resume");
+  again.push_back(input);
+  const auto r2 = run(server, again);
+  EXPECT_EQ(r2.status, 1) << r2.err;
+  const std::vector<json::value> now = json_lines(read(results));
+  ASSERT_EQ(now.size(), 4u);
+  EXPECT_EQ(now.back().at("id"), "r1");
+  EXPECT_EQ(now.back().at("query_id"), "r1");
+  std::size_t r1_lines = 0;
+  for (const json::value& v : audit_lines(audit)) r1_lines += v.at("query_id") == "r1" ? 1 : 0;
+  EXPECT_EQ(r1_lines, 4u);
+
+  // --stream (one record at a time) tags its calls the same way.
+  covenant_test::loopback_server streaming([](const covenant_test::received_request&, std::size_t) {
+    covenant_test::response_plan p;
+    p.content_type = "text/event-stream";
+    p.chunks = covenant_test::openai_stream({"{\"label\": \"Ab", "cd\"}"});
+    return p;
+  });
+  const std::string streamed_audit = path("audit-streamed");
+  const auto r3 = run(streaming, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--stream", "--audit-log",
+                               streamed_audit, "--quiet", write("one.jsonl", covenant_test::label_records(1))});
+  EXPECT_EQ(r3.status, 0) << r3.err;
+  const std::vector<json::value> streamed = json_lines(r3.out);
+  ASSERT_FALSE(streamed.empty());
+  EXPECT_EQ(streamed.back().at("query_id"), "r0");
+  const std::vector<json::value> streamed_lines = audit_lines(streamed_audit);
+  ASSERT_EQ(streamed_lines.size(), 1u);
+  EXPECT_EQ(streamed_lines[0].at("query_id"), "r0");
 }
 
 TEST_F(CliRunTelemetry, AuditLogInAPathThatCannotBeCreatedExitsTwoBeforeAnyModelCall) {

@@ -126,6 +126,24 @@ std::string hex_byte(char c) {
 
 std::string id_key(const json::value& id) { return id.is_string() ? std::string(id.get_string()) : json_text(id); }
 
+/// The query id of a record's calls (in its result line, the audit log and observers' events),
+/// from the record's id (`key`, as id_key gives it): the id itself when it is a plain name (1 to
+/// 64 ASCII letters, digits, '.', '_', ':' and '-'), else '#' and the 16 hexadecimal digits of
+/// its FNV-1a hash, a form no plain name takes. The same id gives the same query id in every
+/// run, so the calls of a record run again with --resume share it.
+std::string query_id_of(std::string_view key) {
+  const bool plain = !key.empty() && key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == ':' || c == '-';
+  });
+  if (plain) return std::string(key);
+  static constexpr std::string_view digits = "0123456789abcdef";
+  std::string out(17, '#');
+  std::uint64_t h = stable_hash(key);
+  for (std::size_t i = 16; i > 0; --i, h >>= 4U) out[i] = digits[h & 0xFU];
+  return out;
+}
+
 json::array issues_json(const issue_list& issues) {
   json::array out;
   for (const issue& i : issues) {
@@ -572,6 +590,7 @@ int run_run(const std::vector<std::string>& args) {
   struct pending {
     json::value id;
     std::size_t line = 0;
+    std::string query_id;  // the record's calls' (query_id_of)
   };
   std::map<std::size_t, pending> in_flight;  // batch index -> the record's id and line
   std::size_t next_index = 0;
@@ -614,7 +633,7 @@ int run_run(const std::vector<std::string>& args) {
         }
         input = *v;
       }
-      in_flight[next_index++] = pending{std::move(id), line_no};
+      in_flight[next_index++] = pending{std::move(id), line_no, query_id_of(key)};
       return input;
     }
     if (in->bad()) {
@@ -630,6 +649,7 @@ int run_run(const std::vector<std::string>& args) {
     json::object line;
     line["id"] = p.id;
     line["line"] = p.line;
+    line["query_id"] = p.query_id;
     line["ok"] = o.success;
     line["value"] = o.success && o.result ? *o.result : json::value(nullptr);
     if (!o.success) line["failed_stage"] = to_string(o.failed_stage);
@@ -678,11 +698,16 @@ int run_run(const std::vector<std::string>& args) {
     auto started = std::chrono::steady_clock::now();
     while (auto input = next_record()) {
       const std::size_t index = next_index - 1;
-      auto f = contract.stream(std::move(*input), [&](const stream_update<json::value>& u) {
-        if (u.what != stream_update<json::value>::kind::partial) return;
-        json::object line{{"partial", u.partial->value()}, {"attempt", u.attempt}};
-        write_failed = !out.write(json_text(line)) || write_failed;
-      });
+      call_options this_call;
+      this_call.query_id = in_flight[index].query_id;
+      auto f = contract.stream(
+          std::move(*input),
+          [&](const stream_update<json::value>& u) {
+            if (u.what != stream_update<json::value>::kind::partial) return;
+            json::object line{{"partial", u.partial->value()}, {"attempt", u.attempt}};
+            write_failed = !out.write(json_text(line)) || write_failed;
+          },
+          std::move(this_call));
       outcome<json::value> o = f.get();
       write_failed = !out.write(result_line(in_flight[index], o)) || write_failed;
       in_flight.erase(index);
@@ -697,6 +722,11 @@ int run_run(const std::vector<std::string>& args) {
     summary.elapsed = std::chrono::steady_clock::now() - started;
     failed = summary.failed;
   } else {
+    // Each record's calls carry its query id: its result line and its audit lines join on it.
+    batch.query_id = [&in_flight](std::size_t index) -> call_id {
+      const auto it = in_flight.find(index);
+      return it == in_flight.end() ? call_id() : call_id(it->second.query_id);
+    };
     summary = run_batch(
         contract, next_record,
         [&](std::size_t index, outcome<json::value>&& o) {
