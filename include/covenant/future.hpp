@@ -13,6 +13,12 @@
 // callback, co_await suspends any coroutine (it resumes on the thread that completed the call),
 // get()/wait() block, and an std::future or a Boost.Asio completion token is a few lines on top
 // of then() (docs/contracts.md shows both).
+//
+// Unlike std::future: wait_for() returns a bool (true: the result is there), not a
+// std::future_status; get() leaves the future valid (a second get() throws std::logic_error instead
+// of being undefined); dropping every future of a call neither waits for it nor cancels it (the
+// call runs to its end and its result is discarded); and a future is copyable, its copies sharing
+// the one result, get() and continuation (docs/contracts.md, "Reference: what a call gives you").
 #pragma once
 
 #include <atomic>
@@ -89,32 +95,44 @@ std::pair<future<T>, std::shared_ptr<future_state<T>>> make_future();
 
 }  // namespace detail
 
+/// The result of one asynchronous call. Copies share the call's state: one result, taken once by
+/// get() or co_await through any of them, and at most one continuation (then() or co_await). Every
+/// member but valid(), cancel() and the default constructor throws std::logic_error on a future
+/// that refers to no call (default-constructed or moved from).
 template <class T>
 class future {
  public:
+  /// A future that refers to no call (valid() is false).
   future() = default;
 
-  /// Whether this future refers to a call (false when default-constructed or moved from).
+  /// Whether this future refers to a call (false when default-constructed or moved from; still true
+  /// after get()).
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
-  /// Whether the result is there (get() will not block).
+  /// Whether the result is there (get() will not block). Never blocks; stays true after get().
   [[nodiscard]] bool ready() const {
     std::lock_guard lock(checked().mutex);
     return state_->done;
   }
-  /// Blocks until the result is there (after a short spin: a call that ends within microseconds
-  /// costs no sleep and wake-up).
+  /// Blocks until the result is there (after a spin of at most about 20 microseconds: a call that
+  /// ends that soon costs no sleep and wake-up). Returns at once when it already is. Does not take
+  /// the result: get() still can.
   void wait() const {
     detail::spin_until_ready(checked().ready);
     std::unique_lock lock(state_->mutex);
     state_->done_cv.wait(lock, [this] { return state_->done; });
   }
-  /// Blocks until the result is there or `d` has passed; returns ready().
+  /// Blocks until the result is there or `d` has passed, and returns whether it is there: true
+  /// (ready: get() will not block) or false (timed out). A bool, not a std::future_status. A zero or
+  /// negative `d` does not block.
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> d) const {
     std::unique_lock lock(checked().mutex);
     return state_->done_cv.wait_for(lock, d, [this] { return state_->done; });
   }
-  /// The result (once: it is moved out), after waiting for it; rethrows the call's exception.
+  /// Waits for the result (as wait()) and moves it out. Once per call: a second get() (through
+  /// this future or a copy, or after co_await took it) throws std::logic_error. When the call
+  /// ended in an exception (forward threw; a failed call is a result, not an exception) get()
+  /// rethrows it, every time it is called. The future stays valid().
   T get() {
     wait();
     std::lock_guard lock(state_->mutex);
@@ -123,14 +141,22 @@ class future {
     state_->retrieved = true;
     return std::move(*state_->value);
   }
-  /// Requests the call's cancellation (see call_options::stop). Returns at once; the result still
-  /// comes, with the failed outcome forward produced.
+  /// Requests the call's cancellation, like a stop request on call_options::stop. Returns at once
+  /// and never throws; a second request changes nothing. The result still comes: a call that is
+  /// not over ends in forward with a failed outcome at stage::cancelled as soon as the piece of its
+  /// work that is running returns (a hook is never interrupted; a transfer or a wait is aborted at
+  /// once). Once forward has started, or on a future that refers to no call, it does nothing: the
+  /// result is not changed.
   void cancel() const noexcept {
     if (state_) state_->stop.request_stop();
   }
-  /// Calls `f(future)` once the result is there: at once on this thread if it already is, else on
-  /// the thread that completes the call. At most one continuation per future (std::logic_error).
-  /// `f` must not throw.
+  /// Calls `f(future<T>)` once the result is there, with a future of the same call (call get()
+  /// on it to take the result): at once, on this thread and before then() returns, if the result
+  /// is already there; else on the thread that completes the call, right after forward (a worker
+  /// of the contract's runtime, or where call_options::executor runs the call's work), after the
+  /// threads blocked in get()/wait() were woken. One continuation per call: a second then(), or then() after co_await, throws
+  /// std::logic_error. `f` must not throw (nothing can report it) and should be quick: it runs on
+  /// a thread that other calls need.
   template <class F>
   void then(F&& f) {
     std::shared_ptr<detail::future_state<T>> s = state_;
@@ -147,8 +173,13 @@ class future {
     std::forward<F>(f)(future<T>(s));
   }
 
-  // Awaitable: `co_await f` in any coroutine; resumes on the completing thread.
+  // Awaitable: `co_await f` in any coroutine gives get()'s result. The coroutine goes on at once
+  // when the result is already there, else it is resumed on the thread that completes the call.
+  // Awaiting counts as the continuation: co_await after then() (on an unfinished call) throws
+  // std::logic_error.
+  /// Whether the result is there (ready()).
   [[nodiscard]] bool await_ready() const { return ready(); }
+  /// Registers the coroutine as the continuation; false (go on at once) when the result arrived.
   bool await_suspend(std::coroutine_handle<> h) {
     std::lock_guard lock(checked().mutex);
     if (state_->done) return false;
@@ -157,6 +188,7 @@ class future {
     state_->continuation = [h] { h.resume(); };
     return true;
   }
+  /// get().
   T await_resume() { return get(); }
 
  private:
