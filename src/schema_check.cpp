@@ -38,7 +38,12 @@ std::string schema_diagnostic::to_string() const {
   if (line != 0) {
     if (!out.empty()) out += ':';
     out += std::to_string(line);
-    if (column != 0) out += ":" + std::to_string(column);
+    if (column != 0) {
+      // Appended piece by piece: ":" + std::to_string(column) makes GCC 12 report a false
+      // -Wrestrict in Release builds.
+      out += ':';
+      out += std::to_string(column);
+    }
   }
   if (!pointer.empty()) {
     if (!out.empty()) out += ':';

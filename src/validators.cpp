@@ -13,7 +13,13 @@ std::string render_unique_by_duplicate(std::string_view key, std::string_view va
   } else {
     out += "duplicate at ";
   }
-  out += "[" + std::to_string(first) + "] and [" + std::to_string(second) + "])";
+  // Appended piece by piece: "[" + std::to_string(first) makes GCC 12 report a false -Wrestrict
+  // in Release builds.
+  out += '[';
+  out += std::to_string(first);
+  out += "] and [";
+  out += std::to_string(second);
+  out += "])";
   return out;
 }
 
