@@ -65,18 +65,38 @@ if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
 else()
   set(COVENANT_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
-# A static libcovenant needs libcurl and threads at link time, and plain
-# `pkg-config --libs` ignores Requires.private/Libs.private.
-# The public headers need RE2 (and Boost.JSON); spdlog and fmt are the library's own business.
+# The public headers need RE2 (Requires) and Boost.JSON (Libs); spdlog, fmt and libcurl are the
+# library's own business, so no consumer's compile line may carry their flags (spdlog's
+# -DSPDLOG_* among them). They are in neither Requires nor Requires.private: pkg-config and pkgconf
+# add the Cflags of Requires.private packages to `--cflags` too. A static libcovenant needs them at
+# link time: their link flags, resolved here, go into Libs, so that both `pkg-config --libs` and
+# `pkg-config --static --libs` link it; a shared one carries its own dependencies.
 if(COVENANT_LIBRARY_TYPE STREQUAL "STATIC_LIBRARY")
-  set(COVENANT_PC_REQUIRES "re2 fmt spdlog libcurl")
-  set(COVENANT_PC_REQUIRES_PRIVATE "")
-  set(COVENANT_PC_LIBS_EXTRA "-pthread")
+  pkg_check_modules(COVENANT_PC_PRIVATE_DEPS QUIET spdlog fmt libcurl)
+  set(_pc_private_libs "")
+  if(COVENANT_PC_PRIVATE_DEPS_FOUND)
+    foreach(_dir IN LISTS COVENANT_PC_PRIVATE_DEPS_LIBRARY_DIRS)
+      if(NOT _dir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)  # no -L for the system's own
+        list(APPEND _pc_private_libs "-L${_dir}")
+      endif()
+    endforeach()
+    foreach(_lib IN LISTS COVENANT_PC_PRIVATE_DEPS_LIBRARIES)
+      list(APPEND _pc_private_libs "-l${_lib}")
+    endforeach()
+    list(APPEND _pc_private_libs ${COVENANT_PC_PRIVATE_DEPS_LDFLAGS_OTHER})
+  else()
+    set(_pc_private_libs -lspdlog -lfmt -lcurl)
+  endif()
+  list(APPEND _pc_private_libs -pthread)
+  # Each flag once, at its last place (a library before the ones it needs stays so).
+  list(REVERSE _pc_private_libs)
+  list(REMOVE_DUPLICATES _pc_private_libs)
+  list(REVERSE _pc_private_libs)
+  list(JOIN _pc_private_libs " " COVENANT_PC_LIBS_EXTRA)
 else()
-  set(COVENANT_PC_REQUIRES "re2")
-  set(COVENANT_PC_REQUIRES_PRIVATE "fmt spdlog libcurl")
   set(COVENANT_PC_LIBS_EXTRA "")
 endif()
+set(COVENANT_PC_REQUIRES "re2")
 configure_file("${PROJECT_SOURCE_DIR}/cmake/covenant.pc.in"
   "${PROJECT_BINARY_DIR}/covenant.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/covenant.pc"

@@ -30,6 +30,35 @@ function(run_step what)
   set(step_output "${out}" PARENT_SCOPE)
 endfunction()
 
+# Fails when `flags` (a compile line's flags, as one string) carry those of covenant's private
+# dependencies (spdlog, fmt, libcurl): a -D of spdlog's or fmt's, a path naming them, or any flag
+# that `pkg-config --cflags spdlog fmt libcurl` gives and `allowed` (a list: the flags the public
+# dependencies bring) does not. A consumer compiles without them.
+function(expect_no_private_cflags what flags allowed)
+  separate_arguments(tokens UNIX_COMMAND "${flags}")
+  set(private_flags "")
+  if(PKG_CONFIG_EXECUTABLE)
+    execute_process(COMMAND "${PKG_CONFIG_EXECUTABLE}" --cflags spdlog fmt libcurl
+      RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_QUIET)
+    if(result EQUAL 0)
+      string(STRIP "${out}" out)
+      separate_arguments(private_flags UNIX_COMMAND "${out}")
+    endif()
+  endif()
+  set(bad "")
+  foreach(t IN LISTS tokens)
+    if(t MATCHES "^-D(SPDLOG|FMT)_" OR t MATCHES "(^|[/=])(spdlog|fmt)([/.-]|$)"
+       OR (t IN_LIST private_flags AND NOT t IN_LIST allowed))
+      list(APPEND bad "${t}")
+    endif()
+  endforeach()
+  if(bad)
+    message(NOTICE "${what}: ${flags}")
+    message(FATAL_ERROR "[install_and_consume] ${what} carries private dependencies' compile flags: ${bad}")
+  endif()
+  message(STATUS "[install_and_consume] ${what}: no spdlog, fmt or libcurl flags")
+endfunction()
+
 function(expect_version what output)
   if(NOT output MATCHES "[0-9]+\\.[0-9]+\\.[0-9]+")
     message(NOTICE "${output}")
@@ -50,8 +79,31 @@ run_step("configure consumer" "${CMAKE_COMMAND}"
   -S "${SOURCE_DIR}" -B "${cmake_build}"
   "-DCMAKE_PREFIX_PATH=${PREFIX}"
   "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}"
-  "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}")
+  "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}"
+  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)
 run_step("build consumer" "${CMAKE_COMMAND}" --build "${cmake_build}" --config "${BUILD_TYPE}")
+# covenant::covenant gives its private dependencies (spdlog, fmt, libcurl) as link dependencies
+# only: the consumer's compile line has none of their flags.
+find_program(PKG_CONFIG_EXECUTABLE NAMES pkg-config pkgconf REQUIRED)
+# What the public dependencies bring may be on it (RE2's -pthread, which spdlog's flags have too).
+run_step("pkg-config --cflags (public dependencies)" "${PKG_CONFIG_EXECUTABLE}" --cflags re2)
+string(STRIP "${step_output}" public_cflags)
+separate_arguments(public_cflags UNIX_COMMAND "${public_cflags}")
+file(READ "${cmake_build}/compile_commands.json" commands)
+string(JSON n LENGTH "${commands}")
+math(EXPR last "${n} - 1")
+set(checked 0)
+foreach(i RANGE ${last})
+  string(JSON file GET "${commands}" ${i} file)
+  if(file MATCHES "/main\\.cpp$")
+    string(JSON line GET "${commands}" ${i} command)
+    expect_no_private_cflags("the CMake consumer's compile line" "${line}" "${public_cflags}")
+    math(EXPR checked "${checked} + 1")
+  endif()
+endforeach()
+if(NOT checked EQUAL 1)
+  message(FATAL_ERROR "[install_and_consume] main.cpp not found in ${cmake_build}/compile_commands.json")
+endif()
 set(exe "${cmake_build}/covenant_consumer")
 if(NOT EXISTS "${exe}")
   file(GLOB_RECURSE exe "${cmake_build}/covenant_consumer" "${cmake_build}/covenant_consumer.exe")
@@ -61,8 +113,12 @@ expect_version("consumer (CMake)" "${step_output}")
 run_step("run consumer test (CMake, covenant::gtest)" "${cmake_build}/covenant_consumer_test")
 
 # 2. pkg-config
-find_program(PKG_CONFIG_EXECUTABLE NAMES pkg-config pkgconf REQUIRED)
 set(ENV{PKG_CONFIG_PATH} "${PREFIX}/${LIBDIR}/pkgconfig")
+# The compile flags name no private dependency (covenant.pc lists spdlog, fmt and libcurl in
+# neither Requires nor Requires.private: pkg-config adds the Cflags of both to --cflags).
+run_step("pkg-config --cflags" "${PKG_CONFIG_EXECUTABLE}" --cflags covenant)
+string(STRIP "${step_output}" pc_cflags)
+expect_no_private_cflags("pkg-config --cflags covenant" "${pc_cflags}" "${public_cflags}")
 run_step("pkg-config" "${PKG_CONFIG_EXECUTABLE}" --cflags --libs covenant)
 string(STRIP "${step_output}" pc_flags)
 separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
@@ -78,6 +134,18 @@ else()
 endif()
 run_step("run consumer (pkg-config)" "${pc_exe}")
 expect_version("consumer (pkg-config)" "${step_output}")
+
+# The same with `pkg-config --static --libs` (what a static libcovenant's link needs, private
+# dependencies included).
+run_step("pkg-config --static --libs" "${PKG_CONFIG_EXECUTABLE}" --static --libs covenant)
+string(STRIP "${step_output}" pc_static_libs)
+separate_arguments(pc_static_libs UNIX_COMMAND "${pc_static_libs}")
+separate_arguments(pc_cflags_list UNIX_COMMAND "${pc_cflags}")
+set(pc_static_exe "${WORK_DIR}/covenant_consumer_pkgconfig_static")
+run_step("compile consumer (pkg-config --cflags, --static --libs)" "${CXX_COMPILER}" -std=c++20
+  ${pc_cflags_list} "${SOURCE_DIR}/main.cpp" -o "${pc_static_exe}" ${pc_static_libs})
+run_step("run consumer (pkg-config --static)" "${pc_static_exe}")
+expect_version("consumer (pkg-config --static)" "${step_output}")
 
 # 3. pkg-config for the GoogleTest helpers, main from gmock_main
 run_step("pkg-config (covenant-gtest)" "${PKG_CONFIG_EXECUTABLE}" --cflags --libs covenant-gtest gmock_main)
