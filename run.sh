@@ -32,8 +32,10 @@ Commands:
   test            build and run all tests in build-gcc/ (g++, Debug) and
                   build-clang/ (clang++-14, Debug, ASan+UBSan, plus the concurrency
                   tests under TSan and each fuzz/*.cpp target for 20 s from its
-                  seeds); -Werror in both
-  bench [filter]  Release build in build-bench/, run every bench_* executable
+                  seeds); -Werror in both; then the benchmarks briefly: the Release
+                  tree build-bench/ built with -Werror, one short benchmark of each
+                  bench_* (bench_soak left out) and one round of the compile-time step
+  bench [filter]  Release build in build-bench/ (-Werror), run every bench_* executable
                   (optionally with --benchmark_filter=<filter>), each benchmark
                   COVENANT_BENCH_REPETITIONS times (5), interleaved; JSON results in
                   build-bench/<name>.json, merged into build-bench/bench.json; prints
@@ -181,6 +183,68 @@ test_tree() {
   return "$rc"
 }
 
+# The benchmarks, briefly, so that `./run.sh bench` cannot break unseen: the Release tree with
+# -Werror (warnings that only optimised builds show, such as GCC 12's false -Wrestrict, fail here),
+# one short benchmark of each executable (the first it lists, its minimum time cut to 10 ms; fixed
+# iteration counts stay), and one round of the compile-time step. bench_soak is left out: it runs
+# for a minute. Results go to build-bench/smoke/, apart from `./run.sh bench`'s.
+bench_smoke() {
+  local dir=build-bench start=$SECONDS
+  if ! configure_bench; then
+    SUMMARIES+=("$dir: FAILED at configure ($((SECONDS - start))s)")
+    return 1
+  fi
+  if ! build "$dir"; then
+    log "$dir: build failed; building once more"
+    if ! build "$dir"; then
+      SUMMARIES+=("$dir: FAILED at build ($((SECONDS - start))s)")
+      return 1
+    fi
+  fi
+  local built=$((SECONDS - start))
+  local list="$ROOT/$dir/covenant_benchmarks.txt" exes=() out="$ROOT/$dir/smoke"
+  if [ -f "$list" ]; then mapfile -t exes < <(grep -v '^$' "$list" || true); fi
+  rm -rf "$out"
+  mkdir -p "$out"
+  local exe name first json ran=0 failed=()
+  for exe in "${exes[@]}"; do
+    name="$(basename "$exe")"
+    [ "$name" != bench_soak ] || continue
+    json="$out/$name.json"
+    first="$("$exe" --benchmark_list_tests=true </dev/null 2>"$out/$name.log" | head -n1 || true)"
+    if [ -z "$first" ]; then
+      log "$name: lists no benchmark"
+      failed+=("$name")
+      continue
+    fi
+    log "$name: $first"
+    # The name as a whole-name filter (a regular expression: its special characters escaped).
+    first="$(printf '%s' "$first" | sed 's/[][\\.^$*+?(){}|]/\\&/g')"
+    if ! "$exe" "--benchmark_filter=^$first\$" --benchmark_min_time=0.01 --benchmark_repetitions=1 \
+         "--benchmark_out=$json" --benchmark_out_format=json </dev/null >>"$out/$name.log" 2>&1 \
+       || ! grep -q '"run_name"' "$json" || grep -q '"error_occurred": true' "$json"; then
+      cat "$out/$name.log" >&2
+      failed+=("$name")
+      continue
+    fi
+    ran=$((ran + 1))
+  done
+  [ "${#exes[@]}" -gt 0 ] || failed+=("no bench_* executables")
+  local compile_start=$SECONDS compile=ok
+  log "compile time, one round"
+  "$ROOT/benchmarks/compile_time.sh" "$out/compile_time.json" 1 || compile=FAILED
+  local times="build ${built}s, benchmarks $((compile_start - start - built))s, compile time $((SECONDS - compile_start))s"
+  if [ "${#failed[@]}" -eq 0 ] && [ "$compile" = ok ]; then
+    SUMMARIES+=("$dir: OK - Release -Werror build, $ran benchmark executables ran one benchmark each (bench_soak left out), compile-time step ran ($times)")
+    return 0
+  fi
+  local why=()
+  if [ "${#failed[@]}" -gt 0 ]; then why+=("benchmarks failed: ${failed[*]}"); fi
+  if [ "$compile" != ok ]; then why+=("compile-time step failed"); fi
+  SUMMARIES+=("$dir: FAILED - $(IFS=';'; echo "${why[*]}") ($times)")
+  return 1
+}
+
 cmd_test() {
   cmd_deps
   local status=0
@@ -189,6 +253,7 @@ cmd_test() {
     "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1" \
     -- -DCOVENANT_SANITIZE=fuzzer-no-link,address,undefined -DCOVENANT_TSAN_TESTS=ON \
     -DCOVENANT_BUILD_FUZZERS=ON || status=1
+  bench_smoke || status=1
   echo
   local s
   for s in "${SUMMARIES[@]}"; do echo "$s"; done
@@ -239,12 +304,19 @@ PY
   fi
 }
 
-cmd_bench() {
-  cmd_deps
+# The benchmarks' Release tree, shared by `bench` and `test` (the same arguments: neither
+# reconfigures it from scratch after the other).
+configure_bench() {
   configure build-bench g++ Release \
+    -DCOVENANT_WARNINGS_AS_ERRORS=ON \
     -DCOVENANT_BUILD_TESTS=OFF \
     -DCOVENANT_BUILD_EXAMPLES=OFF \
     -DCOVENANT_BUILD_BENCHMARKS=ON
+}
+
+cmd_bench() {
+  cmd_deps
+  configure_bench
   build build-bench
   local list="$ROOT/build-bench/covenant_benchmarks.txt" exes=()
   if [ -f "$list" ]; then mapfile -t exes < <(grep -v '^$' "$list" || true); fi

@@ -27,6 +27,12 @@
 
 #include "models/multidoc_qa.hpp"
 
+// Where the recorded conversation is found: the build passes the source tree; a demo compiled on
+// its own (as benchmarks/compile_time.sh does) looks in examples/ under the current directory.
+#ifndef COVENANT_SOURCE_DIR
+#define COVENANT_SOURCE_DIR "."
+#endif
+
 namespace {
 
 std::vector<qa::Document> corpus() {
