@@ -425,6 +425,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     detail::log_warn("{} failed ({}); transport retry {}/{} in {:.3f} s", where, reason, attempt_,
                      s_->options.max_retries, std::chrono::duration<double>(wait).count());
     reset_stream_state();
+    between_since_ = x.started + r.elapsed;  // the exchange's end: the wait counts from there
     if (s_->options.on_retry) {
       try {
         s_->options.on_retry(transport_retry{attempt_, s_->options.max_retries, wait, status, reason});
@@ -495,6 +496,11 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     } catch (const std::exception& e) {
       return fail(engine_error(std::string("http_engine: cannot start a transfer: ") + e.what()));
     }
+    if (between_since_) {  // a transport retry: the time since the last exchange ended was waiting
+      queued_ += std::max(std::chrono::nanoseconds(0),
+                          std::chrono::duration_cast<std::chrono::nanoseconds>(current_->started - *between_since_));
+      between_since_.reset();
+    }
     if (stream_ && s_->options.stream_idle_timeout.count() > 0) arm_idle(*current_);
     s_->loop->add(current_);
   }
@@ -551,6 +557,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     done_ = true;
     const std::shared_ptr<http_call> keep = shared_from_this();  // the engine's table lets go of it
     finish_bookkeeping();
+    r.queued = queued_;
     receiver_->on_reply(std::move(r));
   }
 
@@ -559,7 +566,10 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     done_ = true;
     const std::shared_ptr<http_call> keep = shared_from_this();  // the engine's table lets go of it
     finish_bookkeeping();
-    receiver_->on_error(e);
+    if (queued_.count() == 0) return receiver_->on_error(e);
+    engine_error with_wait = e;
+    with_wait.set_queued(queued_);
+    receiver_->on_error(with_wait);
   }
 
   void finish_bookkeeping() {
@@ -583,6 +593,10 @@ class http_call final : public std::enable_shared_from_this<http_call> {
   std::shared_ptr<exchange> current_;
   std::unique_ptr<asio::steady_timer> retry_timer_;
   std::uint64_t limit_ticket_ = 0;
+  /// Waiting before a transport retry since then (the end of the exchange that failed).
+  std::optional<std::chrono::steady_clock::time_point> between_since_;
+  /// Time spent between exchanges so far (chat_response::queued, engine_error::queued).
+  std::chrono::nanoseconds queued_{0};
   // Streamed reply so far.
   std::string text_;
   bool content_started_ = false;

@@ -19,6 +19,7 @@
 
 #include <boost/json/fwd.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -112,6 +113,11 @@ struct chat_response {
   bool cut_off = false;
   /// The mode the reply was asked for in (for output_mode::automatic: the one the server took).
   output_mode mode = output_mode::json_schema;
+  /// Time the call spent between its exchanges with the server, not talking to it: the waits
+  /// before its transport retries (backoff or Retry-After) and its turns under the rate limiter
+  /// before them. The contract reports it as the attempt's queue time (attempt::queued), apart
+  /// from its latency. Engines that never wait leave it 0.
+  std::chrono::nanoseconds queued{0};
 };
 
 /// The engine could not produce a reply (after its own transport retries), or was stopped.
@@ -131,11 +137,16 @@ class engine_error : public std::runtime_error {
   [[nodiscard]] bool retryable() const noexcept { return retryable_; }
   /// The work was stopped (a stop request, the engine being destroyed), not failed.
   [[nodiscard]] bool cancelled() const noexcept { return cancelled_; }
+  /// What chat_response::queued is for a reply: the time the failed call spent between its
+  /// exchanges (transport-retry waits, its turns under the rate limiter). 0 unless the engine set it.
+  [[nodiscard]] std::chrono::nanoseconds queued() const noexcept { return queued_; }
+  void set_queued(std::chrono::nanoseconds d) noexcept { queued_ = d; }
 
  private:
   int status_;
   bool retryable_;
   bool cancelled_ = false;
+  std::chrono::nanoseconds queued_{0};
 };
 
 /// Receives one reply of an asynchronous engine call, in order: any number of on_text() calls,
