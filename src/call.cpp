@@ -255,17 +255,24 @@ void remedy_phase::actions_taken(const attempt& a, fail_action decided) {
   }
 }
 
-namespace {
-
-attempt new_attempt(attempt_kind kind, int number, std::chrono::nanoseconds waited) {
+attempt remedy_phase::new_attempt() {
   attempt a;
-  a.kind = kind;
-  a.number = number;
-  a.waited = waited;
+  a.kind = kind_;
+  a.number = k_ + 1;
+  a.waited = waited_;
+  a.queued = turn_;
+  turn_ = std::chrono::nanoseconds(0);
   return a;
 }
 
-}  // namespace
+void remedy_phase::timed(attempt& a, time_point t) {
+  const std::chrono::nanoseconds engine_time = t - sent_;
+  // The engine's waits are timed on the steady clock, the contract's on its own (options.clock).
+  a.latency = std::max(std::chrono::nanoseconds(0), engine_time - a.queued);
+  if (kind_ == attempt_kind::input_repair) times_->add(perf_stage::pre_remedy, engine_time);
+  else times_->add_attempt(perf_stage::engine, engine_time);
+  mark_ = t;
+}
 
 void remedy_phase::fail(attempt a, stage at) {
   oc_->issues = a.issues;
@@ -275,18 +282,12 @@ void remedy_phase::fail(attempt a, stage at) {
 }
 
 remedy_phase::next remedy_phase::on_reply(chat_response&& reply) {
-  attempt a = new_attempt(kind_, k_ + 1, waited_);
-  const bool repairing = kind_ == attempt_kind::input_repair;
+  attempt a = new_attempt();
   a.text = std::move(reply.text);
   a.usage = reply.usage;
   a.finish_reason = std::move(reply.finish_reason);
-  {
-    const time_point t = core_->now();
-    a.latency = t - sent_;
-    if (repairing) times_->add(perf_stage::pre_remedy, t - sent_);
-  else times_->add_attempt(perf_stage::engine, t - sent_);
-    mark_ = t;
-  }
+  a.queued += reply.queued;
+  timed(a, core_->now());
   oc_->usage += a.usage;
   const stage failed_at = reader_->read(a, *times_, mark_);
   if (reply.cut_off) {
@@ -410,32 +411,25 @@ remedy_phase::next remedy_phase::judge(attempt& a, stage failed_at) {
 
 void remedy_phase::after_wait() { lap(perf_stage::post_remedy); }
 
-remedy_phase::next remedy_phase::on_engine_error(const std::string& what, int status) {
+remedy_phase::next remedy_phase::on_engine_error(const std::string& what, int status,
+                                                  std::chrono::nanoseconds queued) {
   const bool repairing = kind_ == attempt_kind::input_repair;
-  attempt a = new_attempt(kind_, k_ + 1, waited_);
+  attempt a = new_attempt();
   a.engine_failed = true;
   issue i;
   i.code = issue_code::engine_error;
   i.message = status > 0 ? "engine failed (HTTP " + std::to_string(status) + "): " + what : "engine failed: " + what;
   a.issues.push_back(std::move(i));
-  const time_point t = core_->now();
-  a.latency = t - sent_;
-  if (repairing) times_->add(perf_stage::pre_remedy, t - sent_);
-  else times_->add_attempt(perf_stage::engine, t - sent_);
-  mark_ = t;
+  a.queued += queued;
+  timed(a, core_->now());
   fail(std::move(a), repairing ? stage::pre_remedy : stage::engine);
   return next::failed;
 }
 
 remedy_phase::next remedy_phase::on_early_stop(std::string text, issue_list violations) {
-  const bool repairing = kind_ == attempt_kind::input_repair;
-  attempt a = new_attempt(kind_, k_ + 1, waited_);
+  attempt a = new_attempt();
   a.text = std::move(text);
-  const time_point t = core_->now();
-  a.latency = t - sent_;
-  if (repairing) times_->add(perf_stage::pre_remedy, t - sent_);
-  else times_->add_attempt(perf_stage::engine, t - sent_);
-  mark_ = t;
+  timed(a, core_->now());
   a.issues = std::move(violations);
   note n;
   n.kind = note_kind::stopped_early;
@@ -448,22 +442,17 @@ remedy_phase::next remedy_phase::on_early_stop(std::string text, issue_list viol
 }
 
 void remedy_phase::on_stopped(stage why, std::string_view reason, std::string text, bool in_attempt) {
-  const bool repairing = kind_ == attempt_kind::input_repair;
   if (!in_attempt) {
     lap(perf_stage::post_remedy);
     oc_->issues = {stopped_issue(why, reason)};
     oc_->failed_stage = why;
     return;
   }
-  attempt a = new_attempt(kind_, k_ + 1, waited_);
+  attempt a = new_attempt();
   a.text = std::move(text);
   a.engine_failed = true;
   a.issues.push_back(stopped_issue(why, reason));
-  const time_point t = core_->now();
-  a.latency = t - sent_;
-  if (repairing) times_->add(perf_stage::pre_remedy, t - sent_);
-  else times_->add_attempt(perf_stage::engine, t - sent_);
-  mark_ = t;
+  timed(a, core_->now());
   fail(std::move(a), why);
 }
 
@@ -494,6 +483,7 @@ bool run_phase_blocking(remedy_phase& p, const contract_core& core) {
       std::optional<chat_response> reply;
       std::string error;
       int status = 0;
+      std::chrono::nanoseconds queued{0};
       engine_lease lease(core.anchor);
       if (!lease) {
         p.on_stopped(stage::cancelled, "the engine was destroyed", {}, false);
@@ -505,12 +495,13 @@ bool run_phase_blocking(remedy_phase& p, const contract_core& core) {
       } catch (const engine_error& e) {
         error = e.what();
         status = e.status();
+        queued = e.queued();
       } catch (const std::exception& e) {
         error = e.what();
       } catch (...) {
         error = "unknown exception";
       }
-      n = reply ? p.on_reply(std::move(*reply)) : p.on_engine_error(error, status);
+      n = reply ? p.on_reply(std::move(*reply)) : p.on_engine_error(error, status, queued);
     }
     if (n == remedy_phase::next::accepted) return true;
     if (n == remedy_phase::next::failed) return false;
@@ -622,6 +613,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
       std::string what;
       int status = 0;
       bool cancelled = false;
+      std::chrono::nanoseconds queued{0};
     };
     std::optional<failure> error{};
     stage why = stage::none;
@@ -676,8 +668,9 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
     }
     void on_error(const engine_error& error) noexcept override {
       try {
-        driver_->enqueue(
-            event{event::kind::error, id_, {}, {}, event::failure{std::string(error.what()), error.status(), error.cancelled()}});
+        driver_->enqueue(event{event::kind::error, id_, {}, {},
+                               event::failure{std::string(error.what()), error.status(), error.cancelled(),
+                                              error.queued()}});
       } catch (...) {
         log_error("contract: out of memory queueing an engine error (dropped)");
       }
@@ -736,6 +729,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
       case event::kind::granted:
         if (state_ != state::limited || e.id != limit_id_) return;
         state_ = state::idle;
+        phase_->waited_for_turn(core_->now() - limited_since_);
         return transmit();
       case event::kind::text: {
         if (state_ != state::attempt || e.id != attempt_id_) return;
@@ -762,7 +756,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
           return stop(stage::cancelled, e.error->what);  // the engine stopped on its own (destroyed)
         }
         state_ = state::idle;
-        return handle(phase_->on_engine_error(e.error->what, e.error->status));
+        return handle(phase_->on_engine_error(e.error->what, e.error->status, e.error->queued));
     }
   }
 
@@ -812,6 +806,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
     phase_->request().limiter = options_.limiter;
     estimate_ = options_.limiter->estimate(phase_->request());
     state_ = state::limited;
+    limited_since_ = core_->now();
     const std::uint64_t id = ++limit_id_;
     std::weak_ptr<async_driver> self = weak_from_this();
     limit_ticket_ = options_.limiter->acquire(estimate_, [self, id] {
@@ -964,6 +959,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
   std::uint64_t limit_id_ = 0;
   std::uint64_t limit_ticket_ = 0;
   std::uint64_t estimate_ = 0;
+  time_point limited_since_{};  // when the current attempt asked the limiter for its turn
   std::string text_so_far_;
   std::exception_ptr finish_error_;
   std::shared_ptr<async_driver> self_;

@@ -62,7 +62,8 @@ enum class verdict : std::uint8_t {
 /// "accepted", "rejected", "failed".
 std::string_view to_string(verdict v) noexcept;
 
-/// An attempt was read and judged: the reply (text, usage, latency) and its issues and notes.
+/// An attempt was read and judged: the reply (text, usage, latency, queue time) and its issues and
+/// notes.
 struct attempt_event {
   const call_info& call;
   const covenant::attempt& a;

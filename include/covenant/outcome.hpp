@@ -49,8 +49,16 @@ struct attempt {
   std::string text;                        ///< the model's raw reply
   issue_list issues;                       ///< why it was rejected (empty: accepted)
   note_list notes;                         ///< repairs and coercions applied to read it
-  std::chrono::nanoseconds latency{};      ///< engine call time
-  std::chrono::nanoseconds waited{};       ///< delay slept before this attempt
+  /// The model call's time: from sending the request to its reply, less `queued`.
+  std::chrono::nanoseconds latency{};
+  /// Time the attempt waited to be served rather than talking to the server: its turn under the
+  /// rate limiter before it was sent, and within the engine the waits before transport retries
+  /// (backoff, a server's Retry-After) and their turns under the limiter (chat_response::queued,
+  /// engine_error::queued). Not part of `latency`.
+  std::chrono::nanoseconds queued{};
+  /// The remedy delay slept before this attempt (retry_policy: after a rejected reply); neither
+  /// latency nor queue time.
+  std::chrono::nanoseconds waited{};
   covenant::usage usage;                   ///< tokens of this call
   std::string finish_reason;
   bool engine_failed = false;              ///< the engine threw; `issues` holds the engine_error
@@ -78,6 +86,12 @@ struct outcome_base {
   explicit operator bool() const noexcept { return success; }
   /// Number of model calls made.
   [[nodiscard]] std::size_t calls() const noexcept { return attempts.size(); }
+  /// The call's queue time: attempt::queued summed over its attempts (part of `elapsed`).
+  [[nodiscard]] std::chrono::nanoseconds queued() const noexcept {
+    std::chrono::nanoseconds sum{0};
+    for (const attempt& a : attempts) sum += a.queued;
+    return sum;
+  }
   /// One-line summary: "succeeded after 2 attempts" / "failed at post after 4 attempts: ...".
   [[nodiscard]] std::string summary() const;
 };

@@ -93,13 +93,18 @@ class remedy_phase {
   /// The attempt rejected last (null before the first rejection).
   [[nodiscard]] const attempt* rejected() const noexcept;
 
-  /// Starts the next attempt; its engine time counts from the end of the previous stage.
+  /// The next attempt waited `d` for its turn under the rate limiter before it was sent (part of
+  /// its queue time, attempt::queued).
+  void waited_for_turn(std::chrono::nanoseconds d) noexcept { turn_ += d; }
+  /// Starts the next attempt; its engine time counts from the end of the previous stage (its
+  /// latency is that time less its queue time).
   void begin_attempt();
   /// The engine's reply to the current attempt.
   next on_reply(chat_response&& reply);
   /// The engine failed (not a violation: no corrective message); the phase fails. The issue reads
   /// `engine failed (HTTP <status>): <what>` when there was an HTTP status, else `engine failed: <what>`.
-  next on_engine_error(const std::string& what, int status = 0);
+  /// `queued`: the engine's waits between its exchanges (engine_error::queued).
+  next on_engine_error(const std::string& what, int status = 0, std::chrono::nanoseconds queued = {});
   /// A streamed reply was stopped with `violations` after `text` arrived; judged like a rejected
   /// reply (a note says it was stopped early).
   next on_early_stop(std::string text, issue_list violations);
@@ -124,6 +129,10 @@ class remedy_phase {
   next judge(attempt& a, stage failed_at);
   void lap(perf_stage s);
   void fail(attempt a, stage at);
+  /// A new attempt record for the current attempt, with its turn under the limiter as queue time.
+  attempt new_attempt();
+  /// The attempt's engine time ends at `t`: its latency (less its queue time) and stage times.
+  void timed(attempt& a, time_point t);
 
   const contract_core* core_;
   attempt_kind kind_;
@@ -138,6 +147,7 @@ class remedy_phase {
   int k_ = -1;
   std::chrono::nanoseconds wait_{0};
   std::chrono::nanoseconds waited_{0};
+  std::chrono::nanoseconds turn_{0};  // the current attempt's wait under the limiter
   time_point sent_{};
 };
 
