@@ -515,6 +515,8 @@ std::string_view audit_log::impl::write_line(const attempt_event& e, std::string
   out.number(a.usage.output_tokens);
   out.lit("},\"latency_ms\":"sv);
   out.millis(std::chrono::duration<double, std::milli>(a.latency).count());
+  out.lit(",\"queue_ms\":"sv);
+  out.millis(std::chrono::duration<double, std::milli>(a.queued).count());
   out.lit(",\"finish_reason\":"sv);
   out.json(a.finish_reason);
   if (options.include_reply) {

@@ -81,8 +81,13 @@ struct metrics::impl {
                                    attempt_buckets())),
         call_seconds(reg.add_histogram("covenant_call_duration_seconds",
                                        "Whole contract calls, from the call to forward, in seconds.", {"contract"})),
-        model_seconds(reg.add_histogram("covenant_model_call_duration_seconds",
-                                        "One model call (one attempt: request to reply), in seconds.", {"contract"})),
+        model_seconds(reg.add_histogram(
+            "covenant_model_call_duration_seconds",
+            "One model call (one attempt: request to reply, less its queue time), in seconds.", {"contract"})),
+        queue_seconds(reg.add_histogram("covenant_queue_seconds",
+                                        "Time one model call (one attempt) waited to be served: its turn under the rate "
+                                        "limiter, transport-retry backoff and Retry-After, in seconds.",
+                                        {"contract"})),
         model_calls(reg.add_counter("covenant_model_calls_total", "Model calls (attempts) made.", {"contract"})),
         issue_codes(reg.add_counter("covenant_attempt_issues_total",
                                     "Issues of rejected attempts (fed back or ending the call), by issue code.",
@@ -119,6 +124,7 @@ struct metrics::impl {
     prom::histogram* attempts;
     prom::histogram* call_seconds;
     prom::histogram* model_seconds;
+    prom::histogram* queue_seconds;
     prom::counter* model_calls;
     prom::counter* retries;
     prom::counter* tokens_in;
@@ -152,10 +158,11 @@ struct metrics::impl {
     const std::string_view c = contracts.admit(contract);
     std::unique_lock lock(by_contract_mutex);
     if (auto it = by_contract.find(contract); it != by_contract.end()) return it->second;
-    series s{&calls.with({c}),        &successes.with({c}),     &attempts.with({c}),
-             &call_seconds.with({c}), &model_seconds.with({c}), &model_calls.with({c}),
-             &retries.with({c}),      &tokens_in.with({c}),     &tokens_out.with({c}),
-             &call_retries.with({c}), &success_ratio.with({c}), &retries_average.with({c})};
+    series s{&calls.with({c}),         &successes.with({c}),     &attempts.with({c}),
+             &call_seconds.with({c}),  &model_seconds.with({c}), &queue_seconds.with({c}),
+             &model_calls.with({c}),   &retries.with({c}),       &tokens_in.with({c}),
+             &tokens_out.with({c}),    &call_retries.with({c}),  &success_ratio.with({c}),
+             &retries_average.with({c})};
     return by_contract.emplace(std::string(contract), s).first->second;
   }
 
@@ -179,6 +186,7 @@ struct metrics::impl {
   prom::histogram_family& attempts;
   prom::histogram_family& call_seconds;
   prom::histogram_family& model_seconds;
+  prom::histogram_family& queue_seconds;
   prom::counter_family& model_calls;
   prom::counter_family& issue_codes;
   prom::counter_family& issue_fields;
@@ -209,6 +217,7 @@ void metrics::on_attempt(const attempt_event& e) {
   impl::series& s = impl_->of(e.call.contract);
   s.model_calls->inc();
   s.model_seconds->observe(std::chrono::duration<double>(e.a.latency).count());
+  s.queue_seconds->observe(std::chrono::duration<double>(e.a.queued).count());
   if (e.a.usage.input_tokens > 0) s.tokens_in->inc(static_cast<double>(e.a.usage.input_tokens));
   if (e.a.usage.output_tokens > 0) s.tokens_out->inc(static_cast<double>(e.a.usage.output_tokens));
   if (e.a.notes.empty() && e.a.issues.empty()) return;

@@ -109,6 +109,7 @@ TEST_F(AuditLog, OneLinePerAttemptWithTheDocumentedFields) {
   EXPECT_EQ(first.at("usage").at("input_tokens").as_int64(), 12);
   EXPECT_EQ(first.at("usage").at("output_tokens").as_int64(), 3);
   EXPECT_TRUE(first.at("latency_ms").is_double());
+  EXPECT_EQ(first.at("queue_ms").as_double(), 0.0);  // nothing waited
   const std::string ts(first.at("ts").as_string());
   EXPECT_EQ(ts.size(), 24u) << ts;  // 2026-11-25T10:30:00.123Z
   EXPECT_EQ(ts.back(), 'Z');
@@ -122,6 +123,32 @@ TEST_F(AuditLog, OneLinePerAttemptWithTheDocumentedFields) {
   EXPECT_EQ(second.at("result").as_string(), "accepted");
   EXPECT_EQ(second.at("retry_count").as_int64(), 1);
   EXPECT_TRUE(second.at("issues").as_array().empty());
+}
+
+TEST_F(AuditLog, QueueTimeIsWrittenBesideLatencyAndIsNotPartOfIt) {
+  auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir_});
+  // The engine waited 250 ms between its exchanges (a Retry-After, say) and answered.
+  scripted_engine model([](const covenant::chat_request&, std::size_t) {
+    covenant::chat_response r;
+    r.text = R"({"answer": "Paris", "confidence": 0.9})";
+    r.queued = std::chrono::milliseconds(250);
+    return r;
+  });
+  covenant::contract_options o = instant();
+  o.observers.push_back(audit);
+  covenant::contract<QA> qa{model, o};
+  ASSERT_TRUE(qa.run(Question{"q"}).outcome.success);
+  audit->flush();
+  std::ifstream in(audit->current_file());
+  std::string text;
+  std::getline(in, text);
+  const boost::json::object line = boost::json::parse(text).as_object();
+  EXPECT_EQ(line.at("queue_ms").as_double(), 250.0);
+  EXPECT_LT(line.at("latency_ms").as_double(), 250.0);
+  const auto latency_at = text.find("\"latency_ms\":");
+  EXPECT_NE(latency_at, std::string::npos);
+  EXPECT_EQ(text.find("\"queue_ms\":"), text.find(',', latency_at) + 1) << "queue_ms follows latency_ms: "
+                                                                         << text;
 }
 
 TEST_F(AuditLog, TheRawReplyOnlyWhenAskedAndNeverAKeyFromTheEnvironment) {

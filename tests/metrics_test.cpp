@@ -121,6 +121,35 @@ TEST(Metrics, EachCallAddsItsCallsAttemptsTokensIssuesAndActions) {
   EXPECT_EQ(sample(text, R"(covenant_call_success_ratio{contract="QA"})"), 0.5);
 }
 
+TEST(Metrics, QueueTimeHasItsOwnHistogramApartFromModelCallLatency) {
+  auto m = std::make_shared<covenant::metrics>();
+  // The first reply waited 1.5 s between the engine's exchanges (a Retry-After, say) and is
+  // rejected; the second waited for nothing.
+  scripted_engine model([](const covenant::chat_request&, std::size_t i) {
+    covenant::chat_response r;
+    r.text = i == 0 ? R"({"answer": "?", "confidence": 0.5, "sources": []})"
+                    : R"({"answer": "Paris", "confidence": 0.5, "sources": []})";
+    if (i == 0) r.queued = std::chrono::milliseconds(1500);
+    return r;
+  });
+  covenant::contract<QA> qa{model, observed(m)};
+  const auto r = qa.run(Question{"a"});
+  ASSERT_TRUE(r.outcome.success);
+  EXPECT_EQ(r.outcome.attempts[0].queued, std::chrono::milliseconds(1500));
+  const std::string text = m->render();
+  EXPECT_THAT(text, HasSubstr("# TYPE covenant_queue_seconds histogram\n"));
+  EXPECT_THAT(text, HasSubstr("# HELP covenant_queue_seconds "));
+  EXPECT_EQ(sample(text, R"(covenant_queue_seconds_count{contract="QA"})"), 2);  // one per attempt
+  EXPECT_EQ(sample(text, R"(covenant_queue_seconds_sum{contract="QA"})"), 1.5);
+  EXPECT_EQ(sample(text, R"(covenant_queue_seconds_bucket{contract="QA",le="0.05"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_queue_seconds_bucket{contract="QA",le="1"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_queue_seconds_bucket{contract="QA",le="2"})"), 2);
+  EXPECT_EQ(sample(text, R"(covenant_queue_seconds_bucket{contract="QA",le="+Inf"})"), 2);
+  // The wait is not the model's latency.
+  EXPECT_EQ(sample(text, R"(covenant_model_call_duration_seconds_count{contract="QA"})"), 2);
+  EXPECT_LT(sample(text, R"(covenant_model_call_duration_seconds_sum{contract="QA"})"), 1.0);
+}
+
 TEST(Metrics, FieldPathsDropListIndices) {
   EXPECT_EQ(covenant::metric_path(covenant::path::parse("sources[17].url")), "sources[].url");
   EXPECT_EQ(covenant::metric_path(covenant::path::parse("a.b[2][3].c")), "a.b[][].c");

@@ -15,8 +15,8 @@
 // opened on the directory. So a crash loses at most the line being written. Files older than
 // `retention_days` are deleted when the log opens and at each daily rotation. The
 // line format is in docs/telemetry.md: timestamp (ISO 8601, UTC), query id, contract, attempt,
-// result, retry count, schema version, issues, token usage, latency; the raw reply only with
-// `include_reply`. Request headers and API keys are never written, and every configured
+// result, retry count, schema version, issues, token usage, latency and queue time; the raw reply
+// only with `include_reply`. Request headers and API keys are never written, and every configured
 // redaction (and the value of each API key variable in the environment) is replaced by
 // "[redacted]" wherever it appears in what is written.
 #pragma once
