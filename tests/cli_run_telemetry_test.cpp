@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -320,6 +321,50 @@ TEST_F(CliRunTelemetry, AuditLogHasOneJsonLinePerAttempt) {
     }
   }
   EXPECT_EQ(n, 1u);
+}
+
+TEST_F(CliRunTelemetry, WaitingForTheRateLimiterIsQueueTimeNotLatencyInResultAndAuditLines) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);  // an instant server
+  });
+  // --rpm 120: a bucket of two requests that go at once, then one every 0.5 s. The four records
+  // are in flight together, so the third waits about 0.5 s for its turn and the fourth 1 s.
+  const std::string input = write("in.jsonl", records(4));
+  const std::string audit = path("audit");
+  const auto r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--rpm", "120",
+                              "--audit-log", audit, "--quiet", input});
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::vector<std::pair<double, json::object>> by_queue;  // result lines by queue_ms
+  for (const json::value& v : json_lines(r.out)) {
+    const json::object& o = v.as_object();
+    ASSERT_TRUE(o.contains("latency_ms") && o.contains("queue_ms")) << json::serialize(v);
+    by_queue.emplace_back(o.at("queue_ms").to_number<double>(), o);
+  }
+  ASSERT_EQ(by_queue.size(), 4u);
+  std::sort(by_queue.begin(), by_queue.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  EXPECT_LT(by_queue[0].first, 200.0);  // the burst went at once
+  EXPECT_LT(by_queue[1].first, 200.0);
+  EXPECT_GE(by_queue[2].first, 400.0);
+  EXPECT_GE(by_queue[3].first, 900.0);
+  EXPECT_LT(by_queue[3].first, 5000.0);
+  for (const auto& [queue, line] : by_queue)
+    EXPECT_LT(line.at("latency_ms").to_number<double>(), 300.0) << json::serialize(line);  // not the wait
+
+  // The audit line of each record's one attempt: the same split.
+  const std::vector<json::value> lines = audit_lines(audit);
+  ASSERT_EQ(lines.size(), 4u);
+  std::map<std::string, json::object> audit_of;
+  for (const json::value& v : lines) {
+    const json::object& o = v.as_object();
+    ASSERT_TRUE(o.contains("latency_ms") && o.contains("queue_ms")) << json::serialize(v);
+    EXPECT_LT(o.at("latency_ms").to_number<double>(), 300.0) << json::serialize(v);
+    audit_of[std::string(o.at("query_id").as_string())] = o;
+  }
+  for (const auto& [queue, line] : by_queue) {
+    const std::string q(line.at("query_id").as_string());
+    ASSERT_EQ(audit_of.count(q), 1u) << q;
+    EXPECT_NEAR(audit_of.at(q).at("queue_ms").to_number<double>(), queue, 0.01) << q;
+  }
 }
 
 /// The documented join (docs/telemetry.md): the audit lines of the records that failed.

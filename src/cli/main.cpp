@@ -115,8 +115,10 @@ Run a contract over every record of a JSON Lines file: each record (a JSON objec
 of it) is the input, the type of FILE is the output the model must produce, and the reply is read,
 validated and asked for again exactly as a contract does. One JSON line per record is written as
 soon as the record is finished: {"id", "line", "query_id", "ok", "value", "failed_stage", "issues",
-"notes", "attempts", "usage": {"input_tokens", "output_tokens"}, "latency_ms"}; "query_id" is
-that of the record's lines in --audit-log. The model server is the
+"notes", "attempts", "usage": {"input_tokens", "output_tokens"}, "latency_ms", "queue_ms"};
+"query_id" is that of the record's lines in --audit-log; "queue_ms" is the time the record waited
+for its turn under --rpm/--tpm, a server's Retry-After or a transport retry's backoff, and
+"latency_ms" the rest of its time (the two add up to it). The model server is the
 endpoint of COVENANT_BASE_URL (COVENANT_PROVIDER openai or anthropic, COVENANT_API_KEY,
 COVENANT_MODEL, COVENANT_TIMEOUT_S), or the flags below.
 

@@ -657,7 +657,11 @@ int run_run(const std::vector<std::string>& args) {
     line["notes"] = notes_json(o.notes);
     line["attempts"] = o.attempts.size();
     line["usage"] = json::object{{"input_tokens", o.usage.input_tokens}, {"output_tokens", o.usage.output_tokens}};
-    line["latency_ms"] = std::chrono::duration<double, std::milli>(o.elapsed).count();
+    // The record's time splits into its queue time (waiting for the rate limiter, a server's
+    // Retry-After, transport-retry backoff) and the rest (latency_ms): the two add up to it.
+    const std::chrono::nanoseconds queued = std::min(o.queued(), o.elapsed);
+    line["latency_ms"] = std::chrono::duration<double, std::milli>(o.elapsed - queued).count();
+    line["queue_ms"] = std::chrono::duration<double, std::milli>(queued).count();
     return json_text(line);
   };
 
