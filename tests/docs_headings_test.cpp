@@ -87,7 +87,10 @@ std::vector<std::string> duplicates(const std::string& page, const std::vector<h
     if (lines.size() < 2) continue;
     std::string where = page + ": " + std::string(static_cast<std::size_t>(key.first), '#') + " " + key.second +
                         " at lines";
-    for (int l : lines) where += " " + std::to_string(l);
+    for (int l : lines) {
+      where += ' ';
+      where += std::to_string(l);
+    }
     out.push_back(where);
   }
   return out;

@@ -96,8 +96,7 @@ TEST(OpenAiWire, BodyTextKeepsTheDocumentsOrderWithExtraFieldsOrAnyTokenLimitFie
   r.max_tokens = 10;
   r.temperature = 0.5;
   r.response_schema = schema_of(R"({"type":"object","title":"T","properties":{},"additionalProperties":false})");
-  http_engine_options o;
-  o.model = "m";
+  http_engine_options o{.model = "m"};  // not o.model = "m": a false -Wrestrict (GCC 12, Release)
   o.extra_body["seed"] = 7;
   o.extra_body["model"] = "replaced";  // the options' model wins, in the extra field's place
   for (output_mode mode : {output_mode::json_schema, output_mode::tools}) {

@@ -171,7 +171,9 @@ inline const char* const label_baml = R"(class Label {
 inline std::string label_records(int n, const std::set<int>& bad = {}) {
   std::string text;
   for (int i = 0; i < n; ++i) {
-    boost::json::object o{{"id", "r" + std::to_string(i)}, {"n", i}};
+    // The id appended, not "r" + std::to_string(i): GCC 12 reports a false -Wrestrict on that in
+    // Release builds.
+    boost::json::object o{{"id", std::string("r").append(std::to_string(i))}, {"n", i}};
     if (bad.count(i) != 0) o["bad"] = true;
     text += boost::json::serialize(o) + "\n";
   }
