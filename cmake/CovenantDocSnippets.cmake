@@ -10,6 +10,8 @@
 #   - a snippet containing `int main` is run as the ctest test snippet.<doc>_<n>;
 #   - any other snippet is compile-only: it is built in ALL, linked with an
 #     empty main(), and not run.
+# Snippets are compiled without NDEBUG in every build type: their assert()s
+# are what a run checks.
 # Each block must be a complete translation unit. A #line directive maps
 # compiler diagnostics back to the Markdown file.
 # The Markdown files are configure dependencies: editing one and building
@@ -112,6 +114,9 @@ function(covenant_add_doc_snippets)
     target_link_libraries(${target} PRIVATE covenant)
     covenant_target_defaults(${target})
     covenant_data_dirs(${target})
+    # A snippet's assert()s are its checks: kept in every build type (NDEBUG would drop them in a
+    # Release tree, and leave the variables they read unused, which -Werror refuses).
+    target_compile_options(${target} PRIVATE -UNDEBUG)
 
     file(READ "${file}" body)
     set(run FALSE)
