@@ -4,6 +4,7 @@
 // call, and a call whose futures are all dropped.
 #include <covenant/contract.hpp>
 #include <covenant/future.hpp>
+#include <covenant/observer.hpp>
 #include <covenant/gtest.hpp>
 #include <covenant/testing.hpp>
 #include <gmock/gmock.h>
@@ -194,13 +195,23 @@ TEST(Future, DroppingEveryFutureNeitherWaitsForNorCancelsTheCall) {
   scripted_engine model{good};
   model.stream_in_chunks(2, 2ms);  // the reply takes a while
   std::promise<std::string> forwarded;
-  const covenant::contract<Ask> c{model, instant(), Ask{&forwarded}};
+  // Told when the call has finished everything after forward (its statistics and its log line),
+  // so that the test does not end, and the process exit, under a call still running.
+  struct finish_watch final : covenant::observer {
+    std::promise<void> finished;
+    void on_finished(const covenant::finished_event&) override { finished.set_value(); }
+  };
+  auto watch = std::make_shared<finish_watch>();
+  covenant::contract_options options = instant();
+  options.observers.push_back(watch);
+  const covenant::contract<Ask> c{model, options, Ask{&forwarded}};
   const auto before = std::chrono::steady_clock::now();
   (void)c.stream(Question{"Capital of France?"}, [](const covenant::stream_update<Answer>&) {});
   EXPECT_LT(std::chrono::steady_clock::now() - before, 2s);
   auto answer = forwarded.get_future();
   ASSERT_EQ(answer.wait_for(30s), std::future_status::ready);
   EXPECT_EQ(answer.get(), "Paris");  // the call ran to its end, not cancelled
+  EXPECT_EQ(watch->finished.get_future().wait_for(30s), std::future_status::ready);
 }
 
 }  // namespace
