@@ -1131,6 +1131,11 @@ struct stream_core::impl {
     path.clear();
     states.clear();
     root_used = false;
+    // The tokenizer may have stopped inside a key or a string: its slot points into the value just
+    // cleared.
+    key_open = false;
+    string_open = false;
+    current = slot{};
     replay(value);
     states.complete_all();
     for (const note& nt : found.front().notes) {

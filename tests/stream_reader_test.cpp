@@ -267,6 +267,21 @@ TEST(StreamReader, TextThatIsNotJsonFallsBackToTheLenientReaderWithoutViolations
   EXPECT_EQ(r.view().value().steps[0].minutes, 1);
 }
 
+TEST(StreamReader, BadSyntaxInsideAStringFallsBackFromAFreshStart) {
+  // An invalid escape stops the tokenizer inside a string value: the lenient re-read starts from a
+  // clean slate (it used to keep writing that string through a slot into the value just cleared).
+  const std::string text = R"({"summary": "ab\q", "confidence": 0.5})";
+  auto typed = make_reader<Plan>();
+  typed.feed(text);
+  EXPECT_TRUE(typed.lenient());
+  EXPECT_EQ(typed.view().value().confidence, 0.5);
+  covenant::detail::dynamic_stream_reader dynamic(covenant::schema_of<Plan>(), {}, covenant::strictness::coerce);
+  dynamic.feed(text);
+  EXPECT_TRUE(dynamic.lenient());
+  EXPECT_EQ(dynamic.view().value().at("confidence"), 0.5);
+  EXPECT_EQ(dynamic.view().value().at("summary").as_string(), typed.view().value().summary.c_str());
+}
+
 TEST(StreamReader, ResetStartsAFreshReply) {
   auto r = make_reader<Plan>();
   r.feed(R"({"summary": "first", "confidence": 3})");
