@@ -1,6 +1,8 @@
 // Decoding benchmarks on the same bytes as the Python/Node peers (../shared/bench).
 #include <benchmark/benchmark.h>
 #include <covenant/decode.hpp>
+#include <covenant/dynamic.hpp>
+#include <covenant/schema_of.hpp>
 
 #include <string>
 
@@ -53,6 +55,22 @@ BENCHMARK(BM_final_answer_50KB)->Name("decode/final_answer_50KB");
 
 void BM_final_answer_50KB_reuse(benchmark::State& state) { decode_reuse(state, "large_final_answer.json"); }
 BENCHMARK(BM_final_answer_50KB_reuse)->Name("decode/final_answer_50KB_reuse");
+
+// The same 50 KB read by the dynamic decoder against schema_of<FinalAnswer>() (a boost::json::value).
+void BM_final_answer_50KB_dynamic(benchmark::State& state) {
+  const std::string text = sample("large_final_answer.json");
+  if (text.empty()) {
+    state.SkipWithError("sample missing (../shared/bench/python/samples)");
+    return;
+  }
+  const covenant::schema::model& m = covenant::schema_of<models::FinalAnswer>();
+  for (auto _ : state) {
+    auto r = covenant::decode_dynamic(text, m);
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * text.size()));
+}
+BENCHMARK(BM_final_answer_50KB_dynamic)->Name("decode/final_answer_50KB_dynamic");
 
 // invalid_final_answer.json -> 3 issues -> feedback text for the model.
 void BM_invalid_feedback(benchmark::State& state) {
