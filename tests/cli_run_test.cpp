@@ -79,7 +79,9 @@ TEST_F(CliRun, OneLinePerRecordWithTheValidatedValue) {
     ids.insert(std::string(line.at("id").as_string()));
     EXPECT_EQ(line.at("ok"), true);
     const std::string id(line.at("id").as_string());
-    EXPECT_EQ(std::string(line.at("value").at("label").as_string()), "L" + id.substr(1));
+    std::string want = "L";
+    want.append(id, 1);
+    EXPECT_EQ(std::string(line.at("value").at("label").as_string()), want);
     EXPECT_EQ(line.at("attempts"), 1);
     EXPECT_EQ(line.at("usage").at("input_tokens"), 10);
     EXPECT_TRUE(line.as_object().contains("latency_ms"));

@@ -156,7 +156,7 @@ class Cli : public ::testing::Test {
       f << input;
     }
     std::string command = quote(cli_path);
-    for (const auto& a : args) command += " " + quote(a);
+    for (const auto& a : args) command.append(1, ' ').append(quote(a));
     command += " < " + quote(in.string()) + " > " + quote(out.string()) + " 2> " + quote(err.string());
     const int raw = std::system(command.c_str());
     run_result r;
