@@ -401,6 +401,8 @@ cmd_fuzz() {
     mkdir -p "$corpus"
     seeds=()
     if [ -d "$ROOT/fuzz/corpus/$name" ]; then seeds=("$ROOT/fuzz/corpus/$name"); fi
+    # The differential reading target also starts from the corpora of the readers it compares.
+    if [ "$name" = reading ]; then seeds+=("$ROOT/fuzz/corpus/dynamic" "$ROOT/fuzz/corpus/lenient"); fi
     log "fuzz_$name for ${secs}s"
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
       "$exe" -max_total_time="$secs" -print_final_stats=1 "$corpus" "${seeds[@]}" </dev/null
