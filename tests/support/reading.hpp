@@ -1,12 +1,21 @@
 // Helpers of the reading tests: issues as text, the coercion notes of a reading, the typed reader
-// of a model reply as contracts use it, and the runtime-schema reader at a level.
+// of a model reply as contracts use it, the runtime-schema reader at a level, and the three readers
+// of one schema side by side (readers_of / expect_readers_agree).
 #pragma once
 
 #include <covenant/detail/read_reply.hpp>
+#include <covenant/detail/stream_reader.hpp>
 #include <covenant/dynamic.hpp>
+#include <covenant/encode.hpp>
 #include <covenant/issues.hpp>
+#include <covenant/schema_of.hpp>
+#include <gtest/gtest.h>
+
+#include <boost/json/value.hpp>
 
 #include <chrono>
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,6 +60,121 @@ inline covenant::read_result read_against(std::string_view reply, const covenant
   o.level = level;
   o.partial = partial;
   return covenant::read_dynamic(reply, model, o);
+}
+
+/// The violations a stream reader of `text` stops on, fed `piece` bytes at a time (0: whole).
+template <class Reader>
+covenant::issue_list stream_violations(Reader& reader, std::string_view text, std::size_t piece) {
+  if (piece == 0) piece = text.size() == 0 ? 1 : text.size();
+  for (std::size_t at = 0; at < text.size(); at += piece) reader.feed(text.substr(at, piece));
+  return reader.violations();
+}
+
+/// What each of the three readers of one schema makes of a text: the typed decoder and the dynamic
+/// decoder on schema_of<T>() (value, issues, notes), and the violations the typed and the dynamic
+/// stream readers stop on (fed one byte at a time, and whole).
+template <class T>
+struct readings {
+  covenant::decoded<T> typed;
+  covenant::dynamic_result dynamic;
+  covenant::issue_list typed_stream;    ///< one byte at a time
+  covenant::issue_list dynamic_stream;  ///< one byte at a time
+  covenant::issue_list typed_stream_whole;
+  covenant::issue_list dynamic_stream_whole;
+};
+
+/// The stream level that goes with decode options (coerce: coerce, else strict).
+inline covenant::strictness stream_level(const covenant::decode_options& o) {
+  return o.coerce ? covenant::strictness::coerce : covenant::strictness::strict;
+}
+
+template <class T>
+readings<T> readers_of(std::string_view text, const covenant::decode_options& o = {}) {
+  readings<T> r{covenant::decode<T>(text, o), covenant::decode_dynamic(text, covenant::schema_of<T>(), o), {}, {}, {}, {}};
+  covenant::decode_options so = o;
+  so.coerce = false;  // the stream readers set it from their level
+  for (std::size_t piece : {std::size_t{1}, std::size_t{0}}) {
+    covenant::detail::stream_reader<T> typed(so, stream_level(o));
+    covenant::detail::dynamic_stream_reader dynamic(covenant::schema_of<T>(), so, stream_level(o));
+    (piece == 1 ? r.typed_stream : r.typed_stream_whole) = stream_violations(typed, text, piece);
+    (piece == 1 ? r.dynamic_stream : r.dynamic_stream_whole) = stream_violations(dynamic, text, piece);
+  }
+  return r;
+}
+
+/// Equality of decoded JSON values: numbers by value; a member absent on one side equals a null
+/// one (a decoded value cannot tell them apart: both are an empty std::optional).
+inline bool same_json(const boost::json::value& a, const boost::json::value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_double() || b.is_double()) return a.to_number<double>() == b.to_number<double>();
+    if (a.kind() == b.kind()) return a == b;
+    const boost::json::value& s = a.is_int64() ? a : b;
+    const boost::json::value& u = a.is_int64() ? b : a;
+    return s.get_int64() >= 0 && static_cast<std::uint64_t>(s.get_int64()) == u.get_uint64();
+  }
+  if (a.kind() != b.kind()) return false;
+  if (a.is_array()) {
+    const auto& x = a.get_array();
+    const auto& y = b.get_array();
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (!same_json(x[i], y[i])) return false;
+    return true;
+  }
+  if (a.is_object()) {
+    static const boost::json::value null_value;
+    for (const auto& kv : a.get_object()) {
+      const boost::json::value* o = b.get_object().if_contains(kv.key());
+      if (!same_json(kv.value(), o == nullptr ? null_value : *o)) return false;
+    }
+    for (const auto& kv : b.get_object())
+      if (!a.get_object().contains(kv.key()) && !kv.value().is_null()) return false;
+    return true;
+  }
+  return a == b;
+}
+
+/// A violation as text without `actual` when the check judged a value still growing (a string or a
+/// list already over its maximum: how far over depends on where the pieces of the stream ended).
+inline std::string violation_text(const covenant::issue& v) {
+  const bool growing = v.message.starts_with("must have at most") || v.message.starts_with("must have exactly");
+  if (!growing) return v.to_string();
+  covenant::issue w = v;
+  w.actual.clear();
+  return w.to_string();
+}
+
+inline std::string violations_text(const covenant::issue_list& vs) {
+  std::string s;
+  for (const auto& v : vs) s += violation_text(v) + "\n";
+  return s;
+}
+
+/// Checks that the three readers of T agree on `text`: decode<T> and decode_dynamic on
+/// schema_of<T>() report the same issues and notes and, when the text reads, the same value; the
+/// typed and the dynamic stream stop on the same violations, and each one is an issue of the final
+/// reading. Returns what they read, for checks of the rule itself.
+template <class T>
+readings<T> expect_readers_agree(std::string_view text, const covenant::decode_options& o = {}) {
+  readings<T> r = readers_of<T>(text, o);
+  const std::string where = "text: " + std::string(text) + (o.coerce ? " (coerce)" : "");
+  EXPECT_EQ(rendered(r.dynamic.issues), rendered(r.typed.issues)) << where;
+  EXPECT_EQ(r.dynamic.issues, r.typed.issues) << where;
+  EXPECT_EQ(r.dynamic.notes, r.typed.notes) << where;
+  if (r.typed.ok()) {
+    const boost::json::value typed = covenant::to_value(*r.typed.value);
+    EXPECT_TRUE(same_json(r.dynamic.value, typed))
+        << where << "\ntyped:   " << covenant::json_text(typed) << "\ndynamic: " << covenant::json_text(r.dynamic.value);
+  }
+  EXPECT_EQ(violations_text(r.dynamic_stream), violations_text(r.typed_stream)) << where;
+  EXPECT_EQ(violations_text(r.typed_stream_whole), violations_text(r.typed_stream)) << where;
+  EXPECT_EQ(violations_text(r.dynamic_stream_whole), violations_text(r.dynamic_stream)) << where;
+  for (const covenant::issue& v : r.typed_stream) {
+    bool found = false;
+    for (const covenant::issue& i : r.typed.issues) found = found || violation_text(i) == violation_text(v);
+    EXPECT_TRUE(found) << where << "\nthe stream stops on " << v.to_string() << ", not an issue of the final reading";
+  }
+  return r;
 }
 
 }  // namespace covenant_test::reading

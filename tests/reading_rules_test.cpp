@@ -1,0 +1,316 @@
+// The rules every reader of a schema applies the same way: the typed decoder, the dynamic decoder
+// on schema_of<T>() and the two stream readers (readers_of / expect_readers_agree in
+// support/reading.hpp). Each test pins one rule for all of them: nulls and optional values,
+// booleans, integers, numbers, numbers and booleans written as text, strings, objects and lists read
+// as their text, JSON inside a string, enums, absent fields, defaults, unknown keys, key spellings,
+// a single value read as a list, maps, string and number constraints, invariants.
+#include <covenant/decode.hpp>
+#include <covenant/describe.hpp>
+#include <covenant/dynamic.hpp>
+#include <covenant/schema_file.hpp>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reading.hpp"
+
+namespace rules_test {
+
+enum class Level { low, high };
+
+struct Item {
+  std::string name;
+  std::optional<int> qty;
+};
+
+struct Rec {
+  std::string name;
+  int count = 0;
+  double ratio = 0;
+  bool flag = false;
+  Level level = Level::low;
+  std::optional<std::string> note;
+  std::vector<Item> items;
+  std::map<std::string, int> counts;
+  std::vector<std::string> tags;
+  int retries = 3;
+};
+
+struct Window {
+  int from = 0;
+  int to = 0;
+};
+
+}  // namespace rules_test
+
+template <>
+struct covenant::describe<rules_test::Level> {
+  static constexpr auto values = covenant::values<rules_test::Level>(
+      covenant::value<rules_test::Level::high>("High.", covenant::alias{"HIGH"}, covenant::also_accept("urgent")));
+};
+
+template <>
+struct covenant::describe<rules_test::Item> {
+  static constexpr auto fields = covenant::fields<rules_test::Item>(
+      covenant::field<&rules_test::Item::name>("Name.", covenant::non_empty{}));
+};
+
+template <>
+struct covenant::describe<rules_test::Rec> {
+  static constexpr auto fields = covenant::fields<rules_test::Rec>(
+      covenant::field<&rules_test::Rec::name>("Name.", covenant::non_empty{}, covenant::max_length{10}),
+      covenant::field<&rules_test::Rec::count>("Count.", covenant::range{0, 100}),
+      covenant::field<&rules_test::Rec::items>("Items.", covenant::max_items{3}),
+      covenant::field<&rules_test::Rec::retries>("Retries.", covenant::defaulted{}));
+};
+
+template <>
+struct covenant::describe<rules_test::Window> {
+  static constexpr auto invariants = covenant::invariants<rules_test::Window>(
+      covenant::invariant<&rules_test::Window::to>("to must not be before from",
+                                                   [](const rules_test::Window& w) { return w.to >= w.from; }));
+  static constexpr auto fields = covenant::fields<rules_test::Window>(
+      covenant::field<&rules_test::Window::from>("From.", covenant::non_negative{}));
+};
+
+namespace {
+
+using covenant_test::reading::expect_readers_agree;
+using covenant_test::reading::rendered;
+using rules_test::Rec;
+
+covenant::decode_options coerce() {
+  covenant::decode_options o;
+  o.coerce = true;
+  return o;
+}
+
+// A valid record with `member` (a "key": value text) in place of the field of that key.
+std::string rec(const std::string& member) {
+  std::string out = "{";
+  const std::pair<const char*, const char*> fields[] = {
+      {"name", R"("name": "box")"}, {"count", R"("count": 4)"},     {"ratio", R"("ratio": 0.5)"},
+      {"flag", R"("flag": true)"},  {"level", R"("level": "low")"}, {"items", R"("items": [{"name": "a"}])"},
+      {"counts", R"("counts": {})"}, {"tags", R"("tags": [])"}};
+  const std::string key = member.substr(1, member.find('"', 1) - 1);
+  bool placed = false;
+  for (const auto& [k, text] : fields) {
+    if (out.size() > 1) out += ", ";
+    if (key == k) {
+      out += member;
+      placed = true;
+    } else {
+      out += text;
+    }
+  }
+  if (!placed) out += ", " + member;
+  return out + "}";
+}
+
+TEST(ReadingRules, AValidRecordReadsTheSameEverywhere) {
+  const auto r = expect_readers_agree<Rec>(rec(R"("note": "n")"));
+  ASSERT_TRUE(r.typed.ok()) << rendered(r.typed.issues);
+  EXPECT_EQ(r.typed.value->name, "box");
+  EXPECT_EQ(r.typed.value->retries, 3);
+  EXPECT_TRUE(r.typed_stream.empty());
+}
+
+TEST(ReadingRules, NullIsAnAbsentOptionalAndAMismatchElsewhere) {
+  const auto ok = expect_readers_agree<Rec>(rec(R"("note": null)"));
+  ASSERT_TRUE(ok.typed.ok());
+  EXPECT_FALSE(ok.typed.value->note.has_value());
+  const auto bad = expect_readers_agree<Rec>(rec(R"("name": null)"));
+  EXPECT_EQ(rendered(bad.typed.issues), "name: expected string (got null)\n");
+}
+
+TEST(ReadingRules, BooleansAndBooleansWrittenAsText) {
+  EXPECT_EQ(rendered(expect_readers_agree<Rec>(rec(R"("flag": "true")")).typed.issues),
+            "flag: expected boolean (got \"true\")\n");
+  const auto r = expect_readers_agree<Rec>(rec(R"("flag": "True")"), coerce());
+  ASSERT_TRUE(r.typed.ok()) << rendered(r.typed.issues);
+  EXPECT_TRUE(r.typed.value->flag);
+  ASSERT_EQ(r.typed.notes.size(), 1u);
+  EXPECT_EQ(r.typed.notes[0].to_string(), "coerced at flag: \"True\" read as a boolean");
+}
+
+TEST(ReadingRules, IntegersTakeWholeNumbersInAnyNotation) {
+  for (const char* whole : {"2.0", "1e2", "-0"}) {
+    const auto r = expect_readers_agree<Rec>(rec(std::string(R"("count": )") + whole));
+    EXPECT_TRUE(r.typed.ok()) << whole << ": " << rendered(r.typed.issues);
+  }
+  EXPECT_EQ(rendered(expect_readers_agree<Rec>(rec(R"("count": 2.5)")).typed.issues),
+            "count: expected integer (got 2.5)\n");
+  EXPECT_EQ(rendered(expect_readers_agree<Rec>(rec(R"("items": [{"name": "a", "qty": 99999999999}])")).typed.issues),
+            "items[0].qty: must be an integer between -2147483648 and 2147483647 (got 99999999999)\n");
+  EXPECT_EQ(rendered(expect_readers_agree<Rec>(rec(R"("count": 1e300)")).typed.issues),
+            "count: must be an integer between -2147483648 and 2147483647 (got 1e300)\n");
+}
+
+TEST(ReadingRules, NumbersOutOfRangeOfADouble) {
+  EXPECT_EQ(rendered(expect_readers_agree<Rec>(rec(R"("ratio": 1e400)")).typed.issues),
+            "ratio: number is out of range (got 1e400)\n");
+}
+
+TEST(ReadingRules, NumbersWrittenAsTextAtCoerceLevel) {
+  const std::pair<const char*, double> cases[] = {{R"("0.9")", 0.9}, {R"("87%")", 0.87}, {R"("9/10")", 0.9},
+                                                  {R"("1,234")", 1234}, {R"("about 0.5 or so")", 0.5}};
+  for (const auto& [text, value] : cases) {
+    const auto r = expect_readers_agree<Rec>(rec(std::string(R"("ratio": )") + text), coerce());
+    ASSERT_TRUE(r.typed.ok()) << text << ": " << rendered(r.typed.issues);
+    EXPECT_DOUBLE_EQ(r.typed.value->ratio, value) << text;
+    ASSERT_EQ(r.typed.notes.size(), 1u) << text;
+    EXPECT_EQ(r.typed.notes[0].detail, std::string(text) + " read as a number");
+  }
+  EXPECT_EQ(rendered(expect_readers_agree<Rec>(rec(R"("count": "3 or 4")"), coerce()).typed.issues),
+            "count: expected integer (got \"3 or 4\")\n");
+  EXPECT_EQ(rendered(expect_readers_agree<Rec>(rec(R"("count": "2.5")"), coerce()).typed.issues),
+            "count: expected integer (got \"2.5\")\n");
+}
+
+TEST(ReadingRules, ScalarsReadAsStringsAtCoerceLevel) {
+  EXPECT_EQ(rendered(expect_readers_agree<Rec>(rec(R"("name": 5)")).typed.issues), "name: expected string (got 5)\n");
+  const auto r = expect_readers_agree<Rec>(rec(R"("name": 5)"), coerce());
+  ASSERT_TRUE(r.typed.ok()) << rendered(r.typed.issues);
+  EXPECT_EQ(r.typed.value->name, "5");
+  EXPECT_EQ(r.typed.notes.at(0).detail, "5 read as the string \"5\"");
+}
+
+TEST(ReadingRules, ObjectsAndListsReadAsTheirTextForAString) {
+  const auto r = expect_readers_agree<Rec>(rec(R"("note": {"a": 1})"), coerce());
+  ASSERT_TRUE(r.typed.ok()) << rendered(r.typed.issues);
+  EXPECT_EQ(*r.typed.value->note, R"({"a": 1})");
+  EXPECT_EQ(r.typed.notes.at(0).detail, "an object read as its text");
+  const auto l = expect_readers_agree<Rec>(rec(R"("note": [1, 2])"), coerce());
+  ASSERT_TRUE(l.typed.ok()) << rendered(l.typed.issues);
+  EXPECT_EQ(l.typed.notes.at(0).detail, "a list read as its text");
+}
+
+TEST(ReadingRules, JsonTextInsideAStringForAListOrAnObject) {
+  const auto r = expect_readers_agree<Rec>(rec(R"("items": "[{\"name\": \"x\"}]")"), coerce());
+  ASSERT_TRUE(r.typed.ok()) << rendered(r.typed.issues);
+  ASSERT_EQ(r.typed.value->items.size(), 1u);
+  EXPECT_EQ(r.typed.value->items[0].name, "x");
+  EXPECT_EQ(rendered(expect_readers_agree<Rec>(rec(R"("items": "[{\"name\": \"x\"}]")")).typed.issues),
+            "items: expected array (got \"[{\\\"name\\\": \\\"x\\\"}]\")\n");
+}
+
+TEST(ReadingRules, EnumValuesByNameAliasAndCoercedSpelling) {
+  EXPECT_TRUE(expect_readers_agree<Rec>(rec(R"("level": "HIGH")")).typed.ok());
+  EXPECT_TRUE(expect_readers_agree<Rec>(rec(R"("level": "urgent")")).typed.ok());
+  const auto wrong = expect_readers_agree<Rec>(rec(R"("level": "medium")"));
+  ASSERT_EQ(wrong.typed.issues.size(), 1u);
+  EXPECT_EQ(wrong.typed.issues[0].code, covenant::issue_code::constraint_violation);
+  EXPECT_EQ(wrong.typed.issues[0].to_string(), "level: must be one of \"low\", \"HIGH\" (got \"medium\")");
+  // A finished enum value outside the enum stops the stream.
+  EXPECT_EQ(rendered(wrong.typed_stream), rendered(wrong.typed.issues));
+  const auto coerced = expect_readers_agree<Rec>(rec(R"("level": "the level is high")"), coerce());
+  ASSERT_TRUE(coerced.typed.ok()) << rendered(coerced.typed.issues);
+  EXPECT_EQ(coerced.typed.value->level, rules_test::Level::high);
+  EXPECT_EQ(expect_readers_agree<Rec>(rec(R"("level": 1)")).typed.issues.at(0).code, covenant::issue_code::type_mismatch);
+}
+
+TEST(ReadingRules, AbsentFieldsMissingOptionalOrEmptyListAtCoerceLevel) {
+  const auto missing =
+      expect_readers_agree<Rec>(R"({"count": 4, "ratio": 0.5, "flag": true, "level": "low", "items": [], "counts": {}})");
+  EXPECT_EQ(rendered(missing.typed.issues), "name: required field is missing\ntags: required field is missing\n");
+  const auto empty = expect_readers_agree<Rec>(
+      R"({"name": "a", "count": 4, "ratio": 0.5, "flag": true, "level": "low", "items": [], "counts": {}})", coerce());
+  ASSERT_TRUE(empty.typed.ok()) << rendered(empty.typed.issues);
+  EXPECT_TRUE(empty.typed.value->tags.empty());
+  EXPECT_EQ(empty.typed.notes.at(0).to_string(), "coerced at tags: missing list read as empty");
+  // Not for a list with bounds of its own.
+  const auto bounded = expect_readers_agree<Rec>(
+      R"({"name": "a", "count": 4, "ratio": 0.5, "flag": true, "level": "low", "counts": {}, "tags": []})", coerce());
+  EXPECT_EQ(rendered(bounded.typed.issues), "items: required field is missing\n");
+}
+
+TEST(ReadingRules, DefaultedFieldsKeepTheirDefault) {
+  const auto r = expect_readers_agree<Rec>(rec(R"("retries": 5)"));
+  ASSERT_TRUE(r.typed.ok());
+  EXPECT_EQ(r.typed.value->retries, 5);
+  const auto d = expect_readers_agree<Rec>(rec(R"("note": "x")"));
+  ASSERT_TRUE(d.typed.ok());
+  EXPECT_EQ(d.typed.value->retries, 3);
+  EXPECT_EQ(d.dynamic.value.at("retries"), 3);
+}
+
+TEST(ReadingRules, UnknownKeysAreIgnoredOrRejected) {
+  EXPECT_TRUE(expect_readers_agree<Rec>(rec(R"("colour": "red")")).typed.ok());
+  covenant::decode_options reject;
+  reject.reject_unknown_fields = true;
+  EXPECT_EQ(rendered(expect_readers_agree<Rec>(rec(R"("colour": "red")"), reject).typed.issues),
+            "colour: unknown field\n");
+}
+
+TEST(ReadingRules, KeySpellingsAtCoerceLevel) {
+  const auto r = expect_readers_agree<Rec>(
+      R"({"Name": "box", "COUNT": 4, "ratio": 0.5, "flag": true, "level": "low", "items": [], "counts": {}})", coerce());
+  ASSERT_TRUE(r.typed.ok()) << rendered(r.typed.issues);
+  EXPECT_EQ(r.typed.value->count, 4);
+  EXPECT_EQ(r.typed.notes.at(0).to_string(), "coerced at name: key \"Name\" read as \"name\"");
+  // Not when the field's own key is written too.
+  const auto both = expect_readers_agree<Rec>(rec(R"("Name": "other")"), coerce());
+  ASSERT_TRUE(both.typed.ok()) << rendered(both.typed.issues);
+  EXPECT_EQ(both.typed.value->name, "box");
+}
+
+TEST(ReadingRules, ASingleValueReadAsAOneItemListAtCoerceLevel) {
+  const auto r = expect_readers_agree<Rec>(rec(R"("items": {"name": "x"})"), coerce());
+  ASSERT_TRUE(r.typed.ok()) << rendered(r.typed.issues);
+  ASSERT_EQ(r.typed.value->items.size(), 1u);
+  EXPECT_EQ(r.typed.notes.at(0).detail, "a single value read as a one-item list");
+  EXPECT_EQ(rendered(expect_readers_agree<Rec>(rec(R"("items": {"name": "x"})")).typed.issues),
+            "items: expected array (got {\"name\": \"x\"})\n");
+}
+
+TEST(ReadingRules, MapsOfStringKeys) {
+  const auto r = expect_readers_agree<Rec>(rec(R"("counts": {"a": 1, "b": "x"})"));
+  EXPECT_EQ(rendered(r.typed.issues), "counts.b: expected integer (got \"x\")\n");
+}
+
+TEST(ReadingRules, StringConstraintsAndTheStreamThatBreaksThem) {
+  const auto empty = expect_readers_agree<Rec>(rec(R"("name": "")"));
+  EXPECT_EQ(rendered(empty.typed.issues), "name: must not be empty (got \"\")\n");
+  EXPECT_EQ(rendered(empty.typed_stream), rendered(empty.typed.issues));
+  const auto longer = expect_readers_agree<Rec>(rec(R"("name": "far too long a name")"));
+  EXPECT_EQ(rendered(longer.typed.issues), "name: must have at most 10 characters (got 19 characters)\n");
+  ASSERT_EQ(longer.typed_stream.size(), 1u);  // while the string is still being written
+  EXPECT_EQ(longer.typed_stream[0].actual, "11 characters");
+}
+
+TEST(ReadingRules, NumberAndCountConstraintsAndTheStreamThatBreaksThem) {
+  const auto r = expect_readers_agree<Rec>(rec(R"("count": 500)"));
+  EXPECT_EQ(rendered(r.typed.issues), "count: must be <= 100 (got 500)\n");
+  EXPECT_EQ(rendered(r.typed_stream), rendered(r.typed.issues));
+  const auto items = expect_readers_agree<Rec>(rec(R"("items": [{"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}])"));
+  EXPECT_EQ(rendered(items.typed.issues), "items: must have at most 3 items (got 4 items)\n");
+  EXPECT_EQ(items.typed_stream.size(), 1u);
+}
+
+TEST(ReadingRules, InvariantsOnlyWhenTheObjectHasNoOtherIssue) {
+  // C++ invariants run on the C++ object (the dynamic decoder skips native checks); the same rule
+  // in a schema file runs on the JSON value, under the same condition.
+  using covenant_test::reading::readers_of;
+  EXPECT_EQ(rendered(readers_of<rules_test::Window>(R"({"from": 5, "to": 2})").typed.issues),
+            "to: must satisfy: to must not be before from\n");
+  EXPECT_EQ(rendered(readers_of<rules_test::Window>(R"({"from": -5, "to": -9})").typed.issues),
+            "from: must be >= 0 (got -5)\n");
+  const covenant::schema::model m = covenant::schema_set::parse(R"(
+class Window {
+  from int @assert({{ this >= 0 }})
+  to int
+  @@assert(ordered, {{ this.to >= this.from }})
+}
+)").model_for("Window");
+  const auto broken = covenant::decode_dynamic(R"({"from": 5, "to": 2})", m);
+  ASSERT_EQ(broken.issues.size(), 1u);
+  EXPECT_EQ(broken.issues[0].code, covenant::issue_code::invariant_violation);
+  const auto field = covenant::decode_dynamic(R"({"from": -5, "to": -9})", m);
+  ASSERT_EQ(field.issues.size(), 1u);
+  EXPECT_EQ(field.issues[0].path.to_string(), "from");
+}
+
+}  // namespace
