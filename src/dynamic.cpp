@@ -75,67 +75,6 @@ bool same_value(const json::value& a, const json::value& b) {
   return a == b;
 }
 
-void append_number(std::string& out, double v) { detail::append_json_number(out, v); }
-
-void write_scalar(std::string& out, const json::value& v) {
-  switch (v.kind()) {
-    case json::kind::null: out += "null"; break;
-    case json::kind::bool_: out += v.get_bool() ? "true" : "false"; break;
-    case json::kind::int64: out += std::to_string(v.get_int64()); break;
-    case json::kind::uint64: out += std::to_string(v.get_uint64()); break;
-    case json::kind::double_: append_number(out, v.get_double()); break;
-    case json::kind::string: detail::append_json_string(out, v.get_string()); break;
-    default: break;
-  }
-}
-
-// Iterative, so values of any depth are written without exhausting the stack.
-void write_json(std::string& out, const json::value& root) {
-  struct frame {
-    const json::value* v;
-    std::size_t next;
-  };
-  std::vector<frame> stack;
-  auto open = [&](const json::value& v) {
-    if (v.is_array()) {
-      out.push_back('[');
-      stack.push_back({&v, 0});
-    } else if (v.is_object()) {
-      out.push_back('{');
-      stack.push_back({&v, 0});
-    } else {
-      write_scalar(out, v);
-    }
-  };
-  open(root);
-  while (!stack.empty()) {
-    frame& f = stack.back();
-    if (f.v->is_array()) {
-      const auto& a = f.v->get_array();
-      if (f.next == a.size()) {
-        out.push_back(']');
-        stack.pop_back();
-        continue;
-      }
-      if (f.next != 0) out.push_back(',');
-      const json::value& child = a[f.next++];
-      open(child);
-    } else {
-      const auto& o = f.v->get_object();
-      if (f.next == o.size()) {
-        out.push_back('}');
-        stack.pop_back();
-        continue;
-      }
-      if (f.next != 0) out.push_back(',');
-      const auto& kv = *(o.begin() + static_cast<std::ptrdiff_t>(f.next++));
-      detail::append_json_string(out, kv.key());
-      out.push_back(':');
-      open(kv.value());
-    }
-  }
-}
-
 class dynamic_decoder {
  public:
   dynamic_decoder(json_reader& r, output_keys keys) : r_(r), keys_(keys) {}
@@ -1287,12 +1226,6 @@ dynamic_result decode_dynamic(std::string_view text, const schema::model& m, con
 dynamic_result validate_value(const boost::json::value& value, const schema::model& m, const decode_options& options,
                               output_keys keys) {
   return decode_dynamic(json_text(value), m, options, keys);
-}
-
-std::string json_text(const boost::json::value& value) {
-  std::string out;
-  write_json(out, value);
-  return out;
 }
 
 }  // namespace covenant

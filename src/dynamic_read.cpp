@@ -1,5 +1,4 @@
-// Reading a model's reply against a runtime schema the way contracts do (read_dynamic), and the
-// multi-line JSON writer (json_pretty).
+// Reading a model's reply against a runtime schema the way contracts do (read_dynamic).
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
@@ -20,22 +19,6 @@ namespace covenant {
 namespace {
 
 namespace json = boost::json;
-
-void write_scalar(std::string& out, const json::value& v) {
-  switch (v.kind()) {
-    case json::kind::null: out += "null"; break;
-    case json::kind::bool_: out += v.get_bool() ? "true" : "false"; break;
-    case json::kind::int64: out += std::to_string(v.get_int64()); break;
-    case json::kind::uint64: out += std::to_string(v.get_uint64()); break;
-    case json::kind::double_: detail::append_json_number(out, v.get_double()); break;
-    case json::kind::string: detail::append_json_string(out, v.get_string()); break;
-    default: break;
-  }
-}
-
-bool empty_container(const json::value& v) {
-  return (v.is_array() && v.get_array().empty()) || (v.is_object() && v.get_object().empty());
-}
 
 // Whether `p` is one of `paths`.
 bool listed(const std::vector<path>& paths, const path& p) {
@@ -251,53 +234,6 @@ std::size_t settled_issues(const issue_list& issues, const note_list& notes) {
 }
 
 }  // namespace detail
-
-std::string json_pretty(const boost::json::value& value, std::size_t indent) {
-  std::string out;
-  struct frame {
-    const json::value* v;
-    std::size_t next;
-  };
-  std::vector<frame> stack;
-  auto newline = [&] {
-    out.push_back('\n');
-    out.append(stack.size() * indent, ' ');
-  };
-  auto open = [&](const json::value& v) {
-    if (empty_container(v)) {
-      out += v.is_array() ? "[]" : "{}";
-    } else if (v.is_array() || v.is_object()) {
-      out.push_back(v.is_array() ? '[' : '{');
-      stack.push_back({&v, 0});
-    } else {
-      write_scalar(out, v);
-    }
-  };
-  open(value);
-  while (!stack.empty()) {
-    frame& f = stack.back();
-    const bool is_array = f.v->is_array();
-    const std::size_t size = is_array ? f.v->get_array().size() : f.v->get_object().size();
-    if (f.next == size) {
-      stack.pop_back();
-      newline();
-      out.push_back(is_array ? ']' : '}');
-      continue;
-    }
-    if (f.next != 0) out.push_back(',');
-    const std::size_t i = f.next++;
-    newline();
-    if (is_array) {
-      open(f.v->get_array()[i]);
-    } else {
-      const auto& kv = *(f.v->get_object().begin() + static_cast<std::ptrdiff_t>(i));
-      detail::append_json_string(out, kv.key());
-      out += ": ";
-      open(kv.value());
-    }
-  }
-  return out;
-}
 
 read_result read_dynamic(std::string_view text, const schema::model& m, const read_options& options) {
   lenient_options reading;

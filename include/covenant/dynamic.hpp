@@ -36,6 +36,7 @@
 #include <string_view>
 
 #include "covenant/detail/decode_context.hpp"
+#include "covenant/encode.hpp"  // json_text, json_pretty
 #include "covenant/issues.hpp"
 #include "covenant/lenient.hpp"
 #include "covenant/schema.hpp"
@@ -67,15 +68,6 @@ dynamic_result decode_dynamic(std::string_view text, const schema::model& m, con
 /// the normalized value.
 dynamic_result validate_value(const boost::json::value& value, const schema::model& m,
                               const decode_options& options = {}, output_keys keys = output_keys::json);
-
-/// Compact JSON text of a value, numbers in shortest form (0.87 rather than 8.7E-1); non-finite
-/// doubles are written as null.
-std::string json_text(const boost::json::value& value);
-
-/// The same JSON written over several lines: each array element and object member on its own
-/// line, indented by `indent` spaces per level, `"key": value`; empty arrays and objects stay
-/// `[]` and `{}`. No trailing newline. Values of any depth are written without recursion.
-std::string json_pretty(const boost::json::value& value, std::size_t indent = 2);
 
 // ---- reading model text ---------------------------------------------------------------------
 

@@ -26,6 +26,15 @@
 
 namespace covenant {
 
+/// Compact JSON text of a value, numbers in shortest form (0.87 rather than 8.7E-1); non-finite
+/// doubles are written as null.
+std::string json_text(const boost::json::value& value);
+
+/// The same JSON written over several lines: each array element and object member on its own
+/// line, indented by `indent` spaces per level, `"key": value`; empty arrays and objects stay
+/// `[]` and `{}`. No trailing newline. Values of any depth are written without recursion.
+std::string json_pretty(const boost::json::value& value, std::size_t indent = 2);
+
 namespace detail {
 
 /// Appends `s` as a JSON string literal (quotes included).
