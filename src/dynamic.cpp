@@ -18,8 +18,6 @@
 
 #include "covenant/decode.hpp"
 #include "covenant/detail/coerce.hpp"
-#include "covenant/detail/schema_checks.hpp"
-#include "covenant/detail/schema_expression.hpp"
 #include "covenant/encode.hpp"
 #include "covenant/validators.hpp"
 
@@ -487,12 +485,12 @@ class dynamic_decoder {
 
   // Whether `key` is one the key type accepts; appends an issue at `f` otherwise.
   void check_key(const schema::type& key, std::string_view k, decode_context& ctx, const path_frame* f) {
-    const schema::type* t = detail::unalias(ctx.s, key);
+    const schema::type* t = ctx.s.unalias(key);
     if (t == nullptr || t->kind == kind::string) return;
     std::vector<std::string> allowed;
     bool ok = false;
     auto consider = [&](const schema::type& x, auto&& self) -> void {
-      const schema::type* u = detail::unalias(ctx.s, x);
+      const schema::type* u = ctx.s.unalias(x);
       if (u == nullptr) return;
       if (u->kind == kind::string) {
         ok = true;
@@ -591,7 +589,7 @@ class dynamic_decoder {
       object_stats stats;
       bool watch = false;
       if (c.opts.coerce) {
-        const schema::type* u = detail::unalias(c.s, alt);
+        const schema::type* u = c.s.unalias(alt);
         const schema::definition* d = u != nullptr && u->kind == kind::ref ? c.s.resolve(*u) : nullptr;
         watch = d != nullptr && d->object() != nullptr;
       }
@@ -640,7 +638,7 @@ class dynamic_decoder {
     std::vector<detail::named_value> names;
     std::vector<const json::value*> values;
     for (const auto& alt : t.args) {
-      const schema::type* u = detail::unalias(ctx.s, alt);
+      const schema::type* u = ctx.s.unalias(alt);
       if (u == nullptr) return std::nullopt;
       if (u->kind == kind::null) continue;
       if (u->kind != kind::literal || !u->literal.is_string() || !u->constraints.empty()) return std::nullopt;
@@ -994,7 +992,7 @@ class dynamic_decoder {
     if (c != '-' && c != 't' && c != 'f' && (c < '0' || c > '9')) return std::nullopt;  // numbers, booleans
     const schema::field* only = only_field(def);
     if (only == nullptr) return std::nullopt;
-    const schema::type* ft = detail::unalias(ctx.s, only->type);
+    const schema::type* ft = ctx.s.unalias(only->type);
     if (ft == nullptr || (ft->kind != kind::integer && ft->kind != kind::number && ft->kind != kind::boolean &&
                           ft->kind != kind::literal && ft->kind != kind::union_))
       return std::nullopt;
@@ -1003,7 +1001,7 @@ class dynamic_decoder {
 
   // Whether `t` names an object definition, or is a union whose alternatives all do.
   static bool object_like(const schema::model& m, const schema::type& t) {
-    const schema::type* u = detail::unalias(m, t);
+    const schema::type* u = m.unalias(t);
     if (u == nullptr) return false;
     if (u->kind == kind::ref) {
       const schema::definition* d = m.resolve(*u);
@@ -1125,7 +1123,7 @@ class dynamic_decoder {
                        decode_context& ctx) const {
     std::string key = c.text;
     if (c.kind == constraint_kind::unique_by) {
-      if (const schema::type* u = detail::unalias(ctx.s, item)) {
+      if (const schema::type* u = ctx.s.unalias(item)) {
         if (const schema::definition* d = ctx.s.resolve(*u); d != nullptr && d->object() != nullptr) {
           for (const auto& f : d->object()->fields)
             if (f.name == c.text || f.key == c.text) key = keys_ == output_keys::declared ? f.name : f.key;
@@ -1155,7 +1153,7 @@ class dynamic_decoder {
     // The member's key in the output and its type (for the message's rendering of the value).
     std::string key = member;
     const schema::type* mtype = nullptr;
-    if (const schema::type* u = detail::unalias(ctx.s, item)) {
+    if (const schema::type* u = ctx.s.unalias(item)) {
       if (const schema::definition* d = ctx.s.resolve(*u); d != nullptr && d->object() != nullptr) {
         for (const auto& f : d->object()->fields) {
           if (f.name == member || f.key == member) {
@@ -1177,7 +1175,7 @@ class dynamic_decoder {
         const json::value& x = member_of(a[i]);
         if (!same_value(x, member_of(a[j]))) continue;
         std::string shown;
-        const schema::type* mt = mtype == nullptr ? nullptr : detail::unalias(ctx.s, *mtype);
+        const schema::type* mt = mtype == nullptr ? nullptr : ctx.s.unalias(*mtype);
         if (mt != nullptr && !mtype->nullable && !mt->nullable) {
           if (mt->kind == kind::string && x.is_string()) detail::append_json_string(shown, x.get_string());
           else if (mt->kind == kind::integer && x.is_int64()) shown = std::to_string(x.get_int64());

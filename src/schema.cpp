@@ -97,6 +97,19 @@ const definition* model::resolve(const type& t) const noexcept {
   return find(t.name);
 }
 
+const type* model::unalias(const type& t) const noexcept {
+  const type* cur = &t;
+  for (std::size_t steps = 0; steps <= defs.size(); ++steps) {
+    if (cur->kind != kind::ref) return cur;
+    const definition* d = resolve(*cur);
+    if (d == nullptr) return nullptr;
+    const auto* a = d->alias();
+    if (a == nullptr) return cur;
+    cur = &a->target;
+  }
+  return nullptr;
+}
+
 std::string model::title() const {
   if (root.kind == kind::ref && !root.nullable) return root.name;
   return type_expression(root);

@@ -381,22 +381,9 @@ class problem_finder {
 
 }  // namespace
 
-const schema::type* unalias(const schema::model& m, const schema::type& t) {
-  const schema::type* cur = &t;
-  for (std::size_t steps = 0; steps <= m.defs.size(); ++steps) {
-    if (cur->kind != kind::ref) return cur;
-    const schema::definition* d = m.resolve(*cur);
-    if (d == nullptr) return nullptr;
-    const auto* a = d->alias();
-    if (a == nullptr) return cur;
-    cur = &a->target;
-  }
-  return nullptr;
-}
-
 bool valid_map_key(const schema::model& m, const schema::type& key) {
   if (key.nullable) return false;
-  const schema::type* t = unalias(m, key);
+  const schema::type* t = m.unalias(key);
   if (t == nullptr) return true;  // reported as an unknown type or a cycle
   switch (t->kind) {
     case kind::string: return true;

@@ -83,7 +83,7 @@ struct detail::schema_file_access {
     for_each_type_mut(root, [&](schema::type& t) {
       if (!t.constraints.empty()) {
         std::vector<schema::constraint> out;
-        const schema::type* base = detail::unalias(set.all_, t);
+        const schema::type* base = set.all_.unalias(t);
         const kind k = base == nullptr ? kind::any : base->kind;
         for (auto& c : t.constraints) {
           const auto* check = dynamic_cast<const detail::expression_check*>(c.custom.get());

@@ -14,7 +14,6 @@
 #include <emmintrin.h>
 #endif
 
-#include "covenant/detail/schema_checks.hpp"
 #include "covenant/dynamic.hpp"
 
 namespace covenant {
@@ -569,7 +568,7 @@ struct stream_core::impl {
 
   /// The type after following aliases (null when unknown).
   [[nodiscard]] const schema::type* resolve(const schema::type* t) const {
-    return t == nullptr ? nullptr : unalias(model, *t);
+    return t == nullptr ? nullptr : model.unalias(*t);
   }
   [[nodiscard]] const schema::object_def* object_of(const schema::type* t) const {
     if (t == nullptr || t->kind != schema::kind::ref) return nullptr;

@@ -193,6 +193,9 @@ struct model {
   [[nodiscard]] const definition* find(std::string_view name) const noexcept;
   /// Definition a ref type points to (resolved index, else by name), or nullptr.
   [[nodiscard]] const definition* resolve(const type& t) const noexcept;
+  /// `t` after following refs to aliases: a non-ref type, or a ref to an object or an enum.
+  /// nullptr for unresolvable refs and alias cycles.
+  [[nodiscard]] const type* unalias(const type& t) const noexcept;
   /// Title of the root: its definition name for refs, else the type expression.
   [[nodiscard]] std::string title() const;
 };

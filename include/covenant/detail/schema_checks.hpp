@@ -30,8 +30,4 @@ std::vector<model_problem> find_model_problems(const schema::model& m, std::size
 /// or an alias of one), following refs in `m`.
 bool valid_map_key(const schema::model& m, const schema::type& key);
 
-/// `t` after following refs to aliases: a non-ref type, or a ref to an object or an enum.
-/// nullptr for unresolvable refs and alias cycles.
-const schema::type* unalias(const schema::model& m, const schema::type& t);
-
 }  // namespace covenant::detail
