@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "covenant/contract.hpp"
 #include "covenant/detail/dynamic_read.hpp"
 #include "covenant/dynamic.hpp"
 #include "covenant/encode.hpp"

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "covenant/contract.hpp"
 #include "covenant/detail/coerce.hpp"
+#include "covenant/detail/read_reply.hpp"
 #include "covenant/lenient.hpp"
 
 namespace covenant::detail {
