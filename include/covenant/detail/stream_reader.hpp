@@ -1,9 +1,9 @@
 // covenant/detail/stream_reader.hpp - partial results of a reply while it streams, computed
 // incrementally, and the violations that justify stopping a stream early.
 //
-// A stream reader is fed the reply piece by piece. It reads the JSON with a resumable push parser
-// (Boost.JSON's basic_parser: a piece may end anywhere, inside a string, an escape or a UTF-8
-// character) and writes each value straight into the partial value (a C++ object through its
+// A stream reader is fed the reply piece by piece. It reads the JSON with a resumable push
+// tokenizer of its own (src/push_tokenizer.hpp: a piece may end anywhere, inside a string, an
+// escape, a number or a UTF-8 character) and writes each value straight into the partial value (a C++ object through its
 // type's sink table, or a boost::json::value), keeping the state of every part. Each piece costs
 // about its own length: nothing is parsed twice. Text before the value (prose, a ```json fence)
 // is skipped. Text that is not JSON (single quotes, unquoted keys, ...) switches the reader to
