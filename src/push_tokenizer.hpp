@@ -15,6 +15,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "covenant/detail/json_lexer.hpp"
+
 namespace covenant::detail {
 
 /// A resumable JSON tokenizer: fed pieces of a text that may end anywhere (inside a string, an
@@ -276,35 +278,23 @@ class push_tokenizer {
   }
 
   bool escape(char c) {
-    char out = 0;
-    switch (c) {
-      case '"': out = '"'; break;
-      case '\\': out = '\\'; break;
-      case '/': out = '/'; break;
-      case 'b': out = '\b'; break;
-      case 'f': out = '\f'; break;
-      case 'n': out = '\n'; break;
-      case 'r': out = '\r'; break;
-      case 't': out = '\t'; break;
-      case 'u':
-        hex_ = 0;
-        hex_digits_ = 0;
-        state_ = st::unicode;
-        return true;
-      default: return false;
+    if (c == 'u') {
+      hex_ = 0;
+      hex_digits_ = 0;
+      state_ = st::unicode;
+      return true;
     }
+    const char out = json_simple_escape(c);
+    if (out == 0) return false;
     emit(std::string_view(&out, 1));
     state_ = in_key_ ? st::key : st::string;
     return true;
   }
 
   bool hex_digit(char c) {
-    std::uint32_t d = 0;
-    if (c >= '0' && c <= '9') d = static_cast<std::uint32_t>(c - '0');
-    else if (c >= 'a' && c <= 'f') d = static_cast<std::uint32_t>(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') d = static_cast<std::uint32_t>(c - 'A' + 10);
-    else return false;
-    hex_ = hex_ * 16 + d;
+    const int d = json_hex_digit(c);
+    if (d < 0) return false;
+    hex_ = hex_ * 16 + static_cast<std::uint32_t>(d);
     if (++hex_digits_ < 4) return true;
     std::uint32_t cp = hex_;
     if (cp >= 0xD800 && cp <= 0xDBFF) {  // a high surrogate: its low half follows as \uXXXX
@@ -326,22 +316,7 @@ class push_tokenizer {
 
   void emit_code_point(std::uint32_t cp) {
     char b[4];
-    std::size_t n = 0;
-    if (cp < 0x80) {
-      b[n++] = static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      b[n++] = static_cast<char>(0xC0 | (cp >> 6));
-      b[n++] = static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      b[n++] = static_cast<char>(0xE0 | (cp >> 12));
-      b[n++] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      b[n++] = static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      b[n++] = static_cast<char>(0xF0 | (cp >> 18));
-      b[n++] = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      b[n++] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      b[n++] = static_cast<char>(0x80 | (cp & 0x3F));
-    }
+    const auto n = static_cast<std::size_t>(put_utf8(b, cp) - b);
     const st keep = state_;
     state_ = in_key_ ? st::key : st::string;
     emit(std::string_view(b, n));

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <utility>
 
+#include "covenant/detail/json_lexer.hpp"
 #include "covenant/detail/utf8.hpp"
 
 #if defined(__SSE2__)
@@ -487,54 +488,15 @@ class json_reader {
     return q;
   }
 
-  static char* put_utf8(char* w, std::uint32_t cp) noexcept {
-    if (cp < 0x80) {
-      *w++ = static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      *w++ = static_cast<char>(0xC0 | (cp >> 6));
-      *w++ = static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      *w++ = static_cast<char>(0xE0 | (cp >> 12));
-      *w++ = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      *w++ = static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      *w++ = static_cast<char>(0xF0 | (cp >> 18));
-      *w++ = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      *w++ = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      *w++ = static_cast<char>(0x80 | (cp & 0x3F));
-    }
-    return w;
-  }
-
   bool hex4(const char* q, std::uint32_t& v) noexcept {
     if (end_ - q < 4) return false;
     v = 0;
     for (int i = 0; i < 4; ++i) {
-      const char c = q[i];
-      v <<= 4;
-      if (c >= '0' && c <= '9') v |= static_cast<std::uint32_t>(c - '0');
-      else if (c >= 'a' && c <= 'f') v |= static_cast<std::uint32_t>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') v |= static_cast<std::uint32_t>(c - 'A' + 10);
-      else return false;
+      const int d = json_hex_digit(q[i]);
+      if (d < 0) return false;
+      v = (v << 4) | static_cast<std::uint32_t>(d);
     }
     return true;
-  }
-
-  // The character a one-letter escape stands for (after the backslash), or 0 when invalid.
-  static char simple_escape(char e) noexcept {
-    static constexpr auto table = [] {
-      std::array<char, 256> t{};
-      t[static_cast<unsigned char>('"')] = '"';
-      t[static_cast<unsigned char>('\\')] = '\\';
-      t[static_cast<unsigned char>('/')] = '/';
-      t[static_cast<unsigned char>('b')] = '\b';
-      t[static_cast<unsigned char>('f')] = '\f';
-      t[static_cast<unsigned char>('n')] = '\n';
-      t[static_cast<unsigned char>('r')] = '\r';
-      t[static_cast<unsigned char>('t')] = '\t';
-      return t;
-    }();
-    return table[static_cast<unsigned char>(e)];
   }
 
   // Doubles the decoding buffer; returns where `at` is now.
@@ -635,7 +597,7 @@ class json_reader {
       const char e = q[1];
       if (e != 'u') {
         // \" \\ \/ \b \f \n \r \t by table (no jump per kind of escape)
-        const char d = simple_escape(e);
+        const char d = json_simple_escape(e);
         if (d == 0) {
           error_at = q;
           error = "invalid escape in string";
