@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-// src/ is not on the tests' include path: the dialect interface is internal to the library.
-#include "../src/wire_dialect.hpp"
+// A private header of the library (src/ is on the tests' include path, not on a user's).
+#include "wire_dialect.hpp"
 #include "anthropic_replies.hpp"
 
 namespace {

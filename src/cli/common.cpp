@@ -10,7 +10,7 @@
 #include <system_error>
 #include <utility>
 
-#include "../text_file.hpp"
+#include "text_file.hpp"
 #include "cli.hpp"
 
 #include <CLI/CLI.hpp>
