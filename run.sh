@@ -251,7 +251,7 @@ bench_smoke() {
   [ "${#exes[@]}" -gt 0 ] || failed+=("no bench_* executables")
   local compile_start=$SECONDS compile=ok
   log "compile time, one round"
-  "$ROOT/benchmarks/compile_time.sh" "$out/compile_time.json" 1 || compile=FAILED
+  COVENANT_BUILD_DIR="$ROOT/$dir" "$ROOT/benchmarks/compile_time.sh" "$out/compile_time.json" 1 || compile=FAILED
   local times="build ${built}s, benchmarks $((compile_start - start - built))s, compile time $((SECONDS - compile_start))s"
   if [ "${#failed[@]}" -eq 0 ] && [ "$compile" = ok ]; then
     local note=""
@@ -364,7 +364,8 @@ cmd_bench() {
   log "results: build-bench/bench.json"
   if [ "$#" -eq 0 ] || [[ " $* " == *" compile"* ]]; then
     log "compile time (g++ -std=c++20, against a reference file in the same run)"
-    "$ROOT/benchmarks/compile_time.sh" "$ROOT/build-bench/compile_time.json" "${COVENANT_COMPILE_ROUNDS:-3}"
+    COVENANT_BUILD_DIR="$ROOT/build-bench" "$ROOT/benchmarks/compile_time.sh" "$ROOT/build-bench/compile_time.json" \
+      "${COVENANT_COMPILE_ROUNDS:-3}"
     log "results: build-bench/compile_time.json"
   fi
 }

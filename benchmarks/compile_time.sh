@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Compile time of code that uses covenant, against a reference file compiled in the same run.
 #
-#   benchmarks/compile_time.sh OUT.json [ROUNDS]
+#   COVENANT_BUILD_DIR=build-bench benchmarks/compile_time.sh OUT.json [ROUNDS]
 #
-# Compiles, as a new user would (g++ -std=c++20 -I include, no other flags), each of
+# Compiles, as a new user would (g++ -std=c++20 -I include, no other flags; the include path
+# also has the build tree's generated covenant/build_config.hpp, from COVENANT_BUILD_DIR, default
+# build-bench/, as an installed covenant would have it beside the other headers), each of
 #   contract_hpp  a file that includes only <covenant/contract.hpp>
 #   readme        the README's example (its first ```cpp block)
 #   demo          examples/demo.cpp
@@ -17,6 +19,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:?usage: compile_time.sh OUT.json [ROUNDS]}"
 ROUNDS="${2:-3}"
 CXX="${CXX:-g++}"
+BUILD_DIR="${COVENANT_BUILD_DIR:-$ROOT/build-bench}"
+GENERATED="$BUILD_DIR/generated/include"
+[ -f "$GENERATED/covenant/build_config.hpp" ] || {
+  echo "compile_time.sh: no $GENERATED/covenant/build_config.hpp: configure that build tree first" >&2
+  exit 1
+}
 TIME_BIN=/usr/bin/time
 [ -x "$TIME_BIN" ] || { echo "compile_time.sh: GNU time (/usr/bin/time) is needed" >&2; exit 1; }
 
@@ -39,7 +47,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
   for level in "${LEVELS[@]}"; do
     for name in "${NAMES[@]}"; do
       stats="$WORK/stats"
-      "$TIME_BIN" -f '%e %M' -o "$stats" "$CXX" -std=c++20 -I "$ROOT/include" "$level" \
+      "$TIME_BIN" -f '%e %M' -o "$stats" "$CXX" -std=c++20 -I "$ROOT/include" -I "$GENERATED" "$level" \
         -c "$WORK/$name.cpp" -o "$WORK/$name.o" 2>"$WORK/err" \
         || { cat "$WORK/err" >&2; echo "compile_time.sh: $name $level failed" >&2; exit 1; }
       read -r secs kib <"$stats"
