@@ -68,7 +68,7 @@ void BM_contract_zero_latency(benchmark::State& state) {
     if (!r.outcome.success) state.SkipWithError("contract failed");
     benchmark::DoNotOptimize(r);
   }
-  const auto total = c.perf_stats().of(covenant::perf_stage::total);
+  const auto total = c.stats().of(covenant::perf_stage::total);
   state.counters["p50_us"] = total.p50 * 1e6;
   state.counters["p99_us"] = total.p99 * 1e6;
 }
@@ -99,7 +99,7 @@ void run_with_telemetry(benchmark::State& state, bool with_metrics, bool with_au
       if (!r.outcome.success) state.SkipWithError("contract failed");
       benchmark::DoNotOptimize(r);
     }
-    const auto total = c.perf_stats().of(covenant::perf_stage::total);
+    const auto total = c.stats().of(covenant::perf_stage::total);
     state.counters["p50_us"] = total.p50 * 1e6;
     state.counters["p99_us"] = total.p99 * 1e6;
   }

@@ -210,6 +210,6 @@ int main(int argc, char** argv) {
   for (const auto& e : answer.evidence) std::cout << "  (Doc " << e.doc_id << ") " << e.snippet << "\n";
 
   print_rule("per-stage timings");
-  agent.perf_stats().print(std::cout);
+  agent.stats().print(std::cout);
   return outcome.success ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -88,6 +88,6 @@ int main() {
   std::cout << "\n\n" << outcome.summary() << "\n";
   std::cout << "evidence:\n";
   for (const auto& e : answer.evidence) std::cout << "  (Doc " << e.doc_id << ") " << e.snippet << "\n";
-  std::cout << "streams stopped early: " << agent.perf_stats().early_stops() << "\n";
+  std::cout << "streams stopped early: " << agent.stats().early_stops() << "\n";
   return outcome.success ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -20,6 +20,7 @@
 #include <covenant/detail/stream_reader.hpp>
 #include <covenant/dynamic.hpp>
 #include <covenant/encode.hpp>
+#include <covenant/json_equal.hpp>
 #include <covenant/schema_of.hpp>
 
 #include <boost/json/parse.hpp>
@@ -205,39 +206,6 @@ std::string shown(const covenant::note_list& notes) {
   return s;
 }
 
-// Equality of decoded values: numbers by value, a member absent on one side equal to a null one
-// (a decoded value cannot tell them apart: both are an empty std::optional).
-bool same_json(const json::value& a, const json::value& b) {
-  if (a.is_number() && b.is_number()) {
-    if (a.is_double() || b.is_double()) return a.to_number<double>() == b.to_number<double>();
-    if (a.is_int64() && b.is_int64()) return a.get_int64() == b.get_int64();
-    if (a.is_uint64() && b.is_uint64()) return a.get_uint64() == b.get_uint64();
-    const json::value& s = a.is_int64() ? a : b;
-    const json::value& u = a.is_int64() ? b : a;
-    return s.get_int64() >= 0 && static_cast<std::uint64_t>(s.get_int64()) == u.get_uint64();
-  }
-  if (a.kind() != b.kind()) return false;
-  if (a.is_array()) {
-    const auto& x = a.get_array();
-    const auto& y = b.get_array();
-    if (x.size() != y.size()) return false;
-    for (std::size_t i = 0; i < x.size(); ++i)
-      if (!same_json(x[i], y[i])) return false;
-    return true;
-  }
-  if (a.is_object()) {
-    static const json::value null_value;
-    for (const auto& kv : a.get_object()) {
-      const json::value* o = b.get_object().if_contains(kv.key());
-      if (!same_json(kv.value(), o == nullptr ? null_value : *o)) return false;
-    }
-    for (const auto& kv : b.get_object())
-      if (!a.get_object().contains(kv.key()) && !kv.value().is_null()) return false;
-    return true;
-  }
-  return a == b;
-}
-
 std::uint64_t fnv1a(std::string_view s) {
   std::uint64_t h = 1469598103934665603ULL;
   for (char c : s) {
@@ -289,7 +257,7 @@ void decode_parity(std::string_view text, const covenant::decode_options& o, con
   if (typed.notes != dyn.notes)
     fail("decode<T> and decode_dynamic note different things",
          where + "\ntyped:\n" + shown(typed.notes) + "dynamic:\n" + shown(dyn.notes));
-  if (typed.ok() && !same_json(dyn.value, covenant::to_value(*typed.value)))
+  if (typed.ok() && !covenant::json_equal(dyn.value, covenant::to_value(*typed.value)))
     fail("decode<T> and decode_dynamic read different values",
          where + "\ntyped:   " + covenant::to_json(*typed.value) + "\ndynamic: " + covenant::json_text(dyn.value));
 }
@@ -316,7 +284,7 @@ void reply_parity(std::string_view text, strictness level, const char* root) {
   if (typed.notes != dyn.notes)
     fail("the typed and the dynamic reply readers note different things",
          where + "\ntyped:\n" + shown(typed.notes) + "dynamic:\n" + shown(dyn.notes));
-  if (typed.ok() && !same_json(dyn.value, covenant::to_value(*typed.value)))
+  if (typed.ok() && !covenant::json_equal(dyn.value, covenant::to_value(*typed.value)))
     fail("the typed and the dynamic reply readers read different values",
          where + "\ntyped:   " + covenant::to_json(*typed.value) + "\ndynamic: " + covenant::json_text(dyn.value));
 }

@@ -28,7 +28,7 @@ void exercise(const covenant::schema::model& m) {
   (void)covenant::prompt_text(m);
   const boost::json::value exported = covenant::to_json_schema(m);
   auto back = covenant::try_import_json_schema(exported);
-  if (!back.ok()) fail("an exported schema does not import", covenant::render_diagnostics(back.errors));
+  if (!back.ok()) fail("an exported schema does not import", covenant::render_diagnostics(back.issues));
   const boost::json::value again = covenant::to_json_schema(*back.model);
   if (again != exported) fail("export -> import -> export changed the document", boost::json::serialize(exported));
   for (const char* doc : {"{}", "[]", "null", "1", "\"a\"", R"({"a": [1, "b", {"c": null}]})"}) {
@@ -44,11 +44,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   covenant::schema_load_options o;
   o.limits.max_types = 200;
   o.limits.max_fields = 2000;
-  const covenant::schema_load_result r = covenant::load_schema(text, o);
+  const covenant::schema_load_result r = covenant::schema_set::try_parse(text, o);
   if (r.ok()) {
     for (const auto& name : r.set.names()) exercise(r.set.model(name));
-    covenant::schema_diagnostics errors;
-    if (auto m = r.set.try_model_for(text.substr(0, 64), errors)) exercise(*m);
+    if (auto m = r.set.try_model_for(text.substr(0, 64)); m.ok()) exercise(*m.model);
   }
   covenant::json_schema_import_options jo;
   jo.limits = o.limits;

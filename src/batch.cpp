@@ -82,7 +82,7 @@ batch_state::batch_state(const batch_options& options, std::optional<std::size_t
   // and the batch's stop token (which also follows the call options' own stop token).
   if (options_.limiter) call_.limiter = options_.limiter;
   else if (options_.requests_per_minute > 0 || options_.tokens_per_minute > 0)
-    call_.limiter = std::make_shared<rate_limiter>(rate_limiter::options{
+    call_.limiter = std::make_shared<rate_limiter>(rate_limiter_options{
         .requests_per_minute = options_.requests_per_minute, .tokens_per_minute = options_.tokens_per_minute});
   if (deadline_ && (!call_.deadline || *deadline_ < *call_.deadline)) call_.deadline = deadline_;
   std::stop_token user = options_.call.stop.stop_possible() ? options_.call.stop : options_.stop;

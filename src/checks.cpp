@@ -7,6 +7,7 @@
 
 #include "covenant/detail/decode_context.hpp"
 #include "covenant/formats.hpp"
+#include "covenant/json_equal.hpp"
 #include "number_text.hpp"
 
 namespace covenant::detail {
@@ -144,6 +145,17 @@ const char* format_message(const std::string& format) {
 
 namespace {
 
+// The number as written in `text` when it is an integer (exactly, also beyond 2^53), else `v`.
+boost::json::value number_value(std::string_view text, double v) {
+  const char* b = text.data();
+  const char* e = b + text.size();
+  std::int64_t i = 0;
+  if (auto [q, ec] = std::from_chars(b, e, i); ec == std::errc() && q == e) return i;
+  std::uint64_t u = 0;
+  if (auto [q, ec] = std::from_chars(b, e, u); ec == std::errc() && q == e) return u;
+  return v;
+}
+
 // The fix of a failed number constraint: true when `v` was changed to satisfy it.
 bool fix_number(const schema::constraint& c, double& v, bool integral) {
   switch (c.kind) {
@@ -189,11 +201,10 @@ bool number_checks(const std::vector<schema::constraint>& cs, double& v, bool in
         break;
       }
       case schema::constraint_kind::one_of: {
+        const boost::json::value seen = number_value(changed ? std::string_view(now) : raw, v);
         bool found = false;
         for (const auto& val : c.values) {
-          if (val.is_int64()) found = static_cast<double>(val.get_int64()) == v;
-          else if (val.is_uint64()) found = static_cast<double>(val.get_uint64()) == v;
-          else if (val.is_double()) found = val.get_double() == v;
+          found = val.is_number() && json_equal(val, seen);
           if (found) break;
         }
         if (found) continue;

@@ -19,6 +19,7 @@
 #include "covenant/decode.hpp"
 #include "covenant/detail/coerce.hpp"
 #include "covenant/encode.hpp"
+#include "covenant/json_equal.hpp"
 #include "covenant/validators.hpp"
 
 namespace covenant {
@@ -40,37 +41,26 @@ double as_double(const json::value& v) {
   return v.is_double() ? v.get_double() : 0;
 }
 
-// Equality of decoded values as the typed decoder's deep_equal sees them: numbers by value, and an
-// absent object member equal to a null one (both are an empty std::optional).
-bool same_value(const json::value& a, const json::value& b) {
-  if (is_number(a) && is_number(b)) {
-    if (a.is_int64() && b.is_int64()) return a.get_int64() == b.get_int64();
-    if (a.is_uint64() && b.is_uint64()) return a.get_uint64() == b.get_uint64();
-    return as_double(a) == as_double(b);
-  }
-  if (a.kind() != b.kind()) return false;
-  if (a.is_array()) {
-    const auto& x = a.get_array();
-    const auto& y = b.get_array();
-    if (x.size() != y.size()) return false;
-    for (std::size_t i = 0; i < x.size(); ++i)
-      if (!same_value(x[i], y[i])) return false;
-    return true;
-  }
-  if (a.is_object()) {
-    const auto& x = a.get_object();
-    const auto& y = b.get_object();
-    static const json::value null_value;
-    for (const auto& kv : x) {
-      const auto* o = y.if_contains(kv.key());
-      if (!same_value(kv.value(), o == nullptr ? null_value : *o)) return false;
+// A number token as a JSON value: an integer as int64 or uint64 when it fits, else a double;
+// false when it is not a finite number.
+bool token_value(const detail::number_token& tok, json::value& out) {
+  if (tok.integral) {
+    std::int64_t i = 0;
+    if (auto [q, ec] = std::from_chars(tok.begin, tok.end, i); ec == std::errc() && q == tok.end) {
+      out = i;
+      return true;
     }
-    for (const auto& kv : y) {
-      if (!x.contains(kv.key()) && !kv.value().is_null()) return false;
+    std::uint64_t u = 0;
+    if (auto [q, ec] = std::from_chars(tok.begin, tok.end, u); ec == std::errc() && q == tok.end) {
+      out = u;
+      return true;
     }
-    return true;
   }
-  return a == b;
+  double d = 0;
+  const auto res = std::from_chars(tok.begin, tok.end, d);
+  if (res.ec != std::errc() || !std::isfinite(d)) return false;
+  out = d;
+  return true;
 }
 
 class dynamic_decoder {
@@ -751,18 +741,8 @@ class dynamic_decoder {
       if (c != '-' && (c < '0' || c > '9')) return mismatch(t, ctx, at);
       detail::number_token tok;
       if (!r_.read_number(tok)) return nullptr;
-      double d = 0;
-      const auto res = std::from_chars(tok.begin, tok.end, d);
-      if (lit.is_double()) {
-        match = res.ec == std::errc() && d == lit.get_double();
-      } else {
-        std::int64_t i = 0;
-        if (detail::integer_from_token(tok, i)) match = lit.is_int64() ? i == lit.get_int64() : i >= 0 && static_cast<std::uint64_t>(i) == lit.get_uint64();
-        else {
-          std::uint64_t u = 0;
-          match = lit.is_uint64() && detail::integer_from_token(tok, u) && u == lit.get_uint64();
-        }
-      }
+      json::value v;
+      match = token_value(tok, v) && json_equal(v, lit);
     } else if (lit.is_null()) {
       if (c != 'n') return mismatch(t, ctx, at);
       r_.read_null();
@@ -770,7 +750,7 @@ class dynamic_decoder {
     } else {
       // Structured literal: compare the parsed value.
       json::value v = read_any(ctx, at);
-      match = same_value(v, lit);
+      match = json_equal(v, lit);
     }
     if (r_.failed()) return nullptr;
     const std::string_view raw = detail::span_from(r_, start);
@@ -1137,13 +1117,13 @@ class dynamic_decoder {
         if (const auto* m = v.get_object().if_contains(key)) return *m;
       return null_value;
     };
-    detail::keep_first_of_equal(a, [&](const json::value& x, const json::value& y) { return same_value(part(x), part(y)); });
+    detail::keep_first_of_equal(a, [&](const json::value& x, const json::value& y) { return json_equal(part(x), part(y)); });
   }
 
   static std::optional<std::string> duplicate_items(const json::array& a) {
     for (std::size_t i = 0; i < a.size(); ++i)
       for (std::size_t j = i + 1; j < a.size(); ++j)
-        if (same_value(a[i], a[j]))
+        if (json_equal(a[i], a[j]))
           return "items must be unique ([" + std::to_string(i) + "] and [" + std::to_string(j) + "] are equal)";
     return std::nullopt;
   }
@@ -1173,7 +1153,7 @@ class dynamic_decoder {
     for (std::size_t i = 0; i < a.size(); ++i) {
       for (std::size_t j = i + 1; j < a.size(); ++j) {
         const json::value& x = member_of(a[i]);
-        if (!same_value(x, member_of(a[j]))) continue;
+        if (!json_equal(x, member_of(a[j]))) continue;
         std::string shown;
         const schema::type* mt = mtype == nullptr ? nullptr : ctx.s.unalias(*mtype);
         if (mt != nullptr && !mtype->nullable && !mt->nullable) {

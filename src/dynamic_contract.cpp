@@ -396,8 +396,8 @@ boost::json::value dynamic_contract::operator()(const boost::json::value& input)
   return nullptr;
 }
 
-const covenant::perf_stats& dynamic_contract::perf_stats() const noexcept { return core_->stats; }
-covenant::perf_stats& dynamic_contract::perf_stats() noexcept { return core_->stats; }
+const covenant::perf_stats& dynamic_contract::stats() const noexcept { return core_->stats; }
+covenant::perf_stats& dynamic_contract::stats() noexcept { return core_->stats; }
 const dynamic_task& dynamic_contract::task() const noexcept { return core_->task; }
 const std::string& dynamic_contract::system_prompt() const noexcept { return core_->system_prompt; }
 

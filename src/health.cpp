@@ -94,12 +94,12 @@ std::string describe_all(const schema_diagnostics& ds) {
 }
 
 void check_schema_file(const std::filesystem::path& file, health_check& c) {
-  const schema_document d = load_schema_document(file);
+  const schema_document d = try_load_schema_document(file);
   if (!d.ok()) {
     // A file that cannot be read says only why; problems in it are listed with where they are.
-    const bool unread = d.errors.size() == 1 && (d.errors[0].code == schema_error_code::io_error ||
-                                                 d.errors[0].code == schema_error_code::limit_exceeded);
-    c.detail = unread ? one_line(d.errors[0].message) : describe_all(d.errors);
+    const bool unread = d.issues.size() == 1 && (d.issues[0].code == schema_error_code::io_error ||
+                                                 d.issues[0].code == schema_error_code::limit_exceeded);
+    c.detail = unread ? one_line(d.issues[0].message) : describe_all(d.issues);
     return;
   }
   c.ok = true;

@@ -37,15 +37,12 @@ std::string_view to_string(fail_action a) noexcept {
   return "reask";
 }
 
-bool parse_fail_action(std::string_view name, fail_action& out) noexcept {
+std::optional<fail_action> parse_fail_action(std::string_view name) noexcept {
   for (auto a : {fail_action::reask, fail_action::fix, fail_action::filter, fail_action::refrain, fail_action::noop,
                  fail_action::exception}) {
-    if (to_string(a) == name) {
-      out = a;
-      return true;
-    }
+    if (to_string(a) == name) return a;
   }
-  return false;
+  return std::nullopt;
 }
 
 std::string_view to_string(note_kind kind) noexcept {

@@ -89,8 +89,8 @@ class importer {
         errors_.push_back(std::move(d));
       }
     }
-    result.errors = std::move(errors_);
-    if (result.errors.empty()) result.model = reachable_model(m_, m_.root);
+    result.issues = std::move(errors_);
+    if (result.issues.empty()) result.model = reachable_model(m_, m_.root);
     return result;
   }
 
@@ -676,12 +676,14 @@ class importer {
   // ({"maxLength": "fix", "pattern": "filter"}).
   void on_fail(const json::value& v, schema::type& t, const std::string& ptr) {
     auto set = [&](schema::constraint& c, const json::value& name, const std::string& where) {
-      fail_action a = fail_action::reask;
-      if (!name.is_string() || !parse_fail_action(name.get_string(), a)) {
+      const std::optional<fail_action> parsed =
+          name.is_string() ? parse_fail_action(name.get_string()) : std::nullopt;
+      if (!parsed) {
         error(schema_error_code::invalid_json_schema, where,
               "x-on-fail: expected one of reask, fix, filter, refrain, noop, exception");
         return;
       }
+      const fail_action a = *parsed;
       if (a == fail_action::fix && !schema::has_fix(c, t.kind)) {
         error(schema_error_code::invalid_json_schema, where,
               "x-on-fail: " + std::string(schema::keyword_of(c, t.kind)) + " has no fix");
@@ -863,7 +865,7 @@ json_schema_import_result try_import_json_schema_text(std::string_view text, con
     d.line = line;
     d.column = column;
     d.message = std::move(message);
-    result.errors.push_back(std::move(d));
+    result.issues.push_back(std::move(d));
     return std::move(result);
   };
   if (text.size() > options.limits.max_bytes)
@@ -887,7 +889,7 @@ json_schema_import_result try_import_json_schema_text(std::string_view text, con
   if (ec) return fail(schema_error_code::syntax_error, 0, 0, "invalid JSON: " + ec.message());
   json_schema_import_result imported = try_import_json_schema(doc, options);
   // Problems found in the document point into it: give them the line and column of the text too.
-  for (schema_diagnostic& d : imported.errors) {
+  for (schema_diagnostic& d : imported.issues) {
     if (d.pointer.empty() || d.line != 0) continue;
     const auto [line, column] = detail::line_column(text, locate_pointer(text, d.pointer, max_depth));
     d.line = line;
@@ -898,13 +900,13 @@ json_schema_import_result try_import_json_schema_text(std::string_view text, con
 
 schema::model import_json_schema(const boost::json::value& document, const json_schema_import_options& options) {
   auto r = try_import_json_schema(document, options);
-  if (!r.ok()) throw schema_error(std::move(r.errors));
+  if (!r.ok()) throw schema_error(std::move(r.issues));
   return std::move(*r.model);
 }
 
 schema::model import_json_schema_text(std::string_view text, const json_schema_import_options& options) {
   auto r = try_import_json_schema_text(text, options);
-  if (!r.ok()) throw schema_error(std::move(r.errors));
+  if (!r.ok()) throw schema_error(std::move(r.issues));
   return std::move(*r.model);
 }
 

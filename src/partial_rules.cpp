@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "covenant/detail/dynamic_read.hpp"
+#include "covenant/json_equal.hpp"
 
 namespace covenant {
 
@@ -145,7 +146,7 @@ class stream_view {
           const json::value* got = v.get_object().if_contains(f.name);
           if (got == nullptr) got = v.get_object().if_contains(f.key);
           if (got == nullptr) continue;
-          if (f.type.kind == schema::kind::literal && !(*got == f.type.literal)) fits = false;
+          if (f.type.kind == schema::kind::literal && !json_equal(*got, f.type.literal)) fits = false;
           ++score;
         }
         if (fits && score > best_score) {

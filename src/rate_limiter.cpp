@@ -27,7 +27,7 @@ struct rate_limiter::impl : std::enable_shared_from_this<rate_limiter::impl> {
     bool blocked = false;  ///< could not go at once
   };
 
-  options opts;
+  rate_limiter_options opts;
   covenant::runtime* rt;
   std::function<clock_type::time_point()> clock;  // opts.clock, or steady_clock::now
   double req_per_ns = 0;  // refill rates; 0 = unlimited
@@ -46,7 +46,7 @@ struct rate_limiter::impl : std::enable_shared_from_this<rate_limiter::impl> {
   clock_type::time_point wake_at = clock_type::time_point::max();
   std::uint64_t output_count = 0;
   double output_sum = 0;
-  stats counts;
+  rate_limiter_stats counts;
 
   void refill(clock_type::time_point now) {
     const double dt = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - refilled).count());
@@ -118,7 +118,7 @@ struct rate_limiter::impl : std::enable_shared_from_this<rate_limiter::impl> {
   }
 };
 
-rate_limiter::rate_limiter(options o) : impl_(std::make_shared<impl>()) {
+rate_limiter::rate_limiter(rate_limiter_options o) : impl_(std::make_shared<impl>()) {
   if (!(o.requests_per_minute >= 0) || !(o.tokens_per_minute >= 0) || !std::isfinite(o.requests_per_minute) ||
       !std::isfinite(o.tokens_per_minute))
     throw std::invalid_argument("rate_limiter: requests_per_minute and tokens_per_minute must be finite and >= 0");
@@ -139,7 +139,7 @@ rate_limiter::rate_limiter(options o) : impl_(std::make_shared<impl>()) {
   s.refilled = s.clock();
 }
 
-rate_limiter::rate_limiter() : rate_limiter(options{}) {}
+rate_limiter::rate_limiter() : rate_limiter(rate_limiter_options{}) {}
 
 rate_limiter::~rate_limiter() {
   std::lock_guard lock(impl_->mutex);
@@ -222,11 +222,11 @@ void rate_limiter::back_off(std::chrono::nanoseconds wait) {
   for (auto& f : ready) impl_->rt->post(std::move(f));
 }
 
-rate_limiter::stats rate_limiter::counters() const {
+rate_limiter_stats rate_limiter::stats() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->counts;
 }
 
-const rate_limiter::options& rate_limiter::settings() const noexcept { return impl_->opts; }
+const rate_limiter_options& rate_limiter::options() const noexcept { return impl_->opts; }
 
 }  // namespace covenant

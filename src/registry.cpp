@@ -17,8 +17,8 @@ std::string_view to_string(registry_error_code code) noexcept {
   return "unknown";
 }
 
-registry_error::registry_error(registry_error_code code, std::string message, schema_diagnostics diagnostics)
-    : std::runtime_error(std::move(message)), code_(code), diagnostics_(std::move(diagnostics)) {}
+registry_error::registry_error(registry_error_code code, std::string message, schema_diagnostics issues)
+    : std::runtime_error(std::move(message)), code_(code), issues_(std::move(issues)) {}
 
 namespace {
 
@@ -32,7 +32,7 @@ void check_label(std::string_view what, std::string_view s) {
 
 }  // namespace
 
-schema_ref parse_schema_ref(std::string_view text) {
+std::optional<schema_ref> parse_schema_ref(std::string_view text) {
   const std::size_t at = text.rfind('@');
   schema_ref r;
   if (at == std::string_view::npos) {
@@ -40,13 +40,9 @@ schema_ref parse_schema_ref(std::string_view text) {
   } else {
     r.name = std::string(text.substr(0, at));
     r.version = std::string(text.substr(at + 1));
-    if (r.version.empty())
-      throw registry_error(registry_error_code::invalid_reference,
-                           "invalid schema reference '" + std::string(text) + "': nothing after '@'");
+    if (r.version.empty()) return std::nullopt;
   }
-  if (r.name.empty() || r.name.find('@') != std::string::npos)
-    throw registry_error(registry_error_code::invalid_reference,
-                         "invalid schema reference '" + std::string(text) + "' (expected Name or Name@version)");
+  if (r.name.empty() || r.name.find('@') != std::string::npos) return std::nullopt;
   return r;
 }
 
@@ -107,19 +103,19 @@ registered_schema schema_registry::add_schema_file(std::string_view name, std::s
                                                    const schema_load_options& options) {
   check_label("name", name);
   check_label("version", version);
-  schema_load_result r = load_schema(text, options);
+  schema_load_result r = schema_set::try_parse(text, options);
   const std::string root(type.empty() ? name : type);
   if (r.ok() && !r.set.contains(root)) {
     schema_diagnostic d;
     d.code = schema_error_code::unknown_type;
     d.file = options.file;
     d.message = "the schema declares no type '" + root + "'";
-    r.errors.push_back(std::move(d));
+    r.issues.push_back(std::move(d));
   }
   if (!r.ok()) {
     std::string message = "schema " + std::string(name) + "@" + std::string(version) + " does not load: " +
-                          r.errors.front().to_string();
-    throw registry_error(registry_error_code::invalid_schema, std::move(message), std::move(r.errors));
+                          r.issues.front().to_string();
+    throw registry_error(registry_error_code::invalid_schema, std::move(message), std::move(r.issues));
   }
   return add(name, version, r.set.model(root), "schema file");
 }
@@ -132,8 +128,8 @@ registered_schema schema_registry::add_json_schema(std::string_view name, std::s
   json_schema_import_result r = try_import_json_schema(document, options);
   if (!r.ok()) {
     std::string message = "schema " + std::string(name) + "@" + std::string(version) + " does not import: " +
-                          r.errors.front().to_string();
-    throw registry_error(registry_error_code::invalid_schema, std::move(message), std::move(r.errors));
+                          r.issues.front().to_string();
+    throw registry_error(registry_error_code::invalid_schema, std::move(message), std::move(r.issues));
   }
   return add(name, version, std::move(*r.model), "JSON Schema");
 }
@@ -161,9 +157,14 @@ registered_schema schema_registry::get(std::string_view name, std::string_view v
 }
 
 registered_schema schema_registry::get(std::string_view ref) const {
-  const schema_ref r = parse_schema_ref(ref);
+  const std::optional<schema_ref> r = parse_schema_ref(ref);
+  if (!r) {
+    throw registry_error(registry_error_code::invalid_reference,
+                         "invalid schema reference '" + std::string(ref) +
+                             (ref.ends_with('@') ? "': nothing after '@'" : "' (expected Name or Name@version)"));
+  }
   std::shared_lock lock(mutex_);
-  return get_locked(r.name, r.version);
+  return get_locked(r->name, r->version);
 }
 
 std::optional<registered_schema> schema_registry::find(std::string_view name, std::string_view version) const {

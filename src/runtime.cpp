@@ -210,10 +210,10 @@ void timer::cancel() const noexcept {
   }
 }
 
-runtime::runtime(options o) : impl_(std::make_unique<impl>(nullptr, o.workers)) {}
-runtime::runtime() : runtime(options{}) {}
-runtime::runtime(asio::io_context& io, options o) : impl_(std::make_unique<impl>(&io, o.workers)) {}
-runtime::runtime(asio::io_context& io) : runtime(io, options{}) {}
+runtime::runtime(runtime_options o) : impl_(std::make_unique<impl>(nullptr, o.workers)) {}
+runtime::runtime() : runtime(runtime_options{}) {}
+runtime::runtime(asio::io_context& io, runtime_options o) : impl_(std::make_unique<impl>(&io, o.workers)) {}
+runtime::runtime(asio::io_context& io) : runtime(io, runtime_options{}) {}
 runtime::~runtime() = default;
 
 runtime& runtime::shared() {

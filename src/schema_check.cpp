@@ -78,8 +78,8 @@ std::string first_line(const schema_diagnostics& d) {
 }
 }  // namespace
 
-schema_error::schema_error(schema_diagnostics diagnostics)
-    : std::runtime_error(first_line(diagnostics)), diagnostics_(std::move(diagnostics)) {}
+schema_error::schema_error(schema_diagnostics issues)
+    : std::runtime_error(first_line(issues)), issues_(std::move(issues)) {}
 
 namespace detail {
 

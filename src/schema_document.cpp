@@ -14,7 +14,7 @@ bool is_json_schema_document(std::string_view file, std::string_view text) noexc
   return start != std::string_view::npos && text[start] == '{';
 }
 
-schema_document load_schema_document(const std::filesystem::path& path) {
+schema_document try_load_schema_document(const std::filesystem::path& path) {
   schema_document out;
   out.file = path.string();
   const detail::file_text f = detail::read_text_file(path, COVENANT_SCHEMA_MAX_BYTES);
@@ -23,7 +23,7 @@ schema_document load_schema_document(const std::filesystem::path& path) {
     d.code = f.too_large ? schema_error_code::limit_exceeded : schema_error_code::io_error;
     d.file = out.file;
     d.message = f.too_large ? "file " + f.error : "cannot read the file: " + f.error;
-    out.errors.push_back(std::move(d));
+    out.issues.push_back(std::move(d));
     return out;
   }
   out.json_schema = is_json_schema_document(out.file, f.text);
@@ -32,13 +32,13 @@ schema_document load_schema_document(const std::filesystem::path& path) {
     options.file = out.file;
     json_schema_import_result r = try_import_json_schema_text(f.text, options);
     if (!r.ok()) {
-      out.errors = std::move(r.errors);
+      out.issues = std::move(r.issues);
       return out;
     }
     try {
       out.set = schema_set::from_model(*r.model);
     } catch (const schema_error& e) {
-      out.errors = e.diagnostics();
+      out.issues = e.issues();
       return out;
     }
     out.document = std::move(r.model);
@@ -46,8 +46,8 @@ schema_document load_schema_document(const std::filesystem::path& path) {
   }
   schema_load_options options;
   options.file = out.file;
-  schema_load_result r = load_schema(f.text, options);
-  out.errors = std::move(r.errors);
+  schema_load_result r = schema_set::try_parse(f.text, options);
+  out.issues = std::move(r.issues);
   out.notes = std::move(r.notes);
   out.set = std::move(r.set);
   return out;

@@ -6,6 +6,7 @@
 #include <boost/json/string.hpp>
 
 #include "covenant/formats.hpp"
+#include "covenant/json_equal.hpp"
 #include "number_text.hpp"
 
 #include <charconv>
@@ -702,37 +703,6 @@ double as_double(const json::value& v) {
   return 0;
 }
 
-bool equal(const json::value& a, const json::value& b) {
-  if (is_number(a) && is_number(b)) {
-    if (a.is_double() || b.is_double()) return as_double(a) == as_double(b);
-    if (a.is_int64() && b.is_int64()) return a.get_int64() == b.get_int64();
-    if (a.is_uint64() && b.is_uint64()) return a.get_uint64() == b.get_uint64();
-    const std::int64_t s = a.is_int64() ? a.get_int64() : b.get_int64();
-    const std::uint64_t u = a.is_uint64() ? a.get_uint64() : b.get_uint64();
-    return s >= 0 && static_cast<std::uint64_t>(s) == u;
-  }
-  if (a.kind() != b.kind()) return false;
-  if (a.is_array()) {
-    const auto& x = a.get_array();
-    const auto& y = b.get_array();
-    if (x.size() != y.size()) return false;
-    for (std::size_t i = 0; i < x.size(); ++i)
-      if (!equal(x[i], y[i])) return false;
-    return true;
-  }
-  if (a.is_object()) {
-    const auto& x = a.get_object();
-    const auto& y = b.get_object();
-    if (x.size() != y.size()) return false;
-    for (const auto& kv : x) {
-      const auto* other = y.if_contains(kv.key());
-      if (other == nullptr || !equal(kv.value(), *other)) return false;
-    }
-    return true;
-  }
-  return a == b;
-}
-
 // -1, 0, 1; nullopt when the kinds cannot be ordered.
 std::optional<int> order(const json::value& a, const json::value& b) {
   if (is_number(a) && is_number(b)) {
@@ -1032,26 +1002,19 @@ json::value apply_filter(const node& n, const json::value& self) {
     if (!v.is_array()) return nullptr;
     const bool by_member = n.kids.size() == 2;
     json::array out;
+    static const json::value null_value;
+    // The member of an item (an item without it, or not an object, has null there).
+    auto member_of = [&](const json::value& item) -> const json::value& {
+      if (!by_member) return item;
+      const json::string& member = n.kids[1].value.get_string();
+      const json::object* o = item.if_object();
+      const json::value* m = o != nullptr ? o->if_contains(std::string_view(member.data(), member.size())) : nullptr;
+      return m != nullptr ? *m : null_value;
+    };
     for (const json::value& item : v.get_array()) {
-      const json::value* key = &item;
-      if (by_member) {
-        const json::object* o = item.if_object();
-        const json::string& member = n.kids[1].value.get_string();
-        key = o != nullptr ? o->if_contains(std::string_view(member.data(), member.size())) : nullptr;
-        if (key == nullptr) {
-          out.push_back(item);  // no such member: never a duplicate
-          continue;
-        }
-      }
       bool seen = false;
       for (const json::value& kept : out) {
-        const json::value* kept_key = &kept;
-        if (by_member) {
-          const json::string& member = n.kids[1].value.get_string();
-          kept_key = kept.get_object().if_contains(std::string_view(member.data(), member.size()));
-          if (kept_key == nullptr) continue;
-        }
-        if (*kept_key == *key) {
+        if (json_equal(member_of(kept), member_of(item))) {
           seen = true;
           break;
         }
@@ -1112,8 +1075,8 @@ json::value eval(const node& n, const json::value& self) {
       if (truthy(a)) return a;
       return eval(n.kids[1], self);
     }
-    case op::eq: return equal(eval(n.kids[0], self), eval(n.kids[1], self));
-    case op::ne: return !equal(eval(n.kids[0], self), eval(n.kids[1], self));
+    case op::eq: return json_equal(eval(n.kids[0], self), eval(n.kids[1], self));
+    case op::ne: return !json_equal(eval(n.kids[0], self), eval(n.kids[1], self));
     case op::lt:
     case op::le:
     case op::gt:
@@ -1136,7 +1099,7 @@ json::value eval(const node& n, const json::value& self) {
         found = std::string_view(hay.get_string()).find(std::string_view(needle.get_string())) != std::string_view::npos;
       } else if (hay.is_array()) {
         for (const auto& x : hay.get_array())
-          if (equal(x, needle)) found = true;
+          if (json_equal(x, needle)) found = true;
       } else if (hay.is_object() && needle.is_string()) {
         found = hay.get_object().contains(needle.get_string());
       }

@@ -112,7 +112,7 @@ struct detail::schema_file_access {
     schema_set& set = result.set;
     set.limits_ = options.limits;
     auto report = [&](schema_error_code code, location loc, std::string message) {
-      result.errors.push_back(diagnostic_at(code, options.file, loc, std::move(message)));
+      result.issues.push_back(diagnostic_at(code, options.file, loc, std::move(message)));
     };
     if (text.size() > options.limits.max_bytes) {
       report(schema_error_code::limit_exceeded, {},
@@ -131,12 +131,12 @@ struct detail::schema_file_access {
     st.all = &set.all_;
     st.info = &info;
     st.enum_rules = &set.enum_rules_;
-    st.errors = &result.errors;
+    st.errors = &result.issues;
     st.notes = &result.notes;
     st.hints = &set.stream_hints_;
     parse_declarations(toks, map, st);
     if (toks.error) report(schema_error_code::syntax_error, map.at(toks.error->offset), toks.error->message);
-    if (!result.errors.empty() && result.errors.back().code == schema_error_code::limit_exceeded) return result;
+    if (!result.issues.empty() && result.issues.back().code == schema_error_code::limit_exceeded) return result;
 
     schema::model& all = set.all_;
     all.root = schema::make_primitive(kind::any);
@@ -273,7 +273,7 @@ struct detail::schema_file_access {
         refine(set, a->target);
       }
     }
-    std::stable_sort(result.errors.begin(), result.errors.end(), [](const schema_diagnostic& a, const schema_diagnostic& b) {
+    std::stable_sort(result.issues.begin(), result.issues.end(), [](const schema_diagnostic& a, const schema_diagnostic& b) {
       return a.line != b.line ? a.line < b.line : a.column < b.column;
     });
     set.notes_ = result.notes;
@@ -334,15 +334,32 @@ struct detail::schema_file_access {
 };
 
 schema_set schema_set::parse(std::string_view text, const schema_load_options& options) {
-  schema_load_result r = load_schema(text, options);
-  if (!r.ok()) throw schema_error(std::move(r.errors));
+  schema_load_result r = try_parse(text, options);
+  if (!r.ok()) throw schema_error(std::move(r.issues));
   return std::move(r.set);
 }
 
+schema_load_result schema_set::try_parse(std::string_view text, const schema_load_options& options) {
+  return detail::schema_file_access::load(text, options);
+}
+
 schema_set schema_set::load(const std::filesystem::path& file, schema_load_options options) {
-  schema_load_result r = load_schema_file(file, std::move(options));
-  if (!r.ok()) throw schema_error(std::move(r.errors));
+  schema_load_result r = try_load(file, std::move(options));
+  if (!r.ok()) throw schema_error(std::move(r.issues));
   return std::move(r.set);
+}
+
+schema_load_result schema_set::try_load(const std::filesystem::path& file, schema_load_options options) {
+  if (options.file.empty()) options.file = file.string();
+  const detail::file_text f = detail::read_text_file(file, options.limits.max_bytes);
+  if (f.error.empty()) return try_parse(f.text, options);
+  schema_load_result result;
+  schema_diagnostic d;
+  d.code = f.too_large ? schema_error_code::limit_exceeded : schema_error_code::io_error;
+  d.file = options.file;
+  d.message = f.too_large ? "file " + f.error : "cannot read the file: " + f.error;
+  result.issues.push_back(std::move(d));
+  return result;
 }
 
 schema_set schema_set::from_model(schema::model m) {
@@ -383,34 +400,16 @@ schema::model schema_set::model(std::string_view name) const {
 }
 
 schema::model schema_set::model_for(std::string_view type_expression) const {
-  schema_diagnostics errors;
-  auto m = try_model_for(type_expression, errors);
-  if (!m) throw schema_error(std::move(errors));
-  return std::move(*m);
+  schema_model_result r = try_model_for(type_expression);
+  if (!r.ok()) throw schema_error(std::move(r.issues));
+  return std::move(*r.model);
 }
 
-std::optional<schema::model> schema_set::try_model_for(std::string_view type_expression,
-                                                       schema_diagnostics& errors) const {
+schema_model_result schema_set::try_model_for(std::string_view type_expression) const {
+  schema_model_result r;
   schema::model m;
-  if (!detail::schema_file_access::model_for(*this, type_expression, m, errors)) return std::nullopt;
-  return m;
-}
-
-schema_load_result load_schema(std::string_view text, const schema_load_options& options) {
-  return detail::schema_file_access::load(text, options);
-}
-
-schema_load_result load_schema_file(const std::filesystem::path& file, schema_load_options options) {
-  if (options.file.empty()) options.file = file.string();
-  const detail::file_text f = detail::read_text_file(file, options.limits.max_bytes);
-  if (f.error.empty()) return load_schema(f.text, options);
-  schema_load_result result;
-  schema_diagnostic d;
-  d.code = f.too_large ? schema_error_code::limit_exceeded : schema_error_code::io_error;
-  d.file = options.file;
-  d.message = f.too_large ? "file " + f.error : "cannot read the file: " + f.error;
-  result.errors.push_back(std::move(d));
-  return result;
+  if (detail::schema_file_access::model_for(*this, type_expression, m, r.issues)) r.model = std::move(m);
+  return r;
 }
 
 }  // namespace covenant

@@ -643,7 +643,10 @@ class parser {
     fail_action action = soft ? fail_action::noop : fail_action::reask;
     if (body_at + 1 < a.args.size()) {
       const attr_arg& x = a.args[body_at + 1];
-      if (x.kind != attr_arg::kind_t::bare || !parse_fail_action(x.text, action))
+      const std::optional<fail_action> named =
+          x.kind == attr_arg::kind_t::bare ? parse_fail_action(x.text) : std::nullopt;
+      if (named) action = *named;
+      else
         error_at(schema_error_code::invalid_attribute, x.loc,
                  at + ": '" + x.text + "' is not an on-fail action (reask, filter, refrain, noop, exception)");
       if (action == fail_action::fix)

@@ -203,7 +203,7 @@ TEST(AsyncContract, RunAsyncGivesForwardsValueAndTheOutcome) {
   EXPECT_THAT(r.outcome.attempts[0].issues.at(0).to_string(), HasSubstr("confidence: must be at least 0.5"));
   // The first violation was fed back in the second request, as in a blocking call.
   EXPECT_THAT(model.last_message(1), HasSubstr("confidence: must be at least 0.5 for a final answer"));
-  EXPECT_EQ(qa.perf_stats().of(covenant::perf_stage::total).count, 1u);
+  EXPECT_EQ(qa.stats().of(covenant::perf_stage::total).count, 1u);
 }
 
 TEST(AsyncContract, SameOutcomeAsTheBlockingCall) {

@@ -90,7 +90,7 @@ TEST(AsyncThreads, ManyCallsWithFaultsEachKeepTheirOwnOutcome) {
     });
   }
   std::thread reader([&] {
-    for (int i = 0; i < 50; ++i) (void)c.perf_stats().table();
+    for (int i = 0; i < 50; ++i) (void)c.stats().table();
   });
   for (auto& th : pool) th.join();
   stop_all.request_stop();
@@ -135,7 +135,7 @@ TEST(AsyncThreads, ManyCallsWithFaultsEachKeepTheirOwnOutcome) {
     }
   }
   EXPECT_GT(succeeded, 0);
-  EXPECT_EQ(c.perf_stats().of(covenant::perf_stage::total).count, static_cast<std::uint64_t>(threads * per_thread));
+  EXPECT_EQ(c.stats().of(covenant::perf_stage::total).count, static_cast<std::uint64_t>(threads * per_thread));
   (void)cancelled;
 }
 

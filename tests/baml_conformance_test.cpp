@@ -174,16 +174,15 @@ TEST(BamlConformance, ReadsTheCorpusAsBamlDoes) {
     const bool expect_ok = row.at("expect_ok").as_bool();
     const json::value& expected = row.at("expected");
 
-    auto loaded = covenant::load_schema(std::string(row.at("schema_baml").as_string()), {.file = id});
-    ASSERT_TRUE(loaded.ok()) << id << "\n" << covenant::render_diagnostics(loaded.errors);
-    covenant::schema_diagnostics errors;
-    auto model = loaded.set.try_model_for(std::string(row.at("target").as_string()), errors);
-    ASSERT_TRUE(model) << id << "\n" << covenant::render_diagnostics(errors);
+    auto loaded = covenant::schema_set::try_parse(std::string(row.at("schema_baml").as_string()), {.file = id});
+    ASSERT_TRUE(loaded.ok()) << id << "\n" << covenant::render_diagnostics(loaded.issues);
+    auto model = loaded.set.try_model_for(std::string(row.at("target").as_string()));
+    ASSERT_TRUE(model.ok()) << id << "\n" << covenant::render_diagnostics(model.issues);
 
     covenant::read_options options;
     options.partial = partial;
     options.keys = covenant::output_keys::declared;
-    const covenant::read_result r = covenant::read_dynamic(std::string(row.at("input").as_string()), *model, options);
+    const covenant::read_result r = covenant::read_dynamic(std::string(row.at("input").as_string()), *model.model, options);
 
     bool pass = false;
     if (!expect_ok) pass = !r.ok();

@@ -30,15 +30,15 @@ TEST(BamlCorpus, EverySchemaLoadsAndEveryTargetParses) {
     const std::string schema_text(row.at("schema_baml").as_string());
     const std::string target(row.at("target").as_string());
     ++cases;
-    auto r = covenant::load_schema(schema_text, {.file = id});
+    auto r = covenant::schema_set::try_parse(schema_text, {.file = id});
     std::string problem;
     if (!r.ok()) {
-      problem = covenant::render_diagnostics(r.errors);
+      problem = covenant::render_diagnostics(r.issues);
     } else {
-      covenant::schema_diagnostics errors;
-      auto m = r.set.try_model_for(target, errors);
-      if (!m) {
-        problem = "target " + target + ": " + covenant::render_diagnostics(errors);
+      auto found = r.set.try_model_for(target);
+      const std::optional<covenant::schema::model>& m = found.model;
+      if (!found.ok()) {
+        problem = "target " + target + ": " + covenant::render_diagnostics(found.issues);
       } else {
         EXPECT_FALSE(covenant::prompt_text(*m).empty()) << id;
         EXPECT_TRUE(covenant::to_json_schema(*m).is_object()) << id;

@@ -266,7 +266,7 @@ TEST(Batch, EveryCallWaitsItsTurnUnderTheBatchsLimiter) {
   covenant::batch_options o;
   o.concurrency = 50;
   o.order = covenant::batch_order::completion;
-  o.limiter = std::make_shared<covenant::rate_limiter>(covenant::rate_limiter::options{
+  o.limiter = std::make_shared<covenant::rate_limiter>(covenant::rate_limiter_options{
       .requests_per_minute = 1200, .clock = [clock] { return (*clock)(); }});  // a burst of 20
   o.timeout = 60s;  // only so that a failure cannot hang: the clock decides, not the timeout
   std::size_t delivered = 0;
@@ -282,7 +282,7 @@ TEST(Batch, EveryCallWaitsItsTurnUnderTheBatchsLimiter) {
   EXPECT_EQ(summary.done, 40u);
   EXPECT_EQ(summary.succeeded, 40u);
   EXPECT_EQ(model.calls(), 40);
-  EXPECT_EQ(o.limiter->counters().granted, 40u);
+  EXPECT_EQ(o.limiter->stats().granted, 40u);
 }
 
 TEST(Batch, RequestsPerMinuteGiveTheBatchALimiter) {

@@ -631,7 +631,7 @@ TEST(PerfStats, RecordsEveryStageWithCountsAndShares) {
   covenant::contract<QA> qa{model, options};
   (void)qa.run(question);
   (void)qa.run(question);  // script exhausted: engine failure
-  const auto& stats = qa.perf_stats();
+  const auto& stats = qa.stats();
   EXPECT_EQ(stats.of(covenant::perf_stage::total).count, 2u);
   EXPECT_EQ(stats.of(covenant::perf_stage::engine).count, 2u);
   EXPECT_EQ(stats.of(covenant::perf_stage::post).count, 1u);
@@ -644,7 +644,7 @@ TEST(PerfStats, RecordsEveryStageWithCountsAndShares) {
   EXPECT_NEAR(shares, 1.0, 1e-9);
   EXPECT_THAT(stats.table(), HasSubstr("engine"));
   EXPECT_EQ(stats.to_json().at("stages").at("total").at("count").as_uint64(), 2u);
-  qa.perf_stats().reset();
+  qa.stats().reset();
   EXPECT_EQ(stats.of(covenant::perf_stage::total).count, 0u);
 }
 

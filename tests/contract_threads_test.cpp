@@ -74,7 +74,7 @@ TEST(ContractThreads, ConcurrentCallsKeepTheirOwnOutcomes) {
   std::atomic<int> mismatches{0};
   std::atomic<bool> done{false};
   std::thread reader([&] {
-    while (!done.load()) (void)c.perf_stats().table();
+    while (!done.load()) (void)c.stats().table();
   });
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
@@ -95,7 +95,7 @@ TEST(ContractThreads, ConcurrentCallsKeepTheirOwnOutcomes) {
   done = true;
   reader.join();
   EXPECT_EQ(mismatches.load(), 0);
-  EXPECT_EQ(c.perf_stats().of(covenant::perf_stage::total).count, static_cast<std::uint64_t>(threads * calls));
+  EXPECT_EQ(c.stats().of(covenant::perf_stage::total).count, static_cast<std::uint64_t>(threads * calls));
 }
 
 }  // namespace

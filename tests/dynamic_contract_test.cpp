@@ -80,7 +80,7 @@ TEST(DynamicContract, FailureThrowsUnlessGraceful) {
   scripted_engine model{"no", "no"};
   const covenant::dynamic_contract review{model, review_task(), instant({.tries = 1})};
   EXPECT_THROW((void)review(boost::json::value{{"code", "x"}}), covenant::contract_error);
-  EXPECT_EQ(review.perf_stats().of(covenant::perf_stage::engine).count, 1u);
+  EXPECT_EQ(review.stats().of(covenant::perf_stage::engine).count, 1u);
 }
 
 }  // namespace

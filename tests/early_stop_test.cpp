@@ -130,7 +130,7 @@ TEST(EarlyStop, AViolationInTheStreamStopsItAndTheModelIsAskedAgainAtOnce) {
   const std::string correction = model.last_message(1);
   EXPECT_THAT(correction, HasSubstr("- confidence: must be <= 1 (got 1.7)"));
   EXPECT_THAT(correction, HasSubstr("stopped as soon as it broke this rule"));
-  EXPECT_EQ(c.perf_stats().early_stops(), 1u);
+  EXPECT_EQ(c.stats().early_stops(), 1u);
   // The engine saw the stop and sent nothing more of the first reply (one that ignored it would
   // run to its end).
   for (int i = 0; i < 500 && !model.stopped(0); ++i) std::this_thread::sleep_for(10ms);
@@ -148,7 +148,7 @@ TEST(EarlyStop, OffTheWholeReplyIsReadAndRejectedAsUsual) {
   ASSERT_TRUE(r.outcome.success);
   EXPECT_EQ(r.outcome.attempts[0].text, bad);
   EXPECT_EQ(r.outcome.attempts[0].issues.at(0).to_string(), "confidence: must be <= 1 (got 1.7)");
-  EXPECT_EQ(c.perf_stats().early_stops(), 0u);
+  EXPECT_EQ(c.stats().early_stops(), 0u);
 }
 
 TEST(EarlyStop, ValuesTheFinalReaderCoercesDoNotStopTheStream) {
@@ -160,7 +160,7 @@ TEST(EarlyStop, ValuesTheFinalReaderCoercesDoNotStopTheStream) {
   auto r = c.stream(Question{"?"}, [](const covenant::stream_update<Answer>&) {}).get();
   EXPECT_TRUE(r.outcome.success) << r.outcome.summary();
   EXPECT_EQ(r.outcome.attempts.size(), 1u);
-  EXPECT_EQ(c.perf_stats().early_stops(), 0u);
+  EXPECT_EQ(c.stats().early_stops(), 0u);
 }
 
 TEST(EarlyStop, OverHttpTheConnectionIsClosedBeforeTheEndAndFewerTokensArePaidFor) {
@@ -189,7 +189,7 @@ TEST(EarlyStop, OverHttpTheConnectionIsClosedBeforeTheEndAndFewerTokensArePaidFo
   const auto& messages = second.at("messages").as_array();
   const std::string correction(messages.back().at("content").as_string());
   EXPECT_THAT(correction, HasSubstr("confidence: must be <= 1 (got 1.7)"));
-  EXPECT_EQ(c.perf_stats().early_stops(), 1u);
+  EXPECT_EQ(c.stats().early_stops(), 1u);
 }
 
 TEST(EarlyStop, DynamicContractsStopEarlyToo) {
@@ -222,7 +222,7 @@ TEST(EarlyStop, PredicatesMarkedStreamingSafeStopTheStream) {
   EXPECT_EQ(r.outcome.attempts[1].issues.at(0).to_string(), "words: must be even (got 3)");
   EXPECT_LT(r.outcome.attempts[0].text.size(), shouting.size() / 2);
   EXPECT_LT(r.outcome.attempts[1].text.size(), odd.size() / 2);
-  EXPECT_EQ(c.perf_stats().early_stops(), 2u);
+  EXPECT_EQ(c.stats().early_stops(), 2u);
   EXPECT_EQ(covenant::decode<Headline>(shouting).issues.at(0).to_string(),
             r.outcome.attempts[0].issues.at(0).to_string());
 }
@@ -236,7 +236,7 @@ TEST(EarlyStop, PredicatesNotMarkedWaitForTheWholeReply) {
   ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
   EXPECT_EQ(r.outcome.attempts[0].text, shouting);  // read to the end
   EXPECT_EQ(r.outcome.attempts[0].issues.at(0).to_string(), "headline: must not contain '!' (got \"Rates cut!\")");
-  EXPECT_EQ(c.perf_stats().early_stops(), 0u);
+  EXPECT_EQ(c.stats().early_stops(), 0u);
 }
 
 }  // namespace

@@ -402,7 +402,7 @@ TEST(WaitAlone, ARateLimiterBackOffAfterA429EndsByItself) {
   ledger book;
   const contract_t c{engine, contract_options(s.client), Classify{&book}};
   const watchdog guard(std::chrono::seconds(30));
-  auto limits = std::make_shared<covenant::rate_limiter>(covenant::rate_limiter::options{.requests_per_minute = 6000});
+  auto limits = std::make_shared<covenant::rate_limiter>(covenant::rate_limiter_options{.requests_per_minute = 6000});
   covenant::call_options o;
   o.limiter = limits;
   for (const bool async : {false, true}) {
@@ -410,7 +410,7 @@ TEST(WaitAlone, ARateLimiterBackOffAfterA429EndsByItself) {
     const result_t r = async ? c.run_async(t, o).get() : c.run(t, o);
     EXPECT_TRUE(r.outcome.success) << r.outcome.summary();
   }
-  EXPECT_EQ(limits->counters().back_offs, 2u);
+  EXPECT_EQ(limits->stats().back_offs, 2u);
   EXPECT_EQ(server.requests(), 4u);
 }
 

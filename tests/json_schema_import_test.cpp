@@ -305,7 +305,7 @@ TEST(JsonSchemaImport, ErrorsCarryJsonPointers) {
   })"));
   ASSERT_FALSE(r.ok());
   std::string text;
-  for (const auto& d : r.errors) text += d.pointer + " " + std::string(covenant::to_string(d.code)) + "\n";
+  for (const auto& d : r.issues) text += d.pointer + " " + std::string(covenant::to_string(d.code)) + "\n";
   EXPECT_EQ(text,
             "/required/1 invalid_json_schema\n"
             "/properties/a/minimum invalid_json_schema\n"
@@ -316,7 +316,7 @@ TEST(JsonSchemaImport, ErrorsCarryJsonPointers) {
             "/properties/f/type invalid_json_schema\n"
             "/properties/g/items unsupported\n"
             "/properties/h/maxLength invalid_json_schema\n");
-  EXPECT_EQ(r.errors[1].to_string(), "/properties/a/minimum: error: minimum must be a number [invalid_json_schema]");
+  EXPECT_EQ(r.issues[1].to_string(), "/properties/a/minimum: error: minimum must be a number [invalid_json_schema]");
   EXPECT_THROW((void)covenant::import_json_schema(json::parse(R"({"not": {}})")), covenant::schema_error);
 }
 
@@ -330,7 +330,7 @@ TEST(JsonSchemaImport, RecursionWithoutAnEscapeIsRefused) {
     "anyOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/Loop"}]
   })"));
   std::string text;
-  for (const auto& d : r.errors) text += d.pointer + " " + std::string(covenant::to_string(d.code)) + "\n";
+  for (const auto& d : r.issues) text += d.pointer + " " + std::string(covenant::to_string(d.code)) + "\n";
   EXPECT_EQ(text,
             "/$defs/Loop unescaped_recursion\n"
             "/$defs/A unescaped_recursion\n"
@@ -349,7 +349,7 @@ TEST(JsonSchemaImport, ProblemsInATextDocumentHaveLineColumnAndPointer) {
       "}";
   auto r = covenant::try_import_json_schema_text(text, {.file = "s.json"});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(covenant::render_diagnostics(r.errors),
+  EXPECT_EQ(covenant::render_diagnostics(r.issues),
             "s.json:7:21:/required/1: error: required property 'zzz' is not declared in properties "
             "[invalid_json_schema]\n"
             "s.json:4:30:/properties/a/minimum: error: minimum must be a number [invalid_json_schema]\n"
@@ -358,18 +358,18 @@ TEST(JsonSchemaImport, ProblemsInATextDocumentHaveLineColumnAndPointer) {
 
 TEST(JsonSchemaImport, TextErrorsHaveLineAndColumnAndLimitsHold) {
   auto bad = covenant::try_import_json_schema_text("{\n  \"type\": \"object\",\n  \"properties\": {,}\n}", {.file = "s.json"});
-  ASSERT_EQ(bad.errors.size(), 1u);
-  EXPECT_EQ(bad.errors[0].to_string(), "s.json:3:18: error: invalid JSON: expected a string key in double quotes [syntax_error]");
+  ASSERT_EQ(bad.issues.size(), 1u);
+  EXPECT_EQ(bad.issues[0].to_string(), "s.json:3:18: error: invalid JSON: expected a string key in double quotes [syntax_error]");
   std::string deep;
   for (int i = 0; i < 200; ++i) deep += R"({"type": "array", "items": )";
   deep += "{}";
   for (int i = 0; i < 200; ++i) deep += "}";
   auto d = covenant::try_import_json_schema_text(deep);
   ASSERT_FALSE(d.ok());
-  EXPECT_EQ(d.errors.back().code, covenant::schema_error_code::limit_exceeded);
+  EXPECT_EQ(d.issues.back().code, covenant::schema_error_code::limit_exceeded);
   covenant::json_schema_import_options small;
   small.limits.max_bytes = 10;
-  EXPECT_EQ(covenant::try_import_json_schema_text(R"({"type": "string"})", small).errors.at(0).code,
+  EXPECT_EQ(covenant::try_import_json_schema_text(R"({"type": "string"})", small).issues.at(0).code,
             covenant::schema_error_code::limit_exceeded);
   EXPECT_FALSE(covenant::try_import_json_schema(json::value(false)).ok());
   auto any = covenant::import_json_schema(json::value(true));

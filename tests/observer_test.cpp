@@ -164,7 +164,7 @@ TEST(PerAttemptStats, EngineParseAndValidateAreCountedOncePerModelCall) {
   o.clock = [t = std::chrono::steady_clock::time_point{}]() mutable { return t += std::chrono::milliseconds(1); };
   covenant::contract<QA> qa{model, o};
   (void)qa.run(Question{"q"});
-  const auto& stats = qa.perf_stats();
+  const auto& stats = qa.stats();
   EXPECT_EQ(stats.of(covenant::perf_stage::engine).count, 1u);
   EXPECT_EQ(stats.per_attempt(covenant::perf_stage::engine).count, 3u);
   EXPECT_EQ(stats.per_attempt(covenant::perf_stage::validate).count, 3u);

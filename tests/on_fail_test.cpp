@@ -487,12 +487,12 @@ TEST(OnFailSchemaFile, CheckIsNoopAssertIsReaskAndAnActionCanBeNamed) {
 }
 
 TEST(OnFailSchemaFile, AnExpressionRuleHasNoFixAndUnknownActionsAreRefused) {
-  auto fix = covenant::load_schema("class A {\n  x int @assert({{ this < 5 }}, fix)\n}\n", {.file = "t.baml"});
+  auto fix = covenant::schema_set::try_parse("class A {\n  x int @assert({{ this < 5 }}, fix)\n}\n", {.file = "t.baml"});
   ASSERT_FALSE(fix.ok());
-  EXPECT_THAT(fix.errors[0].message, HasSubstr("has no fix"));
-  auto unknown = covenant::load_schema("class A {\n  x int @assert({{ this < 5 }}, ignore)\n}\n", {.file = "t.baml"});
+  EXPECT_THAT(fix.issues[0].message, HasSubstr("has no fix"));
+  auto unknown = covenant::schema_set::try_parse("class A {\n  x int @assert({{ this < 5 }}, ignore)\n}\n", {.file = "t.baml"});
   ASSERT_FALSE(unknown.ok());
-  EXPECT_THAT(unknown.errors[0].message, HasSubstr("'ignore' is not an on-fail action"));
+  EXPECT_THAT(unknown.issues[0].message, HasSubstr("'ignore' is not an on-fail action"));
 }
 
 TEST(OnFailJsonSchema, XOnFailIsImportedAppliedAndExportedBack) {
@@ -522,8 +522,8 @@ TEST(OnFailJsonSchema, AFixOnAKeywordWithoutOneIsALoadError) {
   auto r = covenant::try_import_json_schema(boost::json::parse(
       R"({"type": "object", "properties": {"s": {"type": "string", "minLength": 3, "x-on-fail": "fix"}}})"));
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.errors[0].message, HasSubstr("minLength has no fix"));
-  EXPECT_EQ(r.errors[0].pointer, "/properties/s/x-on-fail");
+  EXPECT_THAT(r.issues[0].message, HasSubstr("minLength has no fix"));
+  EXPECT_EQ(r.issues[0].pointer, "/properties/s/x-on-fail");
 }
 
 TEST(OnFailJsonSchema, TypedValidatorsExportTheirActions) {

@@ -80,7 +80,7 @@ bool eventually(F done, std::chrono::milliseconds timeout = 10s) {
 TEST(ContractQueueTime, TheLimitersHoldAndTheEnginesWaitsAreQueueTimeNotLatencyNorRemedyDelay) {
   auto clock = std::make_shared<manual_clock>();
   auto limiter_reads = std::make_shared<std::atomic<int>>(0);
-  covenant::rate_limiter::options limits;
+  covenant::rate_limiter_options limits;
   limits.clock = [clock, limiter_reads] {
     ++*limiter_reads;
     return (*clock)();

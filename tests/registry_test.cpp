@@ -100,8 +100,8 @@ TEST(Registry, InvalidSchemasAreRefusedWithEveryProblem) {
     FAIL() << "expected registry_error";
   } catch (const registry_error& e) {
     EXPECT_EQ(e.code(), registry_error_code::invalid_schema);
-    ASSERT_EQ(e.diagnostics().size(), 2u);
-    EXPECT_EQ(e.diagnostics()[0].code, covenant::schema_error_code::unknown_type);
+    ASSERT_EQ(e.issues().size(), 2u);
+    EXPECT_EQ(e.issues()[0].code, covenant::schema_error_code::unknown_type);
   }
   EXPECT_EQ(code_of([&] { reg.add_schema_file("Bad", "v1", "class Other {\n  a int\n}"); }), registry_error_code::invalid_schema);
   EXPECT_EQ(code_of([&] { reg.add_json_schema("Bad", "v1", boost::json::parse(R"({"not": {}})")); }),
@@ -145,6 +145,10 @@ TEST(Registry, VersionsOrderNaturally) {
   EXPECT_FALSE(covenant::version_less("v3", "v3"));
   EXPECT_EQ(covenant::parse_schema_ref("FinalAnswer@v2"), (covenant::schema_ref{"FinalAnswer", "v2"}));
   EXPECT_EQ(covenant::parse_schema_ref("FinalAnswer"), (covenant::schema_ref{"FinalAnswer", ""}));
+  EXPECT_EQ(covenant::parse_schema_ref("FinalAnswer@"), std::nullopt);
+  EXPECT_EQ(covenant::parse_schema_ref("@v2"), std::nullopt);
+  EXPECT_EQ(covenant::parse_schema_ref("A@B@v2"), std::nullopt);
+  EXPECT_EQ(covenant::parse_schema_ref(""), std::nullopt);
 }
 
 TEST(SchemaCompat, IdenticalVersionsHaveNoChanges) {

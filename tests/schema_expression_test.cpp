@@ -307,7 +307,7 @@ TEST(SchemaExpressionFile, EvaluationErrorsFailTheCheckWithTheirReason) {
 }
 
 TEST(SchemaExpressionFile, UnknownKeywordIsReportedWhenTheFileLoads) {
-  const auto r = covenant::load_schema(R"(class Item {
+  const auto r = covenant::schema_set::try_parse(R"(class Item {
   amount float
 }
 class Invoice {
@@ -317,14 +317,14 @@ class Invoice {
 }
 )",
                                        {.file = "invoice.baml"});
-  ASSERT_EQ(r.errors.size(), 1u);
-  EXPECT_EQ(r.errors[0].to_string(),
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_EQ(r.issues[0].to_string(),
             "invoice.baml:7:43: error: @@assert: filter 'sum' has no argument 'atribute' (its arguments: attribute, "
             "start) [invalid_constraint]");
-  const auto field = covenant::load_schema("class C {\n  xs int[] @check({{ this|map(atribute=\"n\")|sum > 0 }})\n}\n",
+  const auto field = covenant::schema_set::try_parse("class C {\n  xs int[] @check({{ this|map(atribute=\"n\")|sum > 0 }})\n}\n",
                                            {.file = "c.baml"});
-  ASSERT_EQ(field.errors.size(), 1u);
-  EXPECT_EQ(field.errors[0].to_string(),
+  ASSERT_EQ(field.issues.size(), 1u);
+  EXPECT_EQ(field.issues[0].to_string(),
             "c.baml:2:31: error: @check: filter 'map' has no argument 'atribute' (its arguments: attribute, "
             "default) [invalid_constraint]");
 }

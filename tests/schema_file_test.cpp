@@ -18,12 +18,12 @@ namespace {
 using covenant::schema_error_code;
 namespace schema = covenant::schema;
 
-covenant::schema_load_result load(std::string_view text) { return covenant::load_schema(text, {.file = "t.baml"}); }
+covenant::schema_load_result load(std::string_view text) { return covenant::schema_set::try_parse(text, {.file = "t.baml"}); }
 
 // "line:column code" of every error, one per line.
 std::string error_summary(const covenant::schema_load_result& r) {
   std::string out;
-  for (const auto& d : r.errors)
+  for (const auto& d : r.issues)
     out += std::to_string(d.line) + ":" + std::to_string(d.column) + " " + std::string(covenant::to_string(d.code)) + "\n";
   return out;
 }
@@ -280,7 +280,7 @@ TEST(SchemaFile, SkippedBlocksLeaveNotes) {
     template_string Greeting(name: string) #"Hello {{ name }}"#
     class After { y int }
   )");
-  ASSERT_TRUE(r.ok()) << covenant::render_diagnostics(r.errors);
+  ASSERT_TRUE(r.ok()) << covenant::render_diagnostics(r.issues);
   EXPECT_EQ(r.set.names(), (std::vector<std::string>{"Out", "After"}));
   ASSERT_EQ(r.notes.size(), 6u);
   EXPECT_EQ(r.notes[0].to_string(), "t.baml:3:5: note: skipped function 'Make' [skipped]");
@@ -319,10 +319,11 @@ TEST(SchemaFile, ModelForTakesAnyTypeExpression) {
   EXPECT_EQ(schema::type_expression(k.root), "map<Key, Foo | null>");
   EXPECT_EQ(k.defs.size(), 2u);
   EXPECT_EQ(set.model("Bar").defs.size(), 1u);
-  covenant::schema_diagnostics errors;
-  EXPECT_FALSE(set.try_model_for("Baz | Foo", errors).has_value());
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0].to_string(), "type expression:1:1: error: unknown type 'Baz' [unknown_type]");
+  const covenant::schema_model_result bad = set.try_model_for("Baz | Foo");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_FALSE(bad.model.has_value());
+  ASSERT_EQ(bad.issues.size(), 1u);
+  EXPECT_EQ(bad.issues[0].to_string(), "type expression:1:1: error: unknown type 'Baz' [unknown_type]");
   EXPECT_THROW((void)set.model_for("map<int, Foo>"), covenant::schema_error);
   EXPECT_THROW((void)set.model_for("Foo Bar"), covenant::schema_error);
   EXPECT_THROW((void)set.model("Nope"), covenant::schema_error);
@@ -371,15 +372,15 @@ class Bar {
             "21:6 unescaped_recursion\n"
             "22:1 unsupported\n"
             "24:8 syntax_error\n");
-  EXPECT_EQ(r.errors[0].to_string(), "t.baml:2:5: error: unknown type 'Sourc' (did you mean 'Source'?) [unknown_type]");
-  EXPECT_EQ(r.errors[1].message, "field 'b' of 'Foo' is already declared at line 3");
-  EXPECT_EQ(r.errors[2].message, "fields 'b' and 'c' of 'Foo' both use the JSON key \"b\"");
-  EXPECT_EQ(r.errors[5].message, "@assert: expected a value but found '>'");
-  EXPECT_EQ(r.errors[8].message,
+  EXPECT_EQ(r.issues[0].to_string(), "t.baml:2:5: error: unknown type 'Sourc' (did you mean 'Source'?) [unknown_type]");
+  EXPECT_EQ(r.issues[1].message, "field 'b' of 'Foo' is already declared at line 3");
+  EXPECT_EQ(r.issues[2].message, "fields 'b' and 'c' of 'Foo' both use the JSON key \"b\"");
+  EXPECT_EQ(r.issues[5].message, "@assert: expected a value but found '>'");
+  EXPECT_EQ(r.issues[8].message,
             "class 'Foo' can never be satisfied: its required field 'self' (Foo) leads back to it; make the field "
             "optional, a list, or a union with a non-recursive type");
-  EXPECT_EQ(r.errors[9].message, "type 'Foo' is already defined at line 1");
-  EXPECT_EQ(r.errors[12].message, "type alias 'T' refers to itself without passing through a list, a map or a class");
+  EXPECT_EQ(r.issues[9].message, "type 'Foo' is already defined at line 1");
+  EXPECT_EQ(r.issues[12].message, "type alias 'T' refers to itself without passing through a list, a map or a class");
   EXPECT_THROW((void)covenant::schema_set::parse("class {"), covenant::schema_error);
 }
 
@@ -390,8 +391,8 @@ TEST(SchemaFile, MutualRecursionWithoutAnEscapeIsRefused) {
 
 TEST(SchemaFile, SyntaxErrorsNameWhatWasExpected) {
   auto message = [](std::string_view text) {
-    auto r = covenant::load_schema(text);
-    return r.errors.empty() ? std::string("(none)") : r.errors.front().to_string();
+    auto r = covenant::schema_set::try_parse(text);
+    return r.issues.empty() ? std::string("(none)") : r.issues.front().to_string();
   };
   EXPECT_EQ(message("class Foo {\n  a: int\n}"),
             "2:4: error: class fields read `name type` (no colon); use `model` for the `name: type` form [syntax_error]");
@@ -431,54 +432,54 @@ TEST(SchemaFile, LimitsStopHostileInputWithAClearError) {
   covenant::schema_load_options o;
   o.file = "big.baml";
   o.limits.max_bytes = 64;
-  auto big = covenant::load_schema(std::string(65, ' '), o);
-  ASSERT_EQ(big.errors.size(), 1u);
-  EXPECT_EQ(big.errors[0].code, schema_error_code::limit_exceeded);
-  EXPECT_EQ(big.errors[0].message, "schema text is 65 bytes, more than the limit of 64");
+  auto big = covenant::schema_set::try_parse(std::string(65, ' '), o);
+  ASSERT_EQ(big.issues.size(), 1u);
+  EXPECT_EQ(big.issues[0].code, schema_error_code::limit_exceeded);
+  EXPECT_EQ(big.issues[0].message, "schema text is 65 bytes, more than the limit of 64");
 
   // Deep nesting of types, list suffixes and expressions.
   auto deep = load("type T = " + std::string(100000, '(') + "int" + std::string(100000, ')'));
   ASSERT_FALSE(deep.ok());
-  EXPECT_EQ(deep.errors.back().code, schema_error_code::limit_exceeded);
+  EXPECT_EQ(deep.issues.back().code, schema_error_code::limit_exceeded);
   std::string lists = "type T = int";
   for (int i = 0; i < 10000; ++i) lists += "[]";
-  EXPECT_EQ(load(lists).errors.back().code, schema_error_code::limit_exceeded);
+  EXPECT_EQ(load(lists).issues.back().code, schema_error_code::limit_exceeded);
   auto expr = load("class A {\n  a int @assert({{ " + std::string(5000, '(') + "this" + std::string(5000, ')') + " }})\n}");
-  EXPECT_EQ(expr.errors.at(0).code, schema_error_code::invalid_constraint);
-  EXPECT_EQ(expr.errors.at(0).message, "@assert: expression is nested too deeply");
+  EXPECT_EQ(expr.issues.at(0).code, schema_error_code::invalid_constraint);
+  EXPECT_EQ(expr.issues.at(0).message, "@assert: expression is nested too deeply");
   auto chain = load("class A {\n  a int @assert({{ this" + [] {
     std::string s;
     for (int i = 0; i < 5000; ++i) s += " + 1";
     return s;
   }() + " > 0 }})\n}");
-  EXPECT_EQ(chain.errors.at(0).message, "@assert: too many operators in one expression");
+  EXPECT_EQ(chain.issues.at(0).message, "@assert: too many operators in one expression");
 
   // A long chain of classes, each containing the next, is deep nesting too (prompts inline them).
   std::string classes;
   for (int i = 0; i < 5000; ++i) classes += "class C" + std::to_string(i) + " {\n  next C" + std::to_string(i + 1) + "?\n}\n";
   classes += "class C5000 {\n  x int\n}\n";
   auto nested = load(classes);
-  ASSERT_EQ(nested.errors.size(), 1u);
-  EXPECT_EQ(nested.errors[0].to_string(),
+  ASSERT_EQ(nested.issues.size(), 1u);
+  EXPECT_EQ(nested.issues[0].to_string(),
             "t.baml:1:7: error: 'C0' nests types 5001 levels deep, more than the limit of 64 [limit_exceeded]");
 
   covenant::schema_load_options few;
   few.limits.max_types = 3;
   std::string many;
   for (int i = 0; i < 10; ++i) many += "class C" + std::to_string(i) + " { a int }\n";
-  auto types = covenant::load_schema(many, few);
-  EXPECT_EQ(types.errors.back().message, "more than 3 types");
+  auto types = covenant::schema_set::try_parse(many, few);
+  EXPECT_EQ(types.issues.back().message, "more than 3 types");
   covenant::schema_load_options narrow;
   narrow.limits.max_fields = 5;
-  auto fields = covenant::load_schema("class A {\n a int\n b int\n c int\n d int\n e int\n f int\n}", narrow);
-  EXPECT_EQ(fields.errors.back().to_string(), "7:2: error: more than 5 fields and enum values [limit_exceeded]");
+  auto fields = covenant::schema_set::try_parse("class A {\n a int\n b int\n c int\n d int\n e int\n f int\n}", narrow);
+  EXPECT_EQ(fields.issues.back().to_string(), "7:2: error: more than 5 fields and enum values [limit_exceeded]");
   covenant::schema_load_options patience;
   patience.limits.max_errors = 3;
   std::string broken;
   for (int i = 0; i < 20; ++i) broken += "class C" + std::to_string(i) + " { a Missing }\n";
-  auto errors = covenant::load_schema("class X {\n a ]\n b ]\n c ]\n d ]\n}", patience);
-  EXPECT_EQ(errors.errors.size(), 4u);
-  EXPECT_EQ(errors.errors.back().message, "too many problems; stopped after 3");
+  auto errors = covenant::schema_set::try_parse("class X {\n a ]\n b ]\n c ]\n d ]\n}", patience);
+  EXPECT_EQ(errors.issues.size(), 4u);
+  EXPECT_EQ(errors.issues.back().message, "too many problems; stopped after 3");
 }
 
 TEST(SchemaFile, RandomBytesNeverCrashOrHang) {
@@ -488,7 +489,7 @@ TEST(SchemaFile, RandomBytesNeverCrashOrHang) {
     std::string text;
     const int len = static_cast<int>(rng() % 200);
     for (int i = 0; i < len; ++i) text.push_back(alphabet[rng() % alphabet.size()]);
-    auto r = covenant::load_schema(text);
+    auto r = covenant::schema_set::try_parse(text);
     if (r.ok()) {
       for (const auto& name : r.set.names()) {
         auto m = r.set.model(name);
@@ -510,9 +511,9 @@ TEST(SchemaFile, LoadsFilesAndReportsUnreadableOnes) {
   EXPECT_EQ(set.find("Foo")->where.line, 1u);
   EXPECT_EQ(set.find("Foo")->where.column, 7u);
   std::filesystem::remove(path);
-  auto missing = covenant::load_schema_file(path);
-  ASSERT_EQ(missing.errors.size(), 1u);
-  EXPECT_EQ(missing.errors[0].code, schema_error_code::io_error);
+  auto missing = covenant::schema_set::try_load(path);
+  ASSERT_EQ(missing.issues.size(), 1u);
+  EXPECT_EQ(missing.issues[0].code, schema_error_code::io_error);
   EXPECT_THROW((void)covenant::schema_set::load(path), covenant::schema_error);
 }
 

@@ -285,7 +285,7 @@ class answer_validator {
       return {};
     } catch (const covenant::registry_error& e) {
       std::vector<ValidationError> out;
-      for (const auto& d : e.diagnostics()) out.push_back(to_validation_error(d));
+      for (const auto& d : e.issues()) out.push_back(to_validation_error(d));
       if (out.empty()) out.push_back(make_error(code_for(e.code()), e.what()));
       return out;
     }

@@ -300,18 +300,20 @@ class contract {
   /// failed contract: an exception from any stage before forward (a hook, the engine, rendering)
   /// is recorded as an issue of that stage and forward runs with the failure. Exceptions of
   /// forward itself propagate.
-  call_result run(const input_type& input) const { return run_as(input, nullptr, detail::call_via::run); }
+  [[nodiscard]] call_result run(const input_type& input) const {
+    return run_as(input, nullptr, detail::call_via::run);
+  }
   /// run() with a stop token or a deadline: a stop request or the deadline aborts the engine call
   /// in progress (or the wait between attempts) and forward runs with a failed outcome at stage
   /// `cancelled` or `deadline`. Everything still runs on the calling thread.
-  call_result run(const input_type& input, const call_options& options) const {
+  [[nodiscard]] call_result run(const input_type& input, const call_options& options) const {
     return run_as(input, &options, detail::call_via::run);
   }
 
   /// Starts the contract and returns at once. The future gives run()'s result (or forward's
   /// exception); future::cancel() and options.stop cancel the call, options.timeout/deadline bound
   /// it. The input is copied. See the top of this header for which thread runs what.
-  future<call_result> run_async(input_type input, call_options options = {}) const {
+  [[nodiscard]] future<call_result> run_async(input_type input, call_options options = {}) const {
     return start(std::move(input), std::move(options), nullptr);
   }
 
@@ -319,14 +321,15 @@ class contract {
   /// and as its text arrives (on a worker, one call at a time per contract call). With
   /// contract_options::early_stop, a streamed reply that already broke a rule no later text can
   /// fix is stopped and the model asked again at once.
-  future<call_result> stream(input_type input, std::function<void(const stream_update<output_type>&)> on_update,
-                             call_options options = {}) const {
+  [[nodiscard]] future<call_result> stream(input_type input,
+                                           std::function<void(const stream_update<output_type>&)> on_update,
+                                           call_options options = {}) const {
     return start(std::move(input), std::move(options), std::move(on_update));
   }
 
   /// Per-stage timing statistics of every call so far.
-  [[nodiscard]] const covenant::perf_stats& perf_stats() const noexcept { return core_->stats; }
-  [[nodiscard]] covenant::perf_stats& perf_stats() noexcept { return core_->stats; }
+  [[nodiscard]] const perf_stats& stats() const noexcept { return core_->stats; }
+  [[nodiscard]] perf_stats& stats() noexcept { return core_->stats; }
   [[nodiscard]] const Expr& expression() const noexcept { return core_->expr; }
   [[nodiscard]] const contract_options& options() const noexcept { return core_->options; }
   /// The system message every output request starts with.

@@ -20,6 +20,7 @@
 #include "covenant/health.hpp"
 #include "covenant/http_engine.hpp"
 #include "covenant/issues.hpp"
+#include "covenant/json_equal.hpp"
 #include "covenant/json_schema.hpp"
 #include "covenant/json_schema_import.hpp"
 #include "covenant/lenient.hpp"

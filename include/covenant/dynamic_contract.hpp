@@ -77,8 +77,9 @@ class dynamic_contract {
   /// throws covenant::contract_failure<boost::json::value> (fallback null) with the outcome.
   boost::json::value operator()(const boost::json::value& input) const;
 
-  [[nodiscard]] const covenant::perf_stats& perf_stats() const noexcept;
-  [[nodiscard]] covenant::perf_stats& perf_stats() noexcept;
+  /// Per-stage timing statistics of every call so far (see contract::stats).
+  [[nodiscard]] const covenant::perf_stats& stats() const noexcept;
+  [[nodiscard]] covenant::perf_stats& stats() noexcept;
   [[nodiscard]] const dynamic_task& task() const noexcept;
   [[nodiscard]] const std::string& system_prompt() const noexcept;
 

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -50,8 +51,8 @@ enum class fail_action : std::uint8_t {
 
 /// "reask", "fix", "filter", "refrain", "noop", "exception".
 std::string_view to_string(fail_action a) noexcept;
-/// The action named `name` (the spellings of to_string(fail_action)); false when there is none.
-bool parse_fail_action(std::string_view name, fail_action& out) noexcept;
+/// The action named `name` (the spellings of to_string(fail_action)); nullopt when there is none.
+std::optional<fail_action> parse_fail_action(std::string_view name) noexcept;
 
 /// One step of a path: an object key or an array index.
 struct path_segment {

@@ -53,10 +53,10 @@ struct json_schema_import_options {
 };
 
 struct json_schema_import_result {
-  std::optional<schema::model> model;  ///< present when there are no errors
-  schema_diagnostics errors;           ///< each with the JSON pointer of the offending keyword
+  std::optional<schema::model> model;  ///< present when there are no issues
+  schema_diagnostics issues;           ///< each with the JSON pointer of the offending keyword
 
-  [[nodiscard]] bool ok() const noexcept { return errors.empty(); }
+  [[nodiscard]] bool ok() const noexcept { return issues.empty(); }
 };
 
 /// Imports a parsed JSON Schema document without throwing.
@@ -75,14 +75,14 @@ schema::model import_json_schema_text(std::string_view text, const json_schema_i
 struct schema_document {
   std::string file;
   bool json_schema = false;
-  /// The named types (JSON Schema: its definitions); meaningful when errors is empty.
+  /// The named types (JSON Schema: its definitions); meaningful when issues is empty.
   schema_set set{};
   /// JSON Schema: the document's own model (its root).
   std::optional<schema::model> document{};
-  schema_diagnostics errors{};
+  schema_diagnostics issues{};
   schema_diagnostics notes{};
 
-  [[nodiscard]] bool ok() const noexcept { return errors.empty(); }
+  [[nodiscard]] bool ok() const noexcept { return issues.empty(); }
 };
 
 /// Whether `text` (from `file`) is a JSON Schema document: a .json name, or text that starts with
@@ -90,8 +90,8 @@ struct schema_document {
 bool is_json_schema_document(std::string_view file, std::string_view text) noexcept;
 
 /// Loads `file` as a JSON Schema document or a schema file, whichever it is (see
-/// is_json_schema_document), at most COVENANT_SCHEMA_MAX_BYTES. Every problem is in `errors`,
-/// a file that cannot be read included (io_error, limit_exceeded).
-schema_document load_schema_document(const std::filesystem::path& file);
+/// is_json_schema_document), at most COVENANT_SCHEMA_MAX_BYTES, without throwing. Every problem
+/// is in `issues`, a file that cannot be read included (io_error, limit_exceeded).
+schema_document try_load_schema_document(const std::filesystem::path& file);
 
 }  // namespace covenant

@@ -2,7 +2,7 @@
 // every call that uses one limiter, backing off together when the server says "too many".
 //
 //     auto limits = std::make_shared<covenant::rate_limiter>(
-//         covenant::rate_limiter::options{.requests_per_minute = 500, .tokens_per_minute = 200'000});
+//         covenant::rate_limiter_options{.requests_per_minute = 500, .tokens_per_minute = 200'000});
 //     covenant::call_options o;  o.limiter = limits;     // or batch_options::limiter
 //
 // Two token buckets refill continuously: requests per minute and (estimated) tokens per minute.
@@ -16,8 +16,8 @@
 // so a batch slows down as one instead of each call hammering the server on its own schedule.
 // Waiting is done with timers on a runtime: no thread sleeps.
 //
-// Time comes from `options::clock` (default std::chrono::steady_clock::now): the buckets' refill,
-// the back-off's end and the waits counted in counters() are all read from it. The wake-up of a
+// Time comes from `rate_limiter_options::clock` (default std::chrono::steady_clock::now): the buckets' refill,
+// the back-off's end and the waits counted in stats() are all read from it. The wake-up of a
 // waiting request is still a runtime timer, set for how long the clock says is left; besides,
 // every acquire(), back_off(), cancel() of a waiting request and settle() that gives tokens back
 // grants what the clock says can go now. So a test can give a covenant::testing::manual_clock
@@ -37,34 +37,34 @@ namespace covenant {
 class runtime;
 struct chat_request;
 
+struct rate_limiter_options {
+  /// Requests per minute (0: unlimited).
+  double requests_per_minute = 0;
+  /// Estimated tokens (input + output) per minute (0: unlimited).
+  double tokens_per_minute = 0;
+  /// Seconds' worth of each rate a bucket holds (the largest burst); at least one request.
+  double burst_seconds = 1.0;
+  /// Where waits are timed and grants run (null: runtime::shared()).
+  covenant::runtime* runtime = nullptr;
+  /// The time the buckets and back-offs are measured in (empty: std::chrono::steady_clock::now).
+  /// Called with the limiter's lock held: it must not call back into the limiter.
+  std::function<std::chrono::steady_clock::time_point()> clock{};
+};
+
+/// A limiter's counters since it was made (rate_limiter::stats()).
+struct rate_limiter_stats {
+  std::uint64_t granted = 0;        ///< requests let through
+  std::uint64_t delayed = 0;        ///< requests that had to wait
+  std::uint64_t back_offs = 0;      ///< back_off() calls (429 / Retry-After)
+  std::uint64_t tokens_estimated = 0;
+  std::uint64_t tokens_reported = 0;
+  std::chrono::nanoseconds waited{0};  ///< total time requests waited
+};
+
 class rate_limiter {
  public:
-  struct options {
-    /// Requests per minute (0: unlimited).
-    double requests_per_minute = 0;
-    /// Estimated tokens (input + output) per minute (0: unlimited).
-    double tokens_per_minute = 0;
-    /// Seconds' worth of each rate a bucket holds (the largest burst); at least one request.
-    double burst_seconds = 1.0;
-    /// Where waits are timed and grants run (null: runtime::shared()).
-    covenant::runtime* runtime = nullptr;
-    /// The time the buckets and back-offs are measured in (empty: std::chrono::steady_clock::now).
-    /// Called with the limiter's lock held: it must not call back into the limiter.
-    std::function<std::chrono::steady_clock::time_point()> clock{};
-  };
-
-  /// Counters since the limiter was made.
-  struct stats {
-    std::uint64_t granted = 0;        ///< requests let through
-    std::uint64_t delayed = 0;        ///< requests that had to wait
-    std::uint64_t back_offs = 0;      ///< back_off() calls (429 / Retry-After)
-    std::uint64_t tokens_estimated = 0;
-    std::uint64_t tokens_reported = 0;
-    std::chrono::nanoseconds waited{0};  ///< total time requests waited
-  };
-
   /// Throws std::invalid_argument for negative rates or a burst below 0.
-  explicit rate_limiter(options o);
+  explicit rate_limiter(rate_limiter_options o);
   rate_limiter();
   ~rate_limiter();
   rate_limiter(const rate_limiter&) = delete;
@@ -86,8 +86,10 @@ class rate_limiter {
   /// extend it, earlier ones do not shorten it).
   void back_off(std::chrono::nanoseconds wait);
 
-  [[nodiscard]] stats counters() const;
-  [[nodiscard]] const options& settings() const noexcept;
+  /// Counters since the limiter was made.
+  [[nodiscard]] rate_limiter_stats stats() const;
+  /// The options it was made with.
+  [[nodiscard]] const rate_limiter_options& options() const noexcept;
 
  private:
   struct impl;

@@ -112,14 +112,14 @@ std::string_view to_string(registry_error_code code) noexcept;
 
 class registry_error : public std::runtime_error {
  public:
-  registry_error(registry_error_code code, std::string message, schema_diagnostics diagnostics = {});
+  registry_error(registry_error_code code, std::string message, schema_diagnostics issues = {});
   [[nodiscard]] registry_error_code code() const noexcept { return code_; }
   /// The load problems of an invalid_schema error.
-  [[nodiscard]] const schema_diagnostics& diagnostics() const noexcept { return diagnostics_; }
+  [[nodiscard]] const schema_diagnostics& issues() const noexcept { return issues_; }
 
  private:
   registry_error_code code_;
-  schema_diagnostics diagnostics_;
+  schema_diagnostics issues_;
 };
 
 /// "Name@version" split in two; version is "" for a bare name (the latest).
@@ -129,8 +129,9 @@ struct schema_ref {
   friend bool operator==(const schema_ref&, const schema_ref&) = default;
 };
 
-/// Parses "FinalAnswer@v2" or "FinalAnswer"; throws registry_error(invalid_reference).
-schema_ref parse_schema_ref(std::string_view text);
+/// Parses "FinalAnswer@v2" or "FinalAnswer"; nullopt when the text is neither (an empty name or
+/// version, a second '@').
+std::optional<schema_ref> parse_schema_ref(std::string_view text);
 
 /// Natural order of version labels: digit runs compare as numbers ("v2" < "v10").
 bool version_less(std::string_view a, std::string_view b) noexcept;

@@ -53,19 +53,19 @@ class timer {
   std::shared_ptr<state> state_;
 };
 
+struct runtime_options {
+  /// Worker threads; 0: std::thread::hardware_concurrency(), between 1 and 4.
+  unsigned workers = 0;
+};
+
 class runtime {
  public:
-  struct options {
-    /// Worker threads; 0: std::thread::hardware_concurrency(), between 1 and 4.
-    unsigned workers = 0;
-  };
-
   /// A runtime with its own I/O thread and `o.workers` worker threads.
-  explicit runtime(options o);
+  explicit runtime(runtime_options o);
   runtime();
   /// A runtime whose I/O loop is the application's `io` (the application runs it; covenant only
   /// posts work and timers to it), with its own workers.
-  runtime(boost::asio::io_context& io, options o);
+  runtime(boost::asio::io_context& io, runtime_options o);
   explicit runtime(boost::asio::io_context& io);
   /// Stops the workers and the I/O thread (if it owns one) after the work already queued ran;
   /// pending timers are cancelled. Calls still in flight must have ended before.

@@ -67,14 +67,15 @@ std::string render_diagnostics(const schema_diagnostics& diagnostics);
 
 std::ostream& operator<<(std::ostream& os, const schema_diagnostic& d);
 
-/// Thrown by the loaders that do not return diagnostics; carries every problem.
+/// Thrown by the loaders that do not return diagnostics (the forms without try_); carries every
+/// problem.
 class schema_error : public std::runtime_error {
  public:
-  explicit schema_error(schema_diagnostics diagnostics);
-  [[nodiscard]] const schema_diagnostics& diagnostics() const noexcept { return diagnostics_; }
+  explicit schema_error(schema_diagnostics issues);
+  [[nodiscard]] const schema_diagnostics& issues() const noexcept { return issues_; }
 
  private:
-  schema_diagnostics diagnostics_;
+  schema_diagnostics issues_;
 };
 
 /// Structural checks of a model built outside a schema file (JSON Schema import, hand-built or

@@ -1,7 +1,7 @@
 // covenant/schema_file.hpp - schemas declared in a file, in the type-declaration part of BAML's
 // language, loaded at run time into the same schema model the C++ types use.
 //
-//     auto set = covenant::schema_set::parse(R"(
+//     auto set = covenant::schema_set::parse(R"(   // throws schema_error; try_parse does not
 //       enum Priority { LOW  HIGH @alias("urgent") }
 //       class Ticket {
 //         title string @assert({{ this|length > 0 }})
@@ -89,6 +89,13 @@ struct schema_file_access;
 /// notes about skipped declarations.
 struct schema_load_result;
 
+/// What a non-throwing model lookup returns: the model when there are no issues, else every problem.
+struct schema_model_result {
+  std::optional<schema::model> model;
+  schema_diagnostics issues;
+  [[nodiscard]] bool ok() const noexcept { return issues.empty(); }
+};
+
 /// The named types of one schema file (or text). Cheap to copy only as a whole model; build once
 /// and share. Thread-safe for concurrent const use.
 class schema_set {
@@ -97,8 +104,13 @@ class schema_set {
 
   /// Loads `text`; throws schema_error carrying every problem.
   static schema_set parse(std::string_view text, const schema_load_options& options = {});
+  /// Loads `text` without throwing: the set (meaningful when ok()), every problem in `issues`,
+  /// and the notes.
+  static schema_load_result try_parse(std::string_view text, const schema_load_options& options = {});
   /// Reads and loads a file (options.file defaults to the path); throws schema_error.
   static schema_set load(const std::filesystem::path& file, schema_load_options options = {});
+  /// Reads and loads a file without throwing (io_error or limit_exceeded when it cannot be read).
+  static schema_load_result try_load(const std::filesystem::path& file, schema_load_options options = {});
   /// The definitions of a model built elsewhere (a JSON Schema import, a registered schema) as a
   /// set, so that model(name) and model_for(type expression) work over them; the model's root is
   /// not kept. Throws schema_error with the problems check_model() finds.
@@ -120,9 +132,8 @@ class schema_set {
   /// The model rooted at a type expression over this set's types: "Foo", "Foo[]", "Foo | Bar",
   /// "map<string, int>", "string?", "(A | B) @stream.done"... Throws schema_error.
   [[nodiscard]] schema::model model_for(std::string_view type_expression) const;
-  /// Like model_for, but returns nullopt and appends to `errors` instead of throwing.
-  [[nodiscard]] std::optional<schema::model> try_model_for(std::string_view type_expression,
-                                                           schema_diagnostics& errors) const;
+  /// Like model_for, without throwing: the model, or every problem in `issues`.
+  [[nodiscard]] schema_model_result try_model_for(std::string_view type_expression) const;
 
   /// Notes about skipped declarations (function, client, ...) and ignored attributes.
   [[nodiscard]] const schema_diagnostics& notes() const noexcept { return notes_; }
@@ -142,14 +153,9 @@ class schema_set {
 
 struct schema_load_result {
   schema_set set;
-  schema_diagnostics errors;
+  schema_diagnostics issues;
   schema_diagnostics notes;
-  [[nodiscard]] bool ok() const noexcept { return errors.empty(); }
+  [[nodiscard]] bool ok() const noexcept { return issues.empty(); }
 };
-
-/// Loads schema text without throwing: every problem is in `errors`.
-schema_load_result load_schema(std::string_view text, const schema_load_options& options = {});
-/// Reads and loads a file without throwing (io_error when it cannot be read).
-schema_load_result load_schema_file(const std::filesystem::path& file, schema_load_options options = {});
 
 }  // namespace covenant

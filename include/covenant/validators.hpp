@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -185,6 +186,8 @@ template <class... C>
 constexpr auto choice_type() {
   if constexpr ((std::is_convertible_v<C, std::string_view> && ...)) {
     return std::type_identity<std::string_view>{};
+  } else if constexpr ((is_integer_v<C> && ...)) {
+    return std::type_identity<std::int64_t>{};  // exact, also beyond 2^53
   } else if constexpr ((is_number_v<C> && ...)) {
     return std::type_identity<double>{};
   } else {
@@ -413,7 +416,7 @@ struct one_of {
     for (const auto& ch : choices) {
       if constexpr (std::is_same_v<V, std::string_view>) c.values.emplace_back(boost::json::string_view(ch.data(), ch.size()));
       else if constexpr (detail::is_integer_v<F>) c.values.emplace_back(static_cast<std::int64_t>(ch));
-      else c.values.emplace_back(ch);
+      else c.values.emplace_back(static_cast<double>(ch));
     }
     t.constraints.push_back(std::move(c));
   }

@@ -40,12 +40,12 @@ int run_check(const std::vector<std::string>& args) {
   int status = exit_ok;
   for (const std::string& file : a.positional) {
     const loaded_schema s = load_schema_arg(file);
-    print_diagnostics(std::cout, s.errors);
+    print_diagnostics(std::cout, s.issues);
     print_diagnostics(std::cout, s.notes);
     if (s.ok()) {
       std::cout << file << ": ok (" << summary(s) << ")\n";
     } else {
-      std::cout << file << ": " << count(s.errors.size(), "problem", "problems") << "\n";
+      std::cout << file << ": " << count(s.issues.size(), "problem", "problems") << "\n";
       status = exit_error;
     }
   }

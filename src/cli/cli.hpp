@@ -62,8 +62,8 @@ std::string read_input(const std::string& file, std::size_t max_bytes);
 /// A schema file (BAML syntax) or JSON Schema document, loaded.
 using loaded_schema = covenant::schema_document;
 
-/// Loads a schema file; problems (including a file that cannot be read) are in `errors`.
-inline loaded_schema load_schema_arg(const std::string& file) { return covenant::load_schema_document(file); }
+/// Loads a schema file; problems (including a file that cannot be read) are in `issues`.
+inline loaded_schema load_schema_arg(const std::string& file) { return covenant::try_load_schema_document(file); }
 
 /// The model of `type` (a name or type expression; empty: the only top-level class, or the root
 /// of a JSON Schema document). Throws fatal_error naming the types when it cannot be chosen.

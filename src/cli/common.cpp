@@ -120,12 +120,11 @@ std::string read_input(const std::string& file, std::size_t max_bytes) {
 schema::model select_model(const loaded_schema& s, const std::optional<std::string>& type) {
   const schema_set& set = s.set;
   if (type) {
-    schema_diagnostics errors;
-    std::optional<schema::model> m = set.try_model_for(*type, errors);
-    if (m) return std::move(*m);
+    schema_model_result m = set.try_model_for(*type);
+    if (m.ok()) return std::move(*m.model);
     std::string message = "type '" + *type + "'";
-    if (!errors.empty()) {
-      const schema_diagnostic& d = errors.front();
+    if (!m.issues.empty()) {
+      const schema_diagnostic& d = m.issues.front();
       message += d.code == schema_error_code::unknown_type ? std::string(": ") : " is not a valid type expression: ";
       message += d.message;
       if (d.column > 0 && d.code != schema_error_code::unknown_type) message += " (column " + std::to_string(d.column) + ")";

@@ -74,7 +74,7 @@ int run_parse(const std::vector<std::string>& args) {
 
   const loaded_schema s = load_schema_arg(*schema_file);
   if (!s.ok()) {
-    print_diagnostics(std::cerr, s.errors);
+    print_diagnostics(std::cerr, s.issues);
     return exit_error;
   }
   const schema::model m = select_model(s, a.get("--type"));

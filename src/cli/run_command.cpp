@@ -500,7 +500,7 @@ int run_run(const std::vector<std::string>& args) {
   if (prompt.front() == '@') prompt = read_input(prompt.substr(1), 1u << 20);
   const loaded_schema s = load_schema_arg(*schema_file);
   if (!s.ok()) {
-    print_diagnostics(std::cerr, s.errors);
+    print_diagnostics(std::cerr, s.issues);
     return exit_error;
   }
   const schema::model m = select_model(s, a.get("--type"));

@@ -24,7 +24,7 @@ int run_schema(const std::vector<std::string>& args) {
 
   const loaded_schema s = load_schema_arg(a.positional.front());
   if (!s.ok()) {
-    print_diagnostics(std::cerr, s.errors);
+    print_diagnostics(std::cerr, s.issues);
     return exit_error;
   }
   const schema::model m = select_model(s, a.get("--type"));

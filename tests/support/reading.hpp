@@ -8,6 +8,7 @@
 #include <covenant/dynamic.hpp>
 #include <covenant/encode.hpp>
 #include <covenant/issues.hpp>
+#include <covenant/json_equal.hpp>
 #include <covenant/schema_of.hpp>
 #include <gtest/gtest.h>
 
@@ -102,38 +103,6 @@ readings<T> readers_of(std::string_view text, const covenant::decode_options& o 
   return r;
 }
 
-/// Equality of decoded JSON values: numbers by value; a member absent on one side equals a null
-/// one (a decoded value cannot tell them apart: both are an empty std::optional).
-inline bool same_json(const boost::json::value& a, const boost::json::value& b) {
-  if (a.is_number() && b.is_number()) {
-    if (a.is_double() || b.is_double()) return a.to_number<double>() == b.to_number<double>();
-    if (a.kind() == b.kind()) return a == b;
-    const boost::json::value& s = a.is_int64() ? a : b;
-    const boost::json::value& u = a.is_int64() ? b : a;
-    return s.get_int64() >= 0 && static_cast<std::uint64_t>(s.get_int64()) == u.get_uint64();
-  }
-  if (a.kind() != b.kind()) return false;
-  if (a.is_array()) {
-    const auto& x = a.get_array();
-    const auto& y = b.get_array();
-    if (x.size() != y.size()) return false;
-    for (std::size_t i = 0; i < x.size(); ++i)
-      if (!same_json(x[i], y[i])) return false;
-    return true;
-  }
-  if (a.is_object()) {
-    static const boost::json::value null_value;
-    for (const auto& kv : a.get_object()) {
-      const boost::json::value* o = b.get_object().if_contains(kv.key());
-      if (!same_json(kv.value(), o == nullptr ? null_value : *o)) return false;
-    }
-    for (const auto& kv : b.get_object())
-      if (!a.get_object().contains(kv.key()) && !kv.value().is_null()) return false;
-    return true;
-  }
-  return a == b;
-}
-
 /// A violation as text without `actual` when the check judged a value still growing (a string or a
 /// list already over its maximum: how far over depends on where the pieces of the stream ended).
 inline std::string violation_text(const covenant::issue& v) {
@@ -163,7 +132,7 @@ readings<T> expect_readers_agree(std::string_view text, const covenant::decode_o
   EXPECT_EQ(r.dynamic.notes, r.typed.notes) << where;
   if (r.typed.ok()) {
     const boost::json::value typed = covenant::to_value(*r.typed.value);
-    EXPECT_TRUE(same_json(r.dynamic.value, typed))
+    EXPECT_TRUE(covenant::json_equal(r.dynamic.value, typed))
         << where << "\ntyped:   " << covenant::json_text(typed) << "\ndynamic: " << covenant::json_text(r.dynamic.value);
   }
   EXPECT_EQ(violations_text(r.dynamic_stream), violations_text(r.typed_stream)) << where;
