@@ -1,7 +1,7 @@
 #include "covenant/dynamic_contract.hpp"
 
 #include "covenant/detail/drop_at.hpp"
-#include "covenant/detail/dynamic_read.hpp"
+#include "dynamic_read.hpp"
 #include "covenant/detail/stream_reader.hpp"
 
 #include "covenant/json_schema.hpp"

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "covenant/detail/dynamic_read.hpp"
+#include "dynamic_read.hpp"
 #include "covenant/dynamic.hpp"
 #include "covenant/encode.hpp"
 #include "covenant/schema.hpp"

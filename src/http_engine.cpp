@@ -22,7 +22,7 @@
 #include <unordered_map>
 
 #include "covenant/detail/call.hpp"
-#include "covenant/detail/sse.hpp"
+#include "sse.hpp"
 #include "covenant/json_schema.hpp"
 #include "covenant/rate_limiter.hpp"
 #include "covenant/retry.hpp"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "covenant/detail/json_reader.hpp"
-#include "covenant/detail/schema_checks.hpp"
+#include "schema_checks.hpp"
 
 namespace covenant {
 

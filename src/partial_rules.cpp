@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "covenant/detail/dynamic_read.hpp"
+#include "dynamic_read.hpp"
 #include "covenant/json_equal.hpp"
 
 namespace covenant {

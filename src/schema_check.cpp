@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "covenant/detail/schema_checks.hpp"
+#include "schema_checks.hpp"
 #include "covenant/schema_diagnostic.hpp"
 
 namespace covenant {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "covenant/config.hpp"
-#include "covenant/detail/schema_checks.hpp"
-#include "covenant/detail/schema_expression.hpp"
+#include "schema_checks.hpp"
+#include "schema_expression.hpp"
 #include "covenant/registry.hpp"
 #include "number_text.hpp"
 

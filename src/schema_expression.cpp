@@ -1,5 +1,5 @@
 // The @check/@assert expression language: parser, evaluator, translation to keyword constraints.
-#include "covenant/detail/schema_expression.hpp"
+#include "schema_expression.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>

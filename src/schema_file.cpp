@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "covenant/detail/schema_checks.hpp"
-#include "covenant/detail/schema_expression.hpp"
+#include "schema_checks.hpp"
+#include "schema_expression.hpp"
 #include "schema_file_syntax.hpp"
 #include "text_file.hpp"
 

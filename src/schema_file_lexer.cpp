@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "covenant/detail/lenient_text.hpp"
+#include "lenient_text.hpp"
 #include "number_text.hpp"
 #include "schema_file_syntax.hpp"
 

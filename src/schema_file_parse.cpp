@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "covenant/detail/schema_expression.hpp"
+#include "schema_expression.hpp"
 #include "schema_file_syntax.hpp"
 
 namespace covenant::schema_file_impl {

@@ -1,5 +1,5 @@
 // Incremental Server-Sent Events parser (WHATWG HTML, "Parsing an event stream").
-#include "covenant/detail/sse.hpp"
+#include "sse.hpp"
 
 #include <charconv>
 

@@ -1,6 +1,6 @@
 #include "covenant/validate.hpp"
 
-#include "covenant/detail/lenient_text.hpp"
+#include "lenient_text.hpp"
 
 #include <cstdint>
 #include <cstring>

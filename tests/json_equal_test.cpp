@@ -3,7 +3,7 @@
 // expressions of schema files (==, !=, in, the unique filter), numeric one_of and literal types.
 #include <covenant/decode.hpp>
 #include <covenant/describe.hpp>
-#include <covenant/detail/schema_expression.hpp>
+#include "schema_expression.hpp"
 #include <covenant/dynamic.hpp>
 #include <covenant/json_equal.hpp>
 #include <covenant/schema_file.hpp>

@@ -1,7 +1,7 @@
 // The @check/@assert expression language: sum, map and round, keyword arguments in filter calls,
 // evaluation errors and load-time diagnostics, on their own and through schema files, the
 // dynamic reader and a dynamic contract.
-#include <covenant/detail/schema_expression.hpp>
+#include "schema_expression.hpp"
 #include <covenant/dynamic.hpp>
 #include <covenant/dynamic_contract.hpp>
 #include <covenant/gtest.hpp>

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "covenant/detail/json_reader.hpp"
-#include "covenant/detail/lenient_text.hpp"
+#include "lenient_text.hpp"
 #include "repairer.hpp"
 #include "text.hpp"
 

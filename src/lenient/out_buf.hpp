@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "covenant/detail/lenient_text.hpp"
+#include "lenient_text.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "covenant/detail/lenient_text.hpp"
+#include "lenient_text.hpp"
 #include "out_buf.hpp"
 #include "repairer.hpp"
 #include "scan.hpp"

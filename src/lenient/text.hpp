@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "covenant/detail/json_reader.hpp"
-#include "covenant/detail/lenient_text.hpp"
+#include "lenient_text.hpp"
 #include "covenant/lenient.hpp"
 
 #if defined(__SSE2__)
