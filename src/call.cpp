@@ -154,11 +154,6 @@ void log_prompt(std::string_view expression, std::string_view what, std::string_
 
 void default_sleep(std::chrono::nanoseconds d) { std::this_thread::sleep_for(d); }
 
-double default_random() {
-  thread_local std::mt19937_64 gen{std::random_device{}()};
-  return std::uniform_real_distribution<double>(0.0, 1.0)(gen);
-}
-
 namespace {
 
 void set_query_id(outcome_base& oc, const call_options* options) {
@@ -1033,16 +1028,3 @@ void start_async(std::shared_ptr<call_steps> steps, std::shared_ptr<const contra
 }
 
 }  // namespace covenant::detail
-
-namespace covenant {
-
-std::string make_query_id() {
-  thread_local std::mt19937_64 gen{std::random_device{}()};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::uint64_t x = gen();
-  std::string id(16, '0');
-  for (int i = 15; i >= 0; --i, x >>= 4) id[static_cast<std::size_t>(i)] = hex[x & 15];
-  return id;
-}
-
-}  // namespace covenant

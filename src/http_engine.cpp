@@ -21,7 +21,6 @@
 #include <system_error>
 #include <unordered_map>
 
-#include "covenant/detail/call.hpp"
 #include "sse.hpp"
 #include "covenant/json_schema.hpp"
 #include "covenant/rate_limiter.hpp"

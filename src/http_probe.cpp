@@ -11,6 +11,7 @@
 #include <new>
 #include <utility>
 
+#include "wire_dialect.hpp"
 #include "wire_text.hpp"
 
 namespace covenant::detail {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <stdexcept>
 #include <string>
 
@@ -38,5 +39,14 @@ void retry_policy::check() const {
   if (!(backoff >= 1.0)) bad("backoff must be >= 1");
   if (!(jitter >= 0.0 && jitter <= 1.0)) bad("jitter must be in [0, 1]");
 }
+
+namespace detail {
+
+double default_random() {
+  thread_local std::mt19937_64 gen{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.0, 1.0)(gen);
+}
+
+}  // namespace detail
 
 }  // namespace covenant

@@ -6,6 +6,8 @@
 
 #include <boost/json/object.hpp>
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -75,5 +77,30 @@ std::unique_ptr<wire_dialect> anthropic_dialect();
 /// Whether an HTTP error refuses the request because of its output mode: a 400 (or 422) whose
 /// error text names response_format, json_schema, json_object, tools, tool_choice or functions.
 bool is_mode_refusal(int status, std::string_view error_text) noexcept;
+
+/// The wait a Retry-After header value asks for: delta-seconds ("120", "1.5") or an HTTP-date
+/// (relative to `now`, never negative). nullopt when the value is neither.
+std::optional<std::chrono::nanoseconds> parse_retry_after(std::string_view value,
+                                                          std::chrono::system_clock::time_point now);
+
+/// A chat_response from a Chat Completions response body. Throws engine_error (status 200, not
+/// retryable) naming what is missing when the body is not a chat completion.
+chat_response parse_chat_completion(std::string_view body);
+
+/// The server's error message from an error response body (error.message of an OpenAI-style error
+/// object, else the body as text): one line, trimmed, elided past `max_chars`.
+std::string server_error_message(std::string_view body, std::size_t max_chars = 300);
+
+/// One streamed chunk (an SSE event's data) of a Chat Completions stream.
+struct stream_chunk {
+  std::string content;                       ///< choices[0].delta.content ("" when none)
+  std::string tool_arguments;                ///< choices[0].delta.tool_calls[0].function.arguments ("" when none)
+  std::optional<std::string> finish_reason;  ///< choices[0].finish_reason when not null
+  std::optional<covenant::usage> usage;      ///< usage, when the chunk has it
+  std::string model;
+  std::optional<std::string> error;          ///< the server's message of an {"error": ...} chunk
+  bool malformed = false;                    ///< not a JSON object
+};
+stream_chunk parse_stream_chunk(std::string_view data);
 
 }  // namespace covenant::detail

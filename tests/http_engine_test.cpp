@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "wire_dialect.hpp"
+
 namespace http_engine_test {
 
 struct Question {

@@ -36,4 +36,10 @@ struct retry_policy {
   void check() const;
 };
 
+namespace detail {
+/// A uniform draw from [0, 1) (a per-thread generator): the jitter of retry waits when no random
+/// source is given.
+double default_random();
+}  // namespace detail
+
 }  // namespace covenant

@@ -231,6 +231,5 @@ void notify(const contract_core& core, F&& f) noexcept {
 void log_prompt(std::string_view expression, std::string_view what, std::string_view text);
 
 void default_sleep(std::chrono::nanoseconds d);
-double default_random();
 
 }  // namespace covenant::detail
