@@ -1,9 +1,9 @@
 // Batches without a network: the cost per call of run_batch itself, and memory for a large batch.
 // (The batches against the loopback HTTP server are in benchmarks/batch_http.cpp.)
 #include <benchmark/benchmark.h>
-#include <covenant/batch.hpp>
-#include <covenant/contract.hpp>
-#include <covenant/logging.hpp>
+#include <covenant/contract/batch.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/logging.hpp>
 
 #include <sys/resource.h>
 

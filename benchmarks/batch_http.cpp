@@ -6,10 +6,10 @@
 //                               call's work on the thread that has it, not on the workers)
 //   stream/chunk_to_partial_latency   time from a piece written by the server to the partial callback
 #include <benchmark/benchmark.h>
-#include <covenant/batch.hpp>
-#include <covenant/contract.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/logging.hpp>
+#include <covenant/contract/batch.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/engine/logging.hpp>
 
 #include <dirent.h>
 #include <sys/resource.h>

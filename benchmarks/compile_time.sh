@@ -6,7 +6,7 @@
 # Compiles, as a new user would (g++ -std=c++20 -I include, no other flags; the include path
 # also has the build tree's generated covenant/build_config.hpp, from COVENANT_BUILD_DIR, default
 # build-bench/, as an installed covenant would have it beside the other headers), each of
-#   contract_hpp  a file that includes only <covenant/contract.hpp>
+#   contract_hpp  a file that includes only <covenant/contract/contract.hpp>
 #   readme        the README's example (its first ```cpp block)
 #   demo          examples/demo.cpp
 #   reference     a file that includes only <boost/json.hpp> and <spdlog/spdlog.h>
@@ -31,7 +31,7 @@ TIME_BIN=/usr/bin/time
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
-printf '#include <covenant/contract.hpp>\nint main() { return 0; }\n' >"$WORK/contract_hpp.cpp"
+printf '#include <covenant/contract/contract.hpp>\nint main() { return 0; }\n' >"$WORK/contract_hpp.cpp"
 printf '#include <boost/json.hpp>\n#include <spdlog/spdlog.h>\nint main() { return 0; }\n' >"$WORK/reference.cpp"
 awk 'BEGIN { s = 0 } /^```cpp[ \t]*$/ { if (s == 0) { s = 1; next } } /^```[ \t]*$/ { if (s == 1) { exit } }
      s == 1 { print }' "$ROOT/README.md" >"$WORK/readme.cpp"

@@ -1,10 +1,10 @@
 // A full contract call whose engine answers instantly: the contract's own overhead.
 #include <benchmark/benchmark.h>
-#include <covenant/audit_log.hpp>
-#include <covenant/contract.hpp>
-#include <covenant/decode.hpp>
-#include <covenant/logging.hpp>
-#include <covenant/metrics.hpp>
+#include <covenant/telemetry/audit_log.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/engine/logging.hpp>
+#include <covenant/telemetry/metrics.hpp>
 
 #include <unistd.h>
 

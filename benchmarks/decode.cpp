@@ -1,8 +1,8 @@
 // Decoding benchmarks on the same bytes as the Python/Node peers (../shared/bench).
 #include <benchmark/benchmark.h>
-#include <covenant/decode.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/schema_of.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/types/schema_of.hpp>
 
 #include <string>
 

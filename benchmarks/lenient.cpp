@@ -9,8 +9,8 @@
 //   lenient/valid_fast_path        valid JSON: looks_like_strict_json + strict decode_into (no
 //                                  lenient work at all)
 #include <benchmark/benchmark.h>
-#include <covenant/decode.hpp>
-#include <covenant/lenient.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/read/lenient.hpp>
 
 #include <string>
 

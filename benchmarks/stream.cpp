@@ -1,9 +1,9 @@
 // Partial results of a streamed reply: the 50 KB sample delivered in 1000 pieces, every partial
 // computed (each piece fed, then the partial value read), against decoding the whole text once.
 #include <benchmark/benchmark.h>
-#include <covenant/decode.hpp>
-#include <covenant/detail/stream_reader.hpp>
-#include <covenant/schema_of.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/read/detail/stream_reader.hpp>
+#include <covenant/types/schema_of.hpp>
 
 #include <string>
 #include <string_view>

@@ -1,20 +1,20 @@
 // The flagship example: a multi-document QA agent under contract (examples/models/multidoc_qa.hpp).
 //
 // Offline (default) it replays a recorded conversation (examples/demo.cassette.jsonl, a cassette:
-// covenant/cassette.hpp) whose first reply is cut off, whose second reply breaks the agent's
+// covenant/engine/cassette.hpp) whose first reply is cut off, whose second reply breaks the agent's
 // coverage rule, and whose third reply is valid, and prints the conversation, the outcome and the
 // per-stage timings.
 //
 //     demo                          replay the cassette (no network)
 //     demo --cassette FILE          replay another cassette
-//     demo --scripted               the hand-written script instead (covenant/testing.hpp)
+//     demo --scripted               the hand-written script instead (covenant/testing/testing.hpp)
 //     demo --record FILE            record what the model (scripted, or online) answers into FILE
 // With COVENANT_BASE_URL set (and COVENANT_PROVIDER, COVENANT_API_KEY, COVENANT_MODEL) it talks to
 // that server instead; `--record FILE` then records a new cassette from it.
-#include <covenant/cassette.hpp>
-#include <covenant/contract.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/engine/cassette.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/testing/testing.hpp>
 
 #include <chrono>
 #include <cstdlib>

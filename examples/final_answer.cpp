@@ -1,9 +1,9 @@
 // The typed core on the FinalAnswer model: its JSON Schema, the prompt text a model sees, and
 // decoding of a valid and an invalid reply with every issue.
-#include <covenant/decode.hpp>
-#include <covenant/encode.hpp>
-#include <covenant/json_schema.hpp>
-#include <covenant/prompt_format.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/types/encode.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/types/prompt_format.hpp>
 
 #include <boost/json/serialize.hpp>
 

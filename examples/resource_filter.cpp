@@ -7,9 +7,9 @@
 // redirect loop, one that never answers) and a scripted engine plays the model. Three questions:
 // some links answer (those resources are kept, in order), none answers (the call fails with the
 // reason no_valid_resources), and no resources at all (a success with an empty list).
-#include <covenant/contract.hpp>
-#include <covenant/logging.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/logging.hpp>
+#include <covenant/testing/testing.hpp>
 #include <httplib.h>
 
 #include <chrono>

@@ -2,7 +2,7 @@
 // decoder found, one issue per line: exactly the feedback a model would be shown.
 //
 //     $ ./retrieval_validation
-#include <covenant/decode.hpp>
+#include <covenant/read/decode.hpp>
 
 #include <iostream>
 #include <string_view>

@@ -5,10 +5,10 @@
 // a coverage above 1, which is stopped as soon as that number is written; the second is valid.
 // With COVENANT_BASE_URL (and COVENANT_API_KEY, COVENANT_MODEL) set, it asks that
 // OpenAI-compatible endpoint instead.
-#include <covenant/contract.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/logging.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/engine/logging.hpp>
+#include <covenant/testing/testing.hpp>
 
 #include <chrono>
 #include <cstdlib>

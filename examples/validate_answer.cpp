@@ -3,8 +3,8 @@
 // retries, and five calls: a valid answer, an invalid answer repaired by a retry, an unknown
 // schema version (BAML-ERR-007), an answer still invalid when the retries run out (BAML-ERR-005,
 // with the last output returned and flagged), and a version 2 answer.
-#include <covenant/metrics.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/telemetry/metrics.hpp>
+#include <covenant/testing/testing.hpp>
 
 #include <chrono>
 #include <fstream>

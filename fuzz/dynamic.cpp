@@ -6,8 +6,8 @@
 //     value (round trip), and read_dynamic at the strict level accepts the text with that value;
 //   - a value read_dynamic accepts in final mode validates against the schema;
 //   - a result of read_dynamic with issues has no value.
-#include <covenant/dynamic.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/runtime/schema_file.hpp>
 
 #include <boost/json/serialize.hpp>
 

@@ -5,7 +5,7 @@
 // unless it has an exponent of five or more digits (rewritten as the same value, noted). The
 // source spans of a candidate are in order, each at an object or array of its JSON, and each
 // within the input, starting at a bracket.
-#include <covenant/lenient.hpp>
+#include <covenant/read/lenient.hpp>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>

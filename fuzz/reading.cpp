@@ -14,14 +14,14 @@
 // the disagreement it waits for; each step that resolves one switches it on. By hand,
 // FUZZ_READING_ALL_PROPERTIES=1 checks every property of every root and FUZZ_READING_KEEP_GOING=1
 // reports every failing property instead of stopping at the first.
-#include <covenant/decode.hpp>
-#include <covenant/describe.hpp>
-#include <covenant/detail/read_reply.hpp>
-#include <covenant/detail/stream_reader.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/encode.hpp>
-#include <covenant/json_equal.hpp>
-#include <covenant/schema_of.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/types/describe.hpp>
+#include <covenant/read/detail/read_reply.hpp>
+#include <covenant/read/detail/stream_reader.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/types/encode.hpp>
+#include <covenant/types/json_equal.hpp>
+#include <covenant/types/schema_of.hpp>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

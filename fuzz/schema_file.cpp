@@ -3,11 +3,11 @@
 // must pass check_model, export to a prompt and a JSON Schema, and import back from that JSON
 // Schema into a model that exports the same document; decoding a few documents against it must
 // not crash.
-#include <covenant/dynamic.hpp>
-#include <covenant/json_schema.hpp>
-#include <covenant/json_schema_import.hpp>
-#include <covenant/prompt_format.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/runtime/json_schema_import.hpp>
+#include <covenant/types/prompt_format.hpp>
+#include <covenant/runtime/schema_file.hpp>
 
 #include <boost/json/serialize.hpp>
 

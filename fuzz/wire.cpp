@@ -7,7 +7,7 @@
 //   - an error event carries no reply text.
 // The first byte picks the event type the data is read under (unnamed, or one of the Messages
 // API's); the rest is the body.
-#include <covenant/engine.hpp>
+#include <covenant/engine/engine.hpp>
 
 #include <array>
 #include <cstdint>
@@ -16,7 +16,7 @@
 #include <memory>
 #include <string_view>
 
-#include "../src/wire_dialect.hpp"
+#include "engine/wire_dialect.hpp"
 
 namespace {
 

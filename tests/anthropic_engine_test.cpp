@@ -3,10 +3,10 @@
 // mode), whole and streamed replies (text and tool_use), usage, a reply cut at max_tokens, and the
 // faults the OpenAI engine is tested with (429 with retry-after, 500, 529 overloaded, an error
 // event before and after content, a hang, a broken stream, a body that is not a message).
-#include <covenant/contract.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/json_schema.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
 // Asynchronous and streamed contract calls: futures, continuations, coroutines, cancellation,
 // deadlines, executors, streaming updates, and engines or contracts destroyed with calls in flight.
-#include <covenant/contract.hpp>
-#include <covenant/dynamic_contract.hpp>
-#include <covenant/gtest.hpp>
-#include <covenant/runtime.hpp>
-#include <covenant/schema_file.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/runtime/dynamic_contract.hpp>
+#include <covenant/testing/gtest.hpp>
+#include <covenant/engine/runtime.hpp>
+#include <covenant/runtime/schema_file.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // Many asynchronous calls on one contract and one engine at once, with faults (engine failures,
 // rejections, cancellations, deadlines, streamed replies): every call ends in forward with its own
 // outcome. Also built with ThreadSanitizer (target covenant_tsan_tests) in the clang test tree.
-#include <covenant/batch.hpp>
-#include <covenant/contract.hpp>
-#include <covenant/runtime.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/batch.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/runtime.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gtest/gtest.h>
 
 #include <atomic>

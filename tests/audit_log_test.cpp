@@ -1,9 +1,9 @@
-// The audit log (covenant/audit_log.hpp): one JSON line per attempt with the documented fields,
+// The audit log (covenant/telemetry/audit_log.hpp): one JSON line per attempt with the documented fields,
 // redaction, the raw reply only when asked, retention by the date in the file name, and the
 // journal that keeps the lines of a process that was killed.
-#include <covenant/audit_log.hpp>
-#include <covenant/contract.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/telemetry/audit_log.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -10,8 +10,8 @@
 //
 // COVENANT_BAML_REPORT=<file> writes one JSON line per case (id, verdict, value, issues, notes),
 // for looking into failures.
-#include <covenant/dynamic.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/runtime/schema_file.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <gtest/gtest.h>

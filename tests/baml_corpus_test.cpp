@@ -1,9 +1,9 @@
 // Every schema of the BAML conformance corpus (../shared/conformance/baml/corpus.jsonl) loads with
 // the schema-file reader, and every target type expression builds a model that exports to a
 // prompt and a JSON Schema.
-#include <covenant/json_schema.hpp>
-#include <covenant/prompt_format.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/types/prompt_format.hpp>
+#include <covenant/runtime/schema_file.hpp>
 #include <boost/json/parse.hpp>
 #include <gtest/gtest.h>
 

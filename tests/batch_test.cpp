@@ -1,13 +1,13 @@
 // Batch runs: order and completeness, bounded concurrency, lazy sources, failures, the batch's
 // rate limiter (the limiter itself: rate_limiter_test.cpp), cancellation, deadlines, progress,
 // threads.
-#include <covenant/batch.hpp>
-#include <covenant/contract.hpp>
-#include <covenant/dynamic_contract.hpp>
-#include <covenant/rate_limiter.hpp>
-#include <covenant/runtime.hpp>
-#include <covenant/schema_file.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/batch.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/runtime/dynamic_contract.hpp>
+#include <covenant/engine/rate_limiter.hpp>
+#include <covenant/engine/runtime.hpp>
+#include <covenant/runtime/schema_file.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // Cassettes: recording an engine's replies as JSON Lines and replaying them in tests.
-#include <covenant/cassette.hpp>
-#include <covenant/cassette_gtest.hpp>
-#include <covenant/contract.hpp>
-#include <covenant/gtest.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/engine/cassette.hpp>
+#include <covenant/testing/cassette_gtest.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/gtest.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>

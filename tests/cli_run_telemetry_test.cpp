@@ -6,7 +6,7 @@
 
 #include <boost/json.hpp>
 
-#include <covenant/metrics.hpp>
+#include <covenant/telemetry/metrics.hpp>
 
 #if __has_include(<httplib.h>)
 #include <httplib.h>

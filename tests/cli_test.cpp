@@ -1,10 +1,10 @@
 // The `covenant` command-line tool, run as the built binary: every command, exit statuses,
 // stdout and stderr, the --json report, strictness levels, partial streams, type expressions,
 // check's diagnostics, help texts, and bad input of every kind.
-#include <covenant/json_schema.hpp>
-#include <covenant/prompt_format.hpp>
-#include <covenant/schema_file.hpp>
-#include <covenant/version.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/types/prompt_format.hpp>
+#include <covenant/runtime/schema_file.hpp>
+#include <covenant/types/version.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <gmock/gmock.h>

@@ -1,5 +1,5 @@
 // Schema-guided coercions of the typed decoder (decode_options::coerce).
-#include <covenant/decode.hpp>
+#include <covenant/read/decode.hpp>
 #include <gtest/gtest.h>
 
 #include <optional>

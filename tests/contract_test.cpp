@@ -1,7 +1,7 @@
 // The contract's data path, remedy loop and forward fallback, driven by a scripted engine.
-#include <covenant/contract.hpp>
-#include <covenant/gtest.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/gtest.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // One contract object called from many threads at once: every call gets its own outcome.
 // Also built with ThreadSanitizer (target covenant_tsan_tests) in the clang test tree.
-#include <covenant/contract.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,5 +1,5 @@
-#include <covenant/decode.hpp>
-#include <covenant/encode.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/types/encode.hpp>
 #include <gtest/gtest.h>
 
 #include <fstream>

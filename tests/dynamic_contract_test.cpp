@@ -1,8 +1,8 @@
 // Contracts over runtime schemas: "prompt expecting SchemaName" without a C++ struct.
-#include <covenant/dynamic_contract.hpp>
-#include <covenant/gtest.hpp>
-#include <covenant/schema_file.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/runtime/dynamic_contract.hpp>
+#include <covenant/testing/gtest.hpp>
+#include <covenant/runtime/schema_file.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

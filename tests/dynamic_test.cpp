@@ -1,9 +1,9 @@
 // Dynamic decoding: JSON text against a runtime schema, with the typed decoder's exact issues.
-#include <covenant/decode.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/json_schema.hpp>
-#include <covenant/prompt_format.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/types/prompt_format.hpp>
+#include <covenant/runtime/schema_file.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <gtest/gtest.h>

@@ -1,12 +1,12 @@
 // Stopping a bad stream early: a finished value that already breaks a constraint ends the
 // transfer at once and the model is asked again with that violation, instead of paying for the
 // rest of the reply.
-#include <covenant/contract.hpp>
-#include <covenant/decode.hpp>
-#include <covenant/dynamic_contract.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/schema_file.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/runtime/dynamic_contract.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/runtime/schema_file.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The example models (FinalAnswer, the retrieval-validation entities): every valid document decodes, and each rule,
 // broken alone, yields exactly one issue with its rendered line and code.
-#include <covenant/decode.hpp>
+#include <covenant/read/decode.hpp>
 #include <gtest/gtest.h>
 
 #include <initializer_list>

@@ -11,11 +11,11 @@
 //                cancellation and deadlines during a retry's wait;
 //   FaultLoad    seeded random faults at concurrency 1, 8 and 200 through the blocking,
 //                asynchronous, streaming and batch paths.
-#include <covenant/batch.hpp>
-#include <covenant/contract.hpp>
-#include <covenant/describe.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/rate_limiter.hpp>
+#include <covenant/contract/batch.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/types/describe.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/engine/rate_limiter.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

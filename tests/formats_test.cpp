@@ -1,4 +1,4 @@
-#include <covenant/formats.hpp>
+#include <covenant/types/formats.hpp>
 #include <gtest/gtest.h>
 
 namespace {

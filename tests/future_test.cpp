@@ -2,11 +2,11 @@
 // get() once (and an exception on every get()), copies sharing one call, then() on the calling or
 // the completing thread, co_await as the continuation, cancel() after the end, a future without a
 // call, and a call whose futures are all dropped.
-#include <covenant/contract.hpp>
-#include <covenant/future.hpp>
-#include <covenant/observer.hpp>
-#include <covenant/gtest.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/future.hpp>
+#include <covenant/contract/observer.hpp>
+#include <covenant/testing/gtest.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -3,10 +3,10 @@
 // through the HTTP engine's probe for each provider (OpenAI-compatible and Anthropic: the URL and
 // headers asked, refused keys, timeouts, an existing engine's own connections), and the report's
 // JSON and text forms.
-#include <covenant/health.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/registry.hpp>
-#include <covenant/runtime.hpp>
+#include <covenant/telemetry/health.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/runtime/registry.hpp>
+#include <covenant/engine/runtime.hpp>
 
 #include <boost/json/parse.hpp>
 #include <gmock/gmock.h>

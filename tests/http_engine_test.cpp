@@ -1,10 +1,10 @@
 // The OpenAI-compatible HTTP engine against a local cpp-httplib server on 127.0.0.1 (no other
 // network): request bodies, reply parsing, transport retries, secrets, threads, and a contract's
 // remedy loop over HTTP. No test really sleeps between retries (the sleep is injected).
-#include <covenant/contract.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/json_schema.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "wire_dialect.hpp"
+#include "engine/wire_dialect.hpp"
 
 namespace http_engine_test {
 

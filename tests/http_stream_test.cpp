@@ -1,11 +1,11 @@
 // The HTTP engine's asynchronous and streamed calls against an event-driven loopback server on
 // 127.0.0.1: the SSE variants real servers send, cut-off streams, retries only before content,
 // idle timeouts, cancellation, destruction with transfers in flight, many calls on one loop.
-#include <covenant/contract.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/runtime.hpp>
-#include <covenant/testing.hpp>
-#include <covenant/version.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/engine/runtime.hpp>
+#include <covenant/testing/testing.hpp>
+#include <covenant/types/version.hpp>
 #include <curl/curl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,9 +1,9 @@
 // One contract and one HTTP engine under many concurrent asynchronous and streamed calls, with
 // faults from the loopback server (429 with Retry-After, 500, cut-off streams, hangs cut by
 // deadlines, cancellations). Also built with ThreadSanitizer (target covenant_tsan_tests).
-#include <covenant/contract.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>

@@ -1,12 +1,12 @@
-// The one equality of JSON values (covenant/json_equal.hpp): its written semantics, and every place
+// The one equality of JSON values (covenant/types/json_equal.hpp): its written semantics, and every place
 // that compares decoded values with it — uniqueness (the keyword and the C++ validator), the
 // expressions of schema files (==, !=, in, the unique filter), numeric one_of and literal types.
-#include <covenant/decode.hpp>
-#include <covenant/describe.hpp>
-#include "schema_expression.hpp"
-#include <covenant/dynamic.hpp>
-#include <covenant/json_equal.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/types/describe.hpp>
+#include "runtime/schema_expression.hpp"
+#include <covenant/read/dynamic.hpp>
+#include <covenant/types/json_equal.hpp>
+#include <covenant/runtime/schema_file.hpp>
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>

@@ -1,8 +1,8 @@
 // Coerce level: JSON text inside a string where the schema wants an object or a list (typed and
 // runtime schemas), at any depth, and the whole reply encoded twice.
-#include <covenant/decode.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/runtime/schema_file.hpp>
 
 #include <gtest/gtest.h>
 

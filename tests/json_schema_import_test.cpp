@@ -1,9 +1,9 @@
 // JSON Schema import: documents into the schema model; round trip with the exporter; parity of
 // decoding with the typed decoder; errors with JSON pointers.
-#include <covenant/decode.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/json_schema.hpp>
-#include <covenant/json_schema_import.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/runtime/json_schema_import.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include <covenant/json_schema.hpp>
+#include <covenant/types/json_schema.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <gtest/gtest.h>

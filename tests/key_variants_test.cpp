@@ -1,9 +1,9 @@
 // Coerce level: a key written in another spelling (camelCase, PascalCase, kebab-case, spaces,
 // SCREAMING_SNAKE) read as the one declared key it matches; nothing guessed when two declared
 // keys could match or the declared key is written too.
-#include <covenant/decode.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/runtime/schema_file.hpp>
 
 #include <gtest/gtest.h>
 

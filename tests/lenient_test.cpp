@@ -1,5 +1,5 @@
-#include <covenant/decode.hpp>
-#include <covenant/lenient.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/read/lenient.hpp>
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>

@@ -1,6 +1,6 @@
 // covenant::link_verifier against the loopback server on 127.0.0.1 (no other network): HEAD, the
 // GET after a refused HEAD, redirects, timeouts, refused inputs, and check_all's window.
-#include <covenant/link_verifier.hpp>
+#include <covenant/contract/link_verifier.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
 // The library's log level: warn by default, one call sets it, COVENANT_LOG_LEVEL sets the
 // starting level; which events log at which level (docs/contracts.md#logging), and what the line
 // of a failed call says its caller gets.
-#include <covenant/contract.hpp>
-#include <covenant/dynamic_contract.hpp>
-#include <covenant/schema_file.hpp>
-#include <covenant/logging.hpp>
-#include <covenant/observer.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/runtime/dynamic_contract.hpp>
+#include <covenant/runtime/schema_file.hpp>
+#include <covenant/engine/logging.hpp>
+#include <covenant/contract/observer.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

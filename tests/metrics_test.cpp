@@ -1,8 +1,8 @@
-// Contract metrics (covenant/metrics.hpp): what each call adds, field paths as labels, bounded
+// Contract metrics (covenant/telemetry/metrics.hpp): what each call adds, field paths as labels, bounded
 // label values, and the rendered text through `promtool check metrics`.
-#include <covenant/contract.hpp>
-#include <covenant/metrics.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/telemetry/metrics.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

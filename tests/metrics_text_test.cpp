@@ -1,5 +1,5 @@
-// Metric primitives and the Prometheus text exposition writer (covenant/metrics_text.hpp).
-#include <covenant/metrics_text.hpp>
+// Metric primitives and the Prometheus text exposition writer (covenant/telemetry/metrics_text.hpp).
+#include <covenant/telemetry/metrics_text.hpp>
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>

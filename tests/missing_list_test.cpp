@@ -2,10 +2,10 @@
 // a note, by the typed and the runtime-schema decoders alike; never below the coerce level, never
 // for a list with bounds of its own, never when the reply was cut off (the missing list may be the
 // one that was cut), never in partial mode (it may be written later).
-#include <covenant/decode.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/lenient.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/read/lenient.hpp>
+#include <covenant/runtime/schema_file.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // The flagship agent (examples/models/multidoc_qa.hpp): retrieval, its rules, and the story the
 // demo tells (a cut-off reply, a post() violation fed back, a valid answer), pinned down.
-#include <covenant/contract.hpp>
-#include <covenant/gtest.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/gtest.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -2,10 +2,10 @@
 // written as in the reply (its source text, not a re-serialization), at any depth, by the typed and
 // the runtime-schema decoders alike; never below the coerce level, never for a string given a
 // string, never where an object is wanted.
-#include <covenant/decode.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/lenient.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/read/lenient.hpp>
+#include <covenant/runtime/schema_file.hpp>
 
 #include <gtest/gtest.h>
 

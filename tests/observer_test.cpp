@@ -1,8 +1,8 @@
 // Observers: every event of a call, in order, with the call's id; a throwing observer changes
 // nothing; per-attempt stage figures.
-#include <covenant/contract.hpp>
-#include <covenant/observer.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/contract/observer.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
 // Every on-fail action on every kind of check, through a whole contract call: a field validator, a
 // list-item validator, an invariant, a post() violation, a schema-file @assert and a JSON Schema
 // x-on-fail keyword. The first reply breaks the check, the second keeps it.
-#include <covenant/contract.hpp>
-#include <covenant/dynamic_contract.hpp>
-#include <covenant/json_schema_import.hpp>
-#include <covenant/schema_file.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/runtime/dynamic_contract.hpp>
+#include <covenant/runtime/json_schema_import.hpp>
+#include <covenant/runtime/schema_file.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
 // On-fail actions (reask, fix, filter, refrain, noop, exception) on every kind of check: field
 // validators, list-item validators, invariants, post() violations, schema-file @check/@assert and
 // JSON Schema x-on-fail; and their interplay with the remedy loop.
-#include <covenant/contract.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/dynamic_contract.hpp>
-#include <covenant/json_schema.hpp>
-#include <covenant/json_schema_import.hpp>
-#include <covenant/schema_file.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/runtime/dynamic_contract.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/runtime/json_schema_import.hpp>
+#include <covenant/runtime/schema_file.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 // A private header of the library (src/ is on the tests' include path, not on a user's).
-#include "wire_dialect.hpp"
+#include "engine/wire_dialect.hpp"
 
 namespace {
 

@@ -2,10 +2,10 @@
 // (json_schema, json_object, tools, prompt), the reply shapes each mode reads (a tool call's
 // arguments, whole and streamed, malformed ones through the lenient reader), and output_mode::
 // automatic falling back once when the server refuses a mode, remembered for the endpoint.
-#include <covenant/contract.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/json_schema.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include <covenant/prompt_format.hpp>
+#include <covenant/types/prompt_format.hpp>
 #include <gtest/gtest.h>
 
 #include <cstdint>

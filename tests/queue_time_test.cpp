@@ -3,11 +3,11 @@
 // not attempt::latency; remedy delays are attempt::waited, neither of the two. On the contract's
 // own clock (exact figures), on the real clock with a limiter that holds a request, and through the
 // HTTP engine against a loopback server that answers 429 with Retry-After.
-#include <covenant/contract.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/observer.hpp>
-#include <covenant/rate_limiter.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/contract/observer.hpp>
+#include <covenant/engine/rate_limiter.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>

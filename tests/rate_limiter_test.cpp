@@ -1,9 +1,9 @@
 // covenant::rate_limiter: bursts, refill waits, back-offs, token estimates corrected by usage,
 // cancellation, on a manual clock (what is granted is decided by the clock, not by how fast the
 // test runs); and each wake-up timer once on the real clock.
-#include <covenant/engine.hpp>
-#include <covenant/rate_limiter.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/engine/engine.hpp>
+#include <covenant/engine/rate_limiter.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // read_dynamic: a model's reply read against a runtime schema the way contracts read theirs.
-#include <covenant/dynamic.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/runtime/schema_file.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

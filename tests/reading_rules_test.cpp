@@ -4,10 +4,10 @@
 // booleans, integers, numbers, numbers and booleans written as text, strings, objects and lists read
 // as their text, JSON inside a string, enums, absent fields, defaults, unknown keys, key spellings,
 // a single value read as a list, maps, string and number constraints, invariants.
-#include <covenant/decode.hpp>
-#include <covenant/describe.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/types/describe.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/runtime/schema_file.hpp>
 #include <gtest/gtest.h>
 
 #include <map>

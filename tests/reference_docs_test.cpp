@@ -90,10 +90,10 @@ TEST(ReferenceDocs, EveryPublicMemberIsInTheTables) {
   ASSERT_NE(at, std::string::npos);
   const std::string tables = docs.substr(at, docs.find("\n## ", at + 5) - at);
   const std::vector<checked_type> types = {
-      {"include/covenant/outcome.hpp", "outcome_base", true}, {"include/covenant/outcome.hpp", "outcome", true},
-      {"include/covenant/outcome.hpp", "attempt", true},      {"include/covenant/issues.hpp", "issue", true},
-      {"include/covenant/issues.hpp", "note", true},          {"include/covenant/testing.hpp", "scripted_engine", false},
-      {"include/covenant/testing.hpp", "step", true},         {"include/covenant/future.hpp", "future", false},
+      {"include/covenant/contract/outcome.hpp", "outcome_base", true}, {"include/covenant/contract/outcome.hpp", "outcome", true},
+      {"include/covenant/contract/outcome.hpp", "attempt", true},      {"include/covenant/types/issues.hpp", "issue", true},
+      {"include/covenant/types/issues.hpp", "note", true},          {"include/covenant/testing/testing.hpp", "scripted_engine", false},
+      {"include/covenant/testing/testing.hpp", "step", true},         {"include/covenant/engine/future.hpp", "future", false},
   };
   std::size_t checked = 0;
   for (const checked_type& t : types) {

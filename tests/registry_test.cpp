@@ -1,7 +1,7 @@
 // The schema registry (names, versions, lookups, errors, threads) and compatibility reports.
-#include <covenant/dynamic.hpp>
-#include <covenant/json_schema.hpp>
-#include <covenant/registry.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/runtime/registry.hpp>
 #include <boost/json/parse.hpp>
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The resource filter (examples/models/resources.hpp): links checked against a loopback server
 // that serves some urls, 404s others, redirects in a loop and hangs.
-#include <covenant/contract.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
 // The @check/@assert expression language: sum, map and round, keyword arguments in filter calls,
 // evaluation errors and load-time diagnostics, on their own and through schema files, the
 // dynamic reader and a dynamic contract.
-#include "schema_expression.hpp"
-#include <covenant/dynamic.hpp>
-#include <covenant/dynamic_contract.hpp>
-#include <covenant/gtest.hpp>
-#include <covenant/schema_file.hpp>
-#include <covenant/testing.hpp>
+#include "runtime/schema_expression.hpp"
+#include <covenant/read/dynamic.hpp>
+#include <covenant/runtime/dynamic_contract.hpp>
+#include <covenant/testing/gtest.hpp>
+#include <covenant/runtime/schema_file.hpp>
+#include <covenant/testing/testing.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <gmock/gmock.h>

@@ -1,8 +1,8 @@
 // The schema-file reader: BAML type declarations into the schema model, and every load error.
-#include <covenant/dynamic.hpp>
-#include <covenant/json_schema.hpp>
-#include <covenant/prompt_format.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/types/prompt_format.hpp>
+#include <covenant/runtime/schema_file.hpp>
 #include <boost/json/parse.hpp>
 #include <gtest/gtest.h>
 

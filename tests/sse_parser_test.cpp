@@ -1,5 +1,5 @@
 // The Server-Sent Events parser: the format's rules, and events split across reads at any byte.
-#include "sse.hpp"
+#include "engine/sse.hpp"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
 // Partial results while a reply streams: what is shown when, states by path, "changed" only on a
 // change, any chunking giving the one-shot result, violations that justify an early stop (and the
 // ones that must not), prose and fences before the value, the lenient fallback, runtime schemas.
-#include <covenant/decode.hpp>
-#include <covenant/detail/stream_reader.hpp>
-#include <covenant/describe.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/read/detail/stream_reader.hpp>
+#include <covenant/types/describe.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/runtime/schema_file.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-// Tool checks (covenant/tool_check.hpp): each distinct value once per call, at most
+// Tool checks (covenant/contract/tool_check.hpp): each distinct value once per call, at most
 // max_concurrency at once, verdicts kept across calls with a TTL, an exception counts as invalid,
 // and the check's on-fail action applies.
-#include <covenant/contract.hpp>
-#include <covenant/testing.hpp>
-#include <covenant/tool_check.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/testing.hpp>
+#include <covenant/contract/tool_check.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

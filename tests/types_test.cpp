@@ -1,6 +1,6 @@
 // Every supported field type, decoded and encoded.
-#include <covenant/decode.hpp>
-#include <covenant/encode.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/types/encode.hpp>
 #include <gtest/gtest.h>
 
 #include <charconv>

@@ -1,4 +1,4 @@
-// covenant/covenant.hpp includes every public header (include/covenant/*.hpp) except the GoogleTest
+// covenant/covenant.hpp includes every public header (include/covenant/<layer>/*.hpp) except the GoogleTest
 // helpers, which need GoogleTest: this reads the headers and fails when one is missing from it.
 #include <covenant/covenant.hpp>  // and all of it compiles in one translation unit
 
@@ -29,10 +29,10 @@ TEST(UmbrellaHeader, IncludesEveryPublicHeader) {
   const std::string umbrella = read_file(dir / "covenant.hpp");
   ASSERT_FALSE(umbrella.empty());
   std::size_t checked = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
     if (!entry.is_regular_file() || entry.path().extension() != ".hpp") continue;
-    const std::string name = entry.path().filename().string();
-    if (name == "covenant.hpp") continue;
+    const std::string name = entry.path().lexically_relative(dir).generic_string();
+    if (name == "covenant.hpp" || name.find("/detail/") != std::string::npos) continue;
     const bool included = umbrella.find("#include \"covenant/" + name + "\"") != std::string::npos;
     if (needs_gtest(read_file(entry.path()))) {
       EXPECT_FALSE(included) << name << " needs GoogleTest: covenant.hpp must not include it";

@@ -1,9 +1,9 @@
 // A reply cut off inside the last item of a list: the item is dropped when it does not read (a
 // required field missing), like an unfinished string is, and the rest is judged on its own.
-#include <covenant/contract.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/schema_file.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/runtime/schema_file.hpp>
+#include <covenant/testing/testing.hpp>
 
 #include <gtest/gtest.h>
 

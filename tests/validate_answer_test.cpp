@@ -1,9 +1,9 @@
 // The answer validator example (examples/models/validate_answer.hpp): the specification's error
 // codes for every issue, schema and registry error, and validate_answer's retries, backoff,
 // versions and results, offline with the scripted engine.
-#include <covenant/audit_log.hpp>
-#include <covenant/metrics.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/telemetry/audit_log.hpp>
+#include <covenant/telemetry/metrics.hpp>
+#include <covenant/testing/testing.hpp>
 #include <boost/json/parse.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

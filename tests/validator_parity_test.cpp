@@ -2,11 +2,11 @@
 // same thing: for each row of the table in docs/runtime-schemas.md, the C++ type, its exported
 // JSON Schema imported back, and the equivalent schema file report the same issues for the same
 // values (and the schema file exports the same keyword).
-#include <covenant/decode.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/json_schema.hpp>
-#include <covenant/json_schema_import.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/runtime/json_schema_import.hpp>
+#include <covenant/runtime/schema_file.hpp>
 #include <gtest/gtest.h>
 
 #include <boost/json/serialize.hpp>

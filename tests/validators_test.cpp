@@ -1,8 +1,8 @@
 // Each validator failing on its own, through the decoder: one issue with its path, code, expected,
 // actual and rendered line; and the same value passing.
-#include <covenant/decode.hpp>
-#include <covenant/describe.hpp>
-#include <covenant/validators.hpp>
+#include <covenant/read/decode.hpp>
+#include <covenant/types/describe.hpp>
+#include <covenant/types/validators.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

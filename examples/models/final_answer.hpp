@@ -3,7 +3,7 @@
 // 1 to 50 non-empty sources, reasoning at most 5 000 characters, optional metadata).
 #pragma once
 
-#include <covenant/describe.hpp>
+#include <covenant/types/describe.hpp>
 
 #include <optional>
 #include <string>

@@ -8,7 +8,7 @@
 //   forward  the validated answer, or a cautious fallback built from the best retrieved sentence
 #pragma once
 
-#include <covenant/contract.hpp>
+#include <covenant/contract/contract.hpp>
 
 #include <algorithm>
 #include <cctype>

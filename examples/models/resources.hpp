@@ -5,9 +5,9 @@
 // "no_valid_resources"; an answer that lists no resources at all stays a success.
 #pragma once
 
-#include <covenant/describe.hpp>
-#include <covenant/link_verifier.hpp>
-#include <covenant/tool_check.hpp>
+#include <covenant/types/describe.hpp>
+#include <covenant/contract/link_verifier.hpp>
+#include <covenant/contract/tool_check.hpp>
 
 #include <chrono>
 #include <optional>

@@ -66,8 +66,8 @@
 //     job of whatever stores the runs.
 #pragma once
 
-#include <covenant/describe.hpp>
-#include <covenant/formats.hpp>
+#include <covenant/types/describe.hpp>
+#include <covenant/types/formats.hpp>
 
 #include <charconv>
 #include <chrono>

@@ -20,12 +20,12 @@
 // example and the tests use the scripted engine, so everything runs offline).
 #pragma once
 
-#include <covenant/dynamic.hpp>
-#include <covenant/dynamic_contract.hpp>
-#include <covenant/engine.hpp>
-#include <covenant/issues.hpp>
-#include <covenant/observer.hpp>
-#include <covenant/registry.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/runtime/dynamic_contract.hpp>
+#include <covenant/engine/engine.hpp>
+#include <covenant/types/issues.hpp>
+#include <covenant/contract/observer.hpp>
+#include <covenant/runtime/registry.hpp>
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>

@@ -1,10 +1,10 @@
 // The `covenant` command-line tool: what the commands share (arguments, files, schemas).
 #pragma once
 
-#include <covenant/schema.hpp>
-#include <covenant/schema_diagnostic.hpp>
-#include <covenant/json_schema_import.hpp>
-#include <covenant/schema_file.hpp>
+#include <covenant/types/schema.hpp>
+#include <covenant/runtime/schema_diagnostic.hpp>
+#include <covenant/runtime/json_schema_import.hpp>
+#include <covenant/runtime/schema_file.hpp>
 
 #include <cstddef>
 #include <initializer_list>

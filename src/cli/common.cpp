@@ -1,6 +1,6 @@
 // What the commands of the `covenant` tool share: arguments, files, schemas, diagnostics.
-#include <covenant/json_schema_import.hpp>
-#include <covenant/validate.hpp>
+#include <covenant/runtime/json_schema_import.hpp>
+#include <covenant/read/validate.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -10,7 +10,7 @@
 #include <system_error>
 #include <utility>
 
-#include "text_file.hpp"
+#include "runtime/text_file.hpp"
 #include "cli.hpp"
 
 #include <CLI/CLI.hpp>

@@ -1,6 +1,6 @@
 // covenant health [--schema FILE]... [--endpoint [URL]] [--timeout MS] [--json]
-#include <covenant/health.hpp>
-#include <covenant/http_engine.hpp>
+#include <covenant/telemetry/health.hpp>
+#include <covenant/engine/http_engine.hpp>
 
 #include <charconv>
 #include <iostream>

@@ -7,7 +7,7 @@
 //
 // The work is done by the library (schema_file.hpp, json_schema_import.hpp, json_schema.hpp,
 // prompt_format.hpp, dynamic.hpp); this program only reads arguments and files and prints.
-#include <covenant/version.hpp>
+#include <covenant/types/version.hpp>
 
 #include <exception>
 #include <iostream>

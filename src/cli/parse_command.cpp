@@ -1,5 +1,5 @@
 // covenant parse --schema FILE [--type TYPE] [--strictness LEVEL] [--partial] [--json] [--compact] [INPUT]
-#include <covenant/dynamic.hpp>
+#include <covenant/read/dynamic.hpp>
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>

@@ -4,14 +4,14 @@
 // an OpenAI-compatible server, one JSON line out per record, written and flushed as records
 // finish; --resume skips what an earlier run already wrote. --metrics-file, --metrics-port and
 // --audit-log attach covenant::metrics and covenant::audit_log to the contract.
-#include <covenant/audit_log.hpp>
-#include <covenant/batch.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/dynamic_contract.hpp>
-#include <covenant/http_engine.hpp>
-#include <covenant/logging.hpp>
-#include <covenant/metrics.hpp>
-#include <covenant/detail/utf8.hpp>
+#include <covenant/telemetry/audit_log.hpp>
+#include <covenant/contract/batch.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/runtime/dynamic_contract.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/engine/logging.hpp>
+#include <covenant/telemetry/metrics.hpp>
+#include <covenant/types/detail/utf8.hpp>
 
 #include <boost/json/parse.hpp>
 

@@ -1,7 +1,7 @@
 // covenant schema FILE [--type TYPE] [--format json-schema|openai-strict|prompt]
-#include <covenant/dynamic.hpp>
-#include <covenant/json_schema.hpp>
-#include <covenant/prompt_format.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/types/json_schema.hpp>
+#include <covenant/types/prompt_format.hpp>
 
 #include <exception>
 #include <iostream>

@@ -1,6 +1,6 @@
 // expect: names a member of another type
 // Side-car metadata naming a member of another struct does not compile.
-#include <covenant/describe.hpp>
+#include <covenant/types/describe.hpp>
 
 #include <string>
 

@@ -1,7 +1,7 @@
 // expect: forward's second parameter must be `const covenant::outcome<Output>&`
 // forward() gets the call's outcome, not a bare output.
-#include <covenant/contract.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/testing.hpp>
 
 #include <string>
 

@@ -1,7 +1,7 @@
 // expect: forward must be a const member function
 // Hooks must be const: a contract may run on many threads at once.
-#include <covenant/contract.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/testing.hpp>
 
 #include <string>
 

@@ -1,7 +1,7 @@
 // expect: pre must be .void pre.const Input.. const. and signal violations
 // pre() signals violations by throwing covenant::violation, not by returning a value.
-#include <covenant/contract.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/testing.hpp>
 
 #include <string>
 

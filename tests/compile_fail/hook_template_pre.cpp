@@ -1,7 +1,7 @@
 // expect: pre must be one non-overloaded, non-template member function
 // A member template pre() could never be called by the contract: refused, not silently skipped.
-#include <covenant/contract.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/testing.hpp>
 
 #include <string>
 

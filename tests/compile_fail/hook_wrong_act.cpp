@@ -1,7 +1,7 @@
 // expect: act must take `const Input&`
 // act() must take the type forward takes.
-#include <covenant/contract.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/testing.hpp>
 
 #include <string>
 

@@ -1,7 +1,7 @@
 // expect: post must take `const Output&` first
 // post() must check the output type that forward's outcome holds.
-#include <covenant/contract.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/testing.hpp>
 
 #include <string>
 

@@ -1,7 +1,7 @@
 // expect: an Expression needs a fixed task prompt
 // An Expression says what it does with a fixed prompt.
-#include <covenant/contract.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/testing.hpp>
 
 #include <string>
 

@@ -1,7 +1,7 @@
 // expect: output type must be a plain aggregate struct
 // Input and output types must be plain aggregates (no constructors), so they can be reflected.
-#include <covenant/contract.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/testing.hpp>
 
 #include <string>
 

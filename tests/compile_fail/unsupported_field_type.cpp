@@ -1,6 +1,6 @@
 // expect: unsupported field type
 // Field types covenant cannot read or write are refused at compile time.
-#include <covenant/schema_of.hpp>
+#include <covenant/types/schema_of.hpp>
 
 #include <set>
 #include <string>

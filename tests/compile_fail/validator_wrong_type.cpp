@@ -1,6 +1,6 @@
 // expect: covenant::range applies to numeric fields
 // A validator on a field of the wrong type is refused when the schema is built.
-#include <covenant/schema_of.hpp>
+#include <covenant/types/schema_of.hpp>
 
 #include <string>
 

@@ -1,8 +1,8 @@
 // An application's agent test built against the installed package's GoogleTest helpers
 // (covenant::gtest / pkg-config covenant-gtest), with main from gmock_main.
-#include <covenant/contract.hpp>
-#include <covenant/gtest.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/contract/contract.hpp>
+#include <covenant/testing/gtest.hpp>
+#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // An application built against the installed package: a contract over a scripted engine, a
 // pattern checked by RE2, and the JSON Schema export. Prints the version on success.
 #include <covenant/covenant.hpp>
-#include <covenant/testing.hpp>
+#include <covenant/testing/testing.hpp>
 
 #include <iostream>
 #include <string>

@@ -3,7 +3,7 @@
 // loop, written as a small model the fault-injection tests hold every call to.
 #pragma once
 
-#include <covenant/outcome.hpp>
+#include <covenant/contract/outcome.hpp>
 
 #include <algorithm>
 #include <chrono>

@@ -2,7 +2,7 @@
 // confidence in [0, 1] out (the answer must not be empty).
 #pragma once
 
-#include <covenant/contract.hpp>
+#include <covenant/contract/contract.hpp>
 
 #include <string>
 #include <string_view>

@@ -3,13 +3,13 @@
 // of one schema side by side (readers_of / expect_readers_agree).
 #pragma once
 
-#include <covenant/detail/read_reply.hpp>
-#include <covenant/detail/stream_reader.hpp>
-#include <covenant/dynamic.hpp>
-#include <covenant/encode.hpp>
-#include <covenant/issues.hpp>
-#include <covenant/json_equal.hpp>
-#include <covenant/schema_of.hpp>
+#include <covenant/read/detail/read_reply.hpp>
+#include <covenant/read/detail/stream_reader.hpp>
+#include <covenant/read/dynamic.hpp>
+#include <covenant/types/encode.hpp>
+#include <covenant/types/issues.hpp>
+#include <covenant/types/json_equal.hpp>
+#include <covenant/types/schema_of.hpp>
 #include <gtest/gtest.h>
 
 #include <boost/json/value.hpp>

@@ -1,0 +1,604 @@
+// covenant/contract.hpp - design by contract around a model call.
+//
+// An Expression is a plain struct with a fixed task prompt and hooks over plain aggregates:
+//
+//     struct Summarize {
+//       static constexpr std::string_view prompt = "Summarize the text in one sentence.";
+//       void pre(const Text& in) const;                        // optional: throw covenant::violation
+//       Prepared act(const Text& in) const;                    // optional: may change the type
+//       void post(const Summary& out) const;                   // optional; or post(out, prepared)
+//       Summary forward(const Text& in, const covenant::outcome<Summary>& o) const;  // required
+//     };
+//
+//     covenant::contract<Summarize> summarize{engine, {.retry = {.tries = 3}}};
+//     Summary s = summarize(text);                 // forward's value
+//     auto [value, outcome] = summarize.run(text); // value and the whole story of the call
+//
+// One call, in order:
+//   1. input validation against the input type's schema, then pre(input). With pre_remedy, the
+//      model is shown the bad input and every violation and asked for a corrected input (same
+//      retry schedule); otherwise the call fails at that stage.
+//   2. act(input) (or the input itself when there is no act).
+//   3. render: system message = the Expression's prompt + the output type's prompt text (built
+//      once per contract); user message = the act result as JSON between <input> and </input>
+//      ('<' is escaped as \u003c inside the JSON, so input data can never close the block).
+//   4. engine call; read the reply (strict JSON first; then, per contract_options::strictness,
+//      schema-guided coercions and the lenient reader: markdown fences, prose, syntax repairs,
+//      truncated output), decoding into the output type with every constraint checked;
+//      post(output[, act result]).
+//   5. any issue and post_remedy: the rejected reply (as the assistant's turn) and a corrective
+//      message listing every issue of that attempt (with accumulate_errors, also every earlier
+//      attempt's issues and a short excerpt of its reply) are appended, the contract waits per the
+//      retry policy (covenant/retry.hpp) and asks again, at most retry.tries times.
+//   6. forward ALWAYS runs: on success with the (remedied, act-modified when act returns the input
+//      type) input and an outcome holding the validated result; on failure with the original input
+//      and an outcome holding every issue and the attempt history. Its return value is the call's.
+// Engine failures (transport, quota) are not violations: they fail the call at stage `engine`
+// without a corrective message. An exception from any stage before forward is recorded on the
+// outcome as an issue of that stage; forward still runs. Nothing about a call is kept on the
+// contract or the Expression (only the aggregate perf stats): one contract can be called from many
+// threads at once.
+//
+// Asynchronous calls (docs/contracts.md, "Asynchronous calls"):
+//     covenant::future<R> f = summarize.run_async(text, {.timeout = 30s});   // returns at once
+//     auto f2 = summarize.stream(text, [](const covenant::stream_update<Summary>& u) { ... });
+// The engine's transfers run on the runtime's I/O loop, remedy waits are timers, and the hooks,
+// reading and forward run on the runtime's workers (or call_options::executor), one piece of a
+// call at a time. A stop request or a passed deadline aborts the transfer at once and forward runs
+// with a failed outcome at stage `cancelled` or `deadline`. A contract may be destroyed while its
+// asynchronous calls are in flight: they hold what they need and finish normally.
+#pragma once
+
+#include <boost/core/demangle.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "covenant/contract/contract_options.hpp"
+#include "covenant/read/decode.hpp"
+#include "covenant/contract/detail/call.hpp"
+#include "covenant/read/detail/drop_at.hpp"
+#include "covenant/contract/detail/expression.hpp"
+#include "covenant/read/detail/read_reply.hpp"
+#include "covenant/contract/detail/tool_runs.hpp"
+#include "covenant/read/detail/stream_reader.hpp"
+#include "covenant/types/encode.hpp"
+#include "covenant/engine/engine.hpp"
+#include "covenant/engine/future.hpp"
+#include "covenant/types/issues.hpp"
+#include "covenant/types/json_schema.hpp"
+#include "covenant/read/lenient.hpp"
+#include "covenant/contract/outcome.hpp"
+#include "covenant/read/partial.hpp"
+#include "covenant/contract/perf_stats.hpp"
+#include "covenant/types/prompt_format.hpp"
+#include "covenant/engine/retry.hpp"
+#include "covenant/read/validate.hpp"
+#include "covenant/contract/violation.hpp"
+
+namespace covenant {
+
+namespace detail {
+template <class T>
+struct partial_type {
+  using type = partial<T>;
+};
+template <>
+struct partial_type<boost::json::value> {
+  using type = partial_json;
+};
+}  // namespace detail
+
+/// The partial view of an output type: partial<T>, or partial_json for runtime schemas.
+template <class T>
+using partial_of = typename detail::partial_type<T>::type;
+
+/// What a streaming call reports while the reply is being written (contract::stream).
+template <class Output>
+struct stream_update {
+  enum class kind : std::uint8_t {
+    attempt_started,  ///< attempt `attempt` starts streaming (after a rejection: clear what was shown)
+    partial,          ///< what the reply shows changed: `partial` and `text` say what it is now
+  };
+  kind what = kind::attempt_started;
+  /// 1-based number of the output attempt.
+  int attempt = 1;
+  /// The reply text so far (empty for attempt_started).
+  std::string_view text{};
+  /// attempt_started after a rejection: the rejected attempt (its issues say why); else null.
+  const covenant::attempt* rejected = nullptr;
+  /// kind::partial: the value so far with the state of each part (covenant/partial.hpp); valid
+  /// during the callback only.
+  const partial_of<Output>* partial = nullptr;
+};
+
+namespace detail {
+
+/// Puts the JSON of an input between <input> and </input>: `message` holds "<input>\n" followed
+/// by the JSON from `json_start` on; '<' in the JSON is escaped so the data cannot close the block.
+void seal_input_message(std::string& message, std::size_t json_start);
+
+/// The input message of `value`: its JSON inside <input>...</input>.
+template <class T>
+std::string render_input_message(const T& value) {
+  std::string message;
+  message.reserve(256);
+  message += "<input>\n";
+  const std::size_t start = message.size();
+  to_json(value, message);
+  seal_input_message(message, start);
+  return message;
+}
+/// System prompt of the output phase: the task, the input's schema (empty: not shown), the
+/// output format and the rules the output must follow (shown as a list).
+std::string output_system_prompt(std::string_view task_prompt, std::string_view output_format,
+                                 std::string_view input_format = {}, const std::vector<std::string>& rules = {});
+/// System prompt of the input-repair phase.
+std::string input_repair_system_prompt(std::string_view task_prompt, std::string_view input_format);
+/// First user message of the input-repair phase: the bad input (its <input> block) and its problems.
+std::string input_repair_message(std::string input_block, const issue_list& issues);
+
+std::shared_ptr<const boost::json::value> strict_schema_or_null(const boost::json::value& (*get)());
+
+/// Runs a hook; collects covenant::violation issues (with `code`) or records another exception.
+template <class F>
+void run_hook(std::string_view hook, issue_code code, issue_list& out, F&& f) {
+  try {
+    f();
+  } catch (const violation& v) {
+    if (v.issues().empty()) {
+      issue i;
+      i.code = code;
+      i.message = std::string(hook) + " rejected the value";
+      out.push_back(std::move(i));
+    }
+    for (issue i : v.issues()) {
+      if (i.code == issue_code::postcondition_violation || i.code == issue_code::precondition_violation) i.code = code;
+      out.push_back(std::move(i));
+    }
+  } catch (const std::exception& e) {
+    out.push_back(hook_exception_issue(hook, boost::core::demangle(typeid(e).name()), e.what()));
+  } catch (...) {
+    out.push_back(hook_exception_issue(hook, "unknown exception", ""));
+  }
+}
+
+/// Reads replies of one remedy phase into a T and checks them with `check(value, issues, stage)`
+/// (a check that ran nothing sets the stage to perf_stage::total: no lap).
+template <class T, class Check>
+class typed_reader final : public reply_reader {
+ public:
+  typed_reader(const contract_options& options, attempt_kind kind, std::optional<T>& destination, Check check)
+      : options_(&options), repairing_(kind == attempt_kind::input_repair), destination_(&destination),
+        check_(std::move(check)) {}
+
+  stage read(attempt& a, call_timings& times, time_point& mark) override {
+    std::chrono::nanoseconds parse_time{0};
+    std::chrono::nanoseconds validate_time{0};
+    decoded<T> r = read_reply<T>(std::string_view(a.text), options_->decode, options_->strictness, a.notes,
+                                 parse_time, validate_time, options_->clock, &mark);
+    if (repairing_) {
+      if (parse_time.count() > 0 || validate_time.count() > 0)
+        times.add(perf_stage::pre_remedy, parse_time + validate_time);
+    } else {
+      if (parse_time.count() > 0) times.add_attempt(perf_stage::parse, parse_time);
+      if (validate_time.count() > 0) times.add_attempt(perf_stage::validate, validate_time);
+    }
+    stage failed_at = stage::validate;
+    if (!r.ok()) {
+      a.issues = std::move(r.issues);
+      if (a.issues.front().code == issue_code::parse_error) failed_at = stage::parse;
+      destination_->reset();
+      return failed_at;
+    }
+    // Straight into the destination (one move of the value): a rejected value is taken back
+    // below, and the call drops the result of a call that failed after a read (call::finish).
+    *destination_ = std::move(r.value);
+    perf_stage where = perf_stage::validate;
+    check_(**destination_, a.issues, a.notes, where);
+    if (where != perf_stage::total) {
+      const time_point t = options_->clock ? options_->clock() : std::chrono::steady_clock::now();
+      times.add(repairing_ ? perf_stage::pre_remedy : where, t - mark);
+      mark = t;
+    }
+    if (!a.issues.empty()) {
+      failed_at = where == perf_stage::post ? stage::post : stage::validate;
+      // Kept when every issue is a noop (the contract turns those into notes and accepts).
+      const bool only_noop = std::all_of(a.issues.begin(), a.issues.end(),
+                                         [](const issue& i) { return i.action == fail_action::noop; });
+      if (!only_noop) destination_->reset();
+    }
+    return failed_at;
+  }
+
+  void accept() override {}
+
+  void stream_start(int number, const attempt* rejected) override {
+    if (!stream_) stream_.emplace(options_->decode, options_->strictness);
+    else stream_->reset();
+    number_ = number;
+    if (!on_update_) return;
+    stream_update<T> u;
+    u.what = stream_update<T>::kind::attempt_started;
+    u.attempt = number;
+    u.rejected = rejected;
+    on_update_(u);
+  }
+
+  bool stream_text(std::string_view delta, issue_list& violations) override {
+    if (!stream_) return false;
+    const bool changed = stream_->feed(delta);
+    if (changed && on_update_) {
+      stream_update<T> u;
+      u.what = stream_update<T>::kind::partial;
+      u.attempt = number_;
+      u.text = stream_->text();
+      u.partial = &stream_->view();
+      on_update_(u);
+    }
+    if (stream_->violations().empty()) return false;
+    violations = stream_->violations();
+    return true;
+  }
+
+  void on_update(std::function<void(const stream_update<T>&)> f) { on_update_ = std::move(f); }
+
+ private:
+  const contract_options* options_;
+  bool repairing_;
+  std::optional<T>* destination_;
+  Check check_;
+  std::function<void(const stream_update<T>&)> on_update_;
+  std::optional<stream_reader<T>> stream_;
+  int number_ = 1;
+};
+
+}  // namespace detail
+
+/// Wraps an Expression (see the top of this header) and an engine into a callable contract.
+template <class Expr>
+class contract {
+  using traits = detail::expression_traits<Expr>;
+  static_assert(traits::valid);
+
+ public:
+  using expression_type = Expr;
+  using input_type = typename traits::input;
+  using output_type = typename traits::output;
+  using intermediate_type = typename traits::intermediate;
+  using result_type = typename traits::result;
+  using call_result = contract_result<result_type, output_type>;
+
+  /// `model` must outlive the contract's blocking calls; asynchronous calls in flight when it is
+  /// destroyed end cancelled (covenant/engine.hpp). Throws std::invalid_argument for an invalid
+  /// retry policy.
+  explicit contract(engine& model, contract_options options = {}, Expr expression = Expr{})
+      : core_(std::make_shared<core>(model, std::move(options), std::move(expression))) {}
+
+  /// Runs the contract and returns forward's value. When the contract failed and the retry
+  /// policy is not graceful, throws covenant::contract_failure<result_type> (carrying forward's
+  /// value and the outcome) after forward has run.
+  result_type operator()(const input_type& input) const {
+    return value_of(run_as(input, nullptr, detail::call_via::call_operator));
+  }
+  /// The same, with a stop token or a deadline for this call.
+  result_type operator()(const input_type& input, const call_options& options) const {
+    return value_of(run_as(input, &options, detail::call_via::call_operator));
+  }
+
+  /// Runs the contract and returns forward's value together with the outcome. Never throws for a
+  /// failed contract: an exception from any stage before forward (a hook, the engine, rendering)
+  /// is recorded as an issue of that stage and forward runs with the failure. Exceptions of
+  /// forward itself propagate.
+  [[nodiscard]] call_result run(const input_type& input) const {
+    return run_as(input, nullptr, detail::call_via::run);
+  }
+  /// run() with a stop token or a deadline: a stop request or the deadline aborts the engine call
+  /// in progress (or the wait between attempts) and forward runs with a failed outcome at stage
+  /// `cancelled` or `deadline`. Everything still runs on the calling thread.
+  [[nodiscard]] call_result run(const input_type& input, const call_options& options) const {
+    return run_as(input, &options, detail::call_via::run);
+  }
+
+  /// Starts the contract and returns at once. The future gives run()'s result (or forward's
+  /// exception); future::cancel() and options.stop cancel the call, options.timeout/deadline bound
+  /// it. The input is copied. See the top of this header for which thread runs what.
+  [[nodiscard]] future<call_result> run_async(input_type input, call_options options = {}) const {
+    return start(std::move(input), std::move(options), nullptr);
+  }
+
+  /// run_async() with the reply streamed: `on_update` is told when each output attempt starts
+  /// and as its text arrives (on a worker, one call at a time per contract call). With
+  /// contract_options::early_stop, a streamed reply that already broke a rule no later text can
+  /// fix is stopped and the model asked again at once.
+  [[nodiscard]] future<call_result> stream(input_type input,
+                                           std::function<void(const stream_update<output_type>&)> on_update,
+                                           call_options options = {}) const {
+    return start(std::move(input), std::move(options), std::move(on_update));
+  }
+
+  /// Per-stage timing statistics of every call so far.
+  [[nodiscard]] const perf_stats& stats() const noexcept { return core_->stats; }
+  [[nodiscard]] perf_stats& stats() noexcept { return core_->stats; }
+  [[nodiscard]] const Expr& expression() const noexcept { return core_->expr; }
+  [[nodiscard]] const contract_options& options() const noexcept { return core_->options; }
+  /// The system message every output request starts with.
+  [[nodiscard]] const std::string& system_prompt() const noexcept { return core_->system_prompt; }
+
+ private:
+  struct core final : detail::contract_core {
+    core(engine& model, contract_options opts, Expr e)
+        : detail::contract_core(model, std::move(opts), std::string(traits::name)), expr(std::move(e)) {
+      options.retry.check();
+      schema_name = std::string(schema_name_of<output_type>());
+      const std::string task = traits::prompt_of(expr);
+      const std::string input_format =
+          options.describe_input && has_prompt_metadata(schema_of<input_type>())
+              ? prompt_text(schema_of<input_type>(), {.header = false})
+              : std::string();
+      system_prompt = detail::output_system_prompt(task, prompt_of<output_type>(), input_format, traits::rules_of());
+      repair_prompt = detail::input_repair_system_prompt(task, prompt_of<input_type>());
+      if (options.send_json_schema)
+        response_schema = detail::strict_schema_or_null(&openai_strict_schema_of<output_type>);
+      // Build every schema model now, not on the first call.
+      (void)schema_of<input_type>();
+      (void)schema_of<intermediate_type>();
+      (void)schema_of<output_type>();
+    }
+    Expr expr;
+    std::string system_prompt;
+    std::string repair_prompt;
+  };
+
+  template <class U>
+  static std::string_view schema_name_of() {
+    return schema_name<U>();
+  }
+
+  // Checks of a repaired input: its schema, then pre().
+  struct input_check {
+    const core* c;
+    void operator()(const input_type& in, issue_list& found, note_list&, perf_stage&) const {
+      found = covenant::validate(in);
+      if constexpr (traits::with_pre) {
+        if (found.empty())
+          detail::run_hook("pre", issue_code::precondition_violation, found, [&] { c->expr.pre(in); });
+      }
+    }
+  };
+
+  // Checks of an output: post() (the decoder checked the schema). `context` points to the call's
+  // act result (or input), set once the output request is prepared.
+  struct output_check {
+    const core* c;
+    const intermediate_type* const* context;
+    void operator()(output_type& out, issue_list& issues, note_list& notes, perf_stage& where) const {
+      // Tool checks (the application's predicates), their filters applied before post() sees the value.
+      const bool tools = detail::apply_tool_checks(out, issues);
+      if (!issues.empty() && detail::apply_filters(out, issues, notes)) {
+        for (issue& i : covenant::validate(out)) issues.push_back(std::move(i));
+      }
+      if constexpr (traits::with_post) {
+        where = tools ? perf_stage::validate : perf_stage::post;
+        // post() sees only a value its checks accepted (noop failures are only noted).
+        for (const issue& i : issues)
+          if (i.action != fail_action::noop) return;
+        where = perf_stage::post;
+        detail::run_hook("post", issue_code::postcondition_violation, issues, [&] {
+          if constexpr (traits::post_arity() == 2) c->expr.post(out, **context);
+          else c->expr.post(out);
+        });
+        // on-fail action filter: the items post() pointed at are dropped; what is left is
+        // checked against the schema again (a list may now be too short).
+        if (!issues.empty() && detail::apply_filters(out, issues, notes)) {
+          for (issue& i : covenant::validate(out)) issues.push_back(std::move(i));
+        }
+      } else {
+        (void)out;
+        (void)issues;
+        (void)notes;
+        where = tools ? perf_stage::validate : perf_stage::total;  // total: nothing ran, no stage to time
+      }
+    }
+  };
+
+  // One call: its input, outcome and intermediate values, run by detail::run_blocking or
+  // detail::start_async.
+  class call final : public detail::call_steps {
+   public:
+    // Blocking: the caller's input.
+    call(const core& c, const input_type& input)
+        : c_(&c), input_(&input),
+          input_reader_(c.options, attempt_kind::input_repair, repaired_, input_check{&c}),
+          output_reader_(c.options, attempt_kind::output, oc_.result, output_check{&c, &context_}) {
+      begin();
+    }
+    // Asynchronous: owns its input and completes a future.
+    call(const core& c, input_type&& input, std::shared_ptr<detail::future_state<call_result>> promise)
+        : c_(&c), owned_(std::move(input)), input_(&*owned_),
+          input_reader_(c.options, attempt_kind::input_repair, repaired_, input_check{&c}),
+          output_reader_(c.options, attempt_kind::output, oc_.result, output_check{&c, &context_}),
+          promise_(std::move(promise)) {
+      via = detail::call_via::run_async;
+      begin();
+    }
+
+    stage check_input(std::vector<message>& repair) override {
+      at = stage::input_validation;
+      issue_list input_issues = covenant::validate(*input_);
+      lap(perf_stage::input_validation);
+      stage input_stage = input_issues.empty() ? stage::none : stage::input_validation;
+      if constexpr (traits::with_pre) {
+        if (input_issues.empty()) {
+          at = stage::pre;
+          detail::run_hook("pre", issue_code::precondition_violation, input_issues, [&] { c_->expr.pre(*input_); });
+          lap(perf_stage::pre);
+          if (!input_issues.empty()) input_stage = stage::pre;
+        }
+      }
+      if (input_issues.empty()) return stage::none;
+      oc_.input_issues = input_issues;
+      if (!c_->options.pre_remedy) {
+        oc_.issues = std::move(input_issues);
+        return input_stage;
+      }
+      at = stage::pre_remedy;
+      repair.push_back({role::system, c_->repair_prompt});
+      repair.push_back({role::user, detail::input_repair_message(detail::render_input_message(*input_), input_issues)});
+      if (c_->options.verbose) detail::log_prompt(c_->name, "input repair prompt", repair[1].content);
+      return stage::pre_remedy;
+    }
+
+    detail::reply_reader& input_reader() override { return input_reader_; }
+
+    stage prepare(std::vector<message>& base) override {
+      const input_type& current = repaired_ ? *repaired_ : *input_;
+      if constexpr (traits::with_act) {
+        at = stage::act;
+        issue_list act_issues;
+        detail::run_hook("act", issue_code::hook_exception, act_issues, [&] { acted_.emplace(c_->expr.act(current)); });
+        lap(perf_stage::act);
+        if (!acted_) {
+          oc_.issues = std::move(act_issues);
+          return stage::act;
+        }
+        if (issue_list act_checks = covenant::validate(*acted_); !act_checks.empty()) {
+          oc_.issues = std::move(act_checks);
+          return stage::act;
+        }
+      }
+      const intermediate_type& context = [&]() -> const intermediate_type& {
+        if constexpr (traits::with_act) return *acted_;
+        else return current;
+      }();
+      context_ = &context;
+      at = stage::render;
+      base.reserve(4);
+      base.push_back({role::system, c_->system_prompt});
+      base.push_back({role::user, detail::render_input_message(context)});
+      if (c_->options.verbose) {
+        detail::log_prompt(c_->name, "system prompt", base[0].content);
+        detail::log_prompt(c_->name, "user prompt", base[1].content);
+      }
+      lap(perf_stage::render);
+      return stage::none;
+    }
+
+    detail::reply_reader& output_reader() override { return output_reader_; }
+
+    void discard() override { oc_.result.reset(); }
+
+    void finish(stage failed) override {
+      if (failed == stage::none) {
+        oc_.success = true;
+      } else {
+        oc_.failed_stage = failed;
+        oc_.result.reset();  // a reply read but then rejected (cut off, say) is no result
+      }
+      const input_type& forward_input = [&]() -> const input_type& {
+        if constexpr (std::is_same_v<intermediate_type, input_type> && traits::with_act) {
+          if (oc_.success) return *acted_;
+        }
+        if (oc_.success && repaired_) return *repaired_;
+        return *input_;
+      }();
+      const detail::time_point f0 = c_->now();
+      oc_.elapsed = f0 - start;
+      if (!promise_) {
+        value_.emplace(c_->expr.forward(forward_input, oc_));
+        record(f0);
+        return;
+      }
+      try {
+        result_type value = c_->expr.forward(forward_input, oc_);
+        record(f0);
+        promise_->set_value(call_result{std::move(value), std::move(oc_)});
+      } catch (...) {
+        record(f0, true);
+        promise_->set_exception(std::current_exception());
+      }
+    }
+
+    void on_update(std::function<void(const stream_update<output_type>&)> f) { output_reader_.on_update(std::move(f)); }
+
+    /// The blocking call's result, once finish() ran (built in the caller's return value: the
+    /// outcome is moved once).
+    call_result take() { return call_result{std::move(*value_), std::move(oc_)}; }
+
+   private:
+    template <class T, class Check>
+    using reader_type = detail::typed_reader<T, Check>;
+
+    void begin() {
+      oc = &oc_;
+      start = c_->now();
+      mark = start;
+    }
+
+    void lap(perf_stage s) {
+      const detail::time_point t = c_->now();
+      times.add(s, t - mark);
+      mark = t;
+    }
+
+    void record(detail::time_point f0, bool forward_threw = false) {
+      const detail::time_point f1 = c_->now();
+      times.add(perf_stage::forward, f1 - f0);
+      times.add(perf_stage::total, f1 - start);
+      detail::call_finished(*c_, oc_, times, via, forward_threw);
+    }
+
+    std::optional<result_type> value_;  // forward's value (blocking calls)
+    const core* c_;
+    std::optional<input_type> owned_;
+    const input_type* input_;
+    outcome<output_type> oc_;
+    std::optional<input_type> repaired_;
+    std::optional<intermediate_type> acted_;
+    const intermediate_type* context_ = nullptr;
+    reader_type<input_type, input_check> input_reader_;
+    reader_type<output_type, output_check> output_reader_;
+    std::shared_ptr<detail::future_state<call_result>> promise_;
+  };
+
+  future<call_result> start(input_type input, call_options options,
+                            std::function<void(const stream_update<output_type>&)> on_update) const {
+    auto [f, promise] = detail::make_future<call_result>();
+    const std::stop_token cancel = promise->stop.get_token();
+    auto c = std::make_shared<call>(*core_, std::move(input), promise);
+    const bool streaming = static_cast<bool>(on_update);
+    if (streaming) c->on_update(std::move(on_update));
+    // The call keeps the contract's core alive: the contract may go away first.
+    detail::start_async(std::shared_ptr<detail::call_steps>(c, c.get()),
+                        std::shared_ptr<const detail::contract_core>(core_, core_.get()), std::move(options), cancel,
+                        streaming);
+    return std::move(f);
+  }
+
+  call_result run_as(const input_type& input, const call_options* options, detail::call_via via) const {
+    call c(*core_, input);
+    c.via = via;
+    detail::run_blocking(c, *core_, options);
+    return c.take();
+  }
+
+  result_type value_of(call_result&& r) const {
+    if (!r.outcome.success && !core_->options.retry.graceful)
+      throw contract_failure<result_type>(static_cast<outcome_base&>(r.outcome), std::move(r.value));
+    return std::move(r.value);
+  }
+
+  std::shared_ptr<core> core_;
+};
+
+}  // namespace covenant

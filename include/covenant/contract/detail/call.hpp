@@ -1,0 +1,235 @@
+// covenant/detail/call.hpp - the type-erased core of a contract call, shared by typed and dynamic
+// contracts, blocking and asynchronous calls.
+//
+// A call is a fixed sequence of steps (call_steps, implemented per contract kind): check the
+// input; with pre-remedy, a remedy phase asking for a repaired input; prepare the output request
+// (act, render); the output remedy phase; finish (forward). A remedy phase (remedy_phase) is the
+// model-facing loop: send, read and check the reply (reply_reader, typed), then accept, fail, or
+// wait and ask again with a corrective message. The drivers run that sequence: run_blocking on
+// the calling thread, start_async on a runtime (the engine's asynchronous start(), timers for the
+// waits, one piece of the call's work at a time on a worker).
+#pragma once
+
+#include <boost/json/fwd.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "covenant/contract/contract_options.hpp"
+#include "covenant/engine/engine.hpp"
+#include "covenant/types/issues.hpp"
+#include "covenant/contract/observer.hpp"
+#include "covenant/contract/outcome.hpp"
+#include "covenant/contract/perf_stats.hpp"
+
+namespace covenant::detail {
+
+using time_point = std::chrono::steady_clock::time_point;
+
+/// The typed side of a remedy phase: reads replies into the phase's value and checks them.
+class reply_reader {
+ public:
+  virtual ~reply_reader() = default;
+  /// Reads `a.text` and runs every check of the phase: issues into a.issues, notes into a.notes.
+  /// Stage times go into `times`, counted from `mark`, which is set to when the work ended.
+  /// Returns the stage of the failure (parse, validate or post; ignored when a.issues is empty).
+  virtual stage read(attempt& a, call_timings& times, time_point& mark) = 0;
+  /// The value of the last read was accepted: keep it.
+  virtual void accept() = 0;
+  /// Streaming: attempt `number` starts streaming; `rejected` is the previous attempt of the
+  /// phase when it was rejected (null for the first).
+  virtual void stream_start(int number, const attempt* rejected) { (void)number, (void)rejected; }
+  /// Streaming: the next piece of the reply. Returns true to stop the transfer now, with the
+  /// violations that no later text can fix in `violations`.
+  virtual bool stream_text(std::string_view delta, issue_list& violations) {
+    (void)delta, (void)violations;
+    return false;
+  }
+};
+
+/// What every call of one contract shares: options, engine, names, statistics. Calls in flight
+/// hold it, so a contract may be destroyed before they end.
+struct contract_core {
+  contract_core(engine& model, contract_options opts, std::string name_)
+      : model(&model), anchor(model.anchor()), options(std::move(opts)), name(std::move(name_)) {}
+  virtual ~contract_core() = default;
+
+  engine* model;
+  std::shared_ptr<engine_anchor> anchor;
+  contract_options options;
+  std::string name;
+  /// The output's strict JSON Schema (null when not sent) and its name.
+  std::shared_ptr<const boost::json::value> response_schema;
+  std::string schema_name;
+  /// Registry-backed dynamic contracts: the schema version (observers, audit lines, metrics).
+  std::string schema_version;
+  /// Whether a forward hook runs at the end of each call (typed contracts; dynamic ones have none).
+  bool has_forward = true;
+  mutable covenant::perf_stats stats;
+
+  [[nodiscard]] time_point now() const { return options.clock ? options.clock() : std::chrono::steady_clock::now(); }
+};
+
+/// One remedy phase: the model-facing loop (ask, read, check; corrective message and wait).
+class remedy_phase {
+ public:
+  enum class next : std::uint8_t { wait, accepted, failed };
+
+  remedy_phase(const contract_core& core, attempt_kind kind, bool remedy, std::vector<message> base,
+               outcome_base& oc, call_timings& times, reply_reader& reader, time_point mark);
+
+  /// What the current attempt sends.
+  [[nodiscard]] const chat_request& request() const noexcept { return request_; }
+  [[nodiscard]] chat_request& request() noexcept { return request_; }
+  [[nodiscard]] attempt_kind kind() const noexcept { return kind_; }
+  [[nodiscard]] reply_reader& reader() noexcept { return *reader_; }
+  /// 1-based number of the current attempt within the phase.
+  [[nodiscard]] int number() const noexcept { return k_ + 1; }
+  /// The attempt rejected last (null before the first rejection).
+  [[nodiscard]] const attempt* rejected() const noexcept;
+
+  /// The next attempt waited `d` for its turn under the rate limiter before it was sent (part of
+  /// its queue time, attempt::queued).
+  void waited_for_turn(std::chrono::nanoseconds d) noexcept { turn_ += d; }
+  /// Starts the next attempt; its engine time counts from the end of the previous stage (its
+  /// latency is that time less its queue time).
+  void begin_attempt();
+  /// The engine's reply to the current attempt.
+  next on_reply(chat_response&& reply);
+  /// The engine failed (not a violation: no corrective message); the phase fails. The issue reads
+  /// `engine failed (HTTP <status>): <what>` when there was an HTTP status, else `engine failed: <what>`.
+  /// `queued`: the engine's waits between its exchanges (engine_error::queued).
+  next on_engine_error(const std::string& what, int status = 0, std::chrono::nanoseconds queued = {});
+  /// A streamed reply was stopped with `violations` after `text` arrived; judged like a rejected
+  /// reply (a note says it was stopped early).
+  next on_early_stop(std::string text, issue_list violations);
+  /// The call was stopped (stage::cancelled or stage::deadline) during the current attempt (after
+  /// `text` arrived) or during a wait; the phase fails with that issue.
+  void on_stopped(stage why, std::string_view reason, std::string text, bool in_attempt);
+
+  /// The wait before the next attempt (after next::wait).
+  [[nodiscard]] std::chrono::nanoseconds wait() const noexcept { return wait_; }
+  /// The wait is over (timed as post_remedy).
+  void after_wait();
+
+  [[nodiscard]] time_point mark() const noexcept { return mark_; }
+
+  /// A piece of a streamed reply arrived (observers' on_stream).
+  void on_stream_piece(std::string_view delta);
+
+ private:
+  [[nodiscard]] call_info info() const noexcept;
+  void attempt_judged(verdict v);
+  void actions_taken(const attempt& a, fail_action decided);
+  next judge(attempt& a, stage failed_at);
+  void lap(perf_stage s);
+  void fail(attempt a, stage at);
+  /// A new attempt record for the current attempt, with its turn under the limiter as queue time.
+  attempt new_attempt();
+  /// The attempt's engine time ends at `t`: its latency (less its queue time) and stage times.
+  void timed(attempt& a, time_point t);
+
+  const contract_core* core_;
+  attempt_kind kind_;
+  bool remedy_;
+  outcome_base* oc_;
+  call_timings* times_;
+  reply_reader* reader_;
+  time_point mark_;
+  chat_request request_;
+  std::size_t base_size_ = 0;
+  std::size_t first_attempt_ = 0;
+  int k_ = -1;
+  std::chrono::nanoseconds wait_{0};
+  std::chrono::nanoseconds waited_{0};
+  std::chrono::nanoseconds turn_{0};  // the current attempt's wait under the limiter
+  time_point sent_{};
+};
+
+/// How a call was made, which decides what its caller gets when it fails (the log line of a
+/// failed call says so).
+enum class call_via : std::uint8_t {
+  run,            ///< run(): the failed outcome is returned
+  run_async,      ///< run_async() or stream(): the future gets the failed outcome
+  call_operator,  ///< operator(): throws contract_failure, or returns the value when graceful
+};
+
+/// The steps of one call, in the order the drivers run them. Steps run one at a time.
+class call_steps {
+ public:
+  virtual ~call_steps() = default;
+  /// Input validation and pre(). stage::none: go on; stage::pre_remedy: ask the model for a
+  /// repaired input, starting with the messages put in `repair`; any other stage: the call failed
+  /// there (the issues are on the outcome).
+  virtual stage check_input(std::vector<message>& repair) = 0;
+  virtual reply_reader& input_reader() = 0;
+  /// act() and rendering. stage::none with the output request's first messages in `base`, else
+  /// the stage that failed.
+  virtual stage prepare(std::vector<message>& base) = 0;
+  virtual reply_reader& output_reader() = 0;
+  /// An exception escaped a step at stage `at`: drop any value produced so far.
+  virtual void discard() = 0;
+  /// forward and the call's result; `failed` is stage::none on success. May throw (forward's
+  /// own exceptions): a blocking call propagates them, an asynchronous one puts them in its future.
+  virtual void finish(stage failed) = 0;
+
+  /// The stage running now (an exception escaping a step is recorded as an issue of it).
+  stage at = stage::input_validation;
+  /// How the call was made (set before it runs).
+  call_via via = call_via::run;
+  outcome_base* oc = nullptr;
+  call_timings times;
+  time_point start{};
+  time_point mark{};
+};
+
+/// Runs the call on this thread, with call options (a stop token or a deadline) or without.
+/// Exceptions of finish() (forward's) propagate.
+void run_blocking(call_steps& steps, const contract_core& core, const call_options* options = nullptr);
+
+/// Starts the call on the contract's runtime and returns at once. `steps` and `core` are kept
+/// alive until finish() has run. `stream`: ask the engine to stream and feed the readers' stream
+/// hooks. `cancel` is a second stop token (the future's).
+void start_async(std::shared_ptr<call_steps> steps, std::shared_ptr<const contract_core> core, call_options options,
+                 std::stop_token cancel, bool stream);
+
+/// The corrective message after a rejected attempt.
+std::string corrective_message(const attempt& rejected, const std::vector<const attempt*>& earlier,
+                               std::string_view what);
+/// The issue recorded when a hook throws something other than covenant::violation.
+issue hook_exception_issue(std::string_view hook, std::string_view type, std::string_view what);
+/// The issue of a stopped call: code cancelled or deadline.
+issue stopped_issue(stage why, std::string_view reason);
+
+/// The line logged when a call ends (see docs/contracts.md#logging). `forward_threw`: the
+/// exception of forward is what the caller gets.
+void log_call_result(const contract_core& core, const outcome_base& o, call_via via, bool forward_threw = false);
+/// The call ended: its times into the contract's statistics, the result logged, observers told.
+void call_finished(const contract_core& core, const outcome_base& o, const call_timings& times, call_via via,
+                   bool forward_threw = false);
+
+void notify_failed(const std::exception* e) noexcept;
+/// Calls `f(observer&)` for each observer of the contract; one that throws is logged and ignored.
+template <class F>
+void notify(const contract_core& core, F&& f) noexcept {
+  for (const auto& o : core.options.observers) {
+    if (!o) continue;
+    try {
+      f(*o);
+    } catch (const std::exception& e) {
+      notify_failed(&e);
+    } catch (...) {
+      notify_failed(nullptr);
+    }
+  }
+}
+void log_prompt(std::string_view expression, std::string_view what, std::string_view text);
+
+void default_sleep(std::chrono::nanoseconds d);
+
+}  // namespace covenant::detail

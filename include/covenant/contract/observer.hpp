@@ -1,0 +1,115 @@
+// covenant/observer.hpp - callbacks for each event of a contract call, to feed tracing, metrics
+// and audit logs without patching covenant.
+//
+//     struct tracer : covenant::observer {
+//       void on_attempt(const covenant::attempt_event& e) override { ... e.call.query_id, e.a.issues ... }
+//       void on_finished(const covenant::finished_event& e) override { ... e.outcome.summary() ... }
+//     };
+//     covenant::contract_options o;
+//     o.observers.push_back(std::make_shared<tracer>());
+//
+// Every callback runs on the thread doing that piece of the call (the caller's for blocking calls,
+// a runtime worker for asynchronous ones), without any lock of covenant held; one call's events
+// arrive one at a time, in order. Observers shared by many contracts or calls are called from
+// several threads at once and must be thread-safe. An observer that throws is logged (warn level
+// of the "covenant" logger) and ignored: it never changes the call. The event objects are valid
+// only during the callback. covenant's own metrics (covenant/metrics.hpp) and audit log
+// (covenant/audit_log.hpp) are observers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "covenant/engine/engine.hpp"
+#include "covenant/types/issues.hpp"
+#include "covenant/contract/outcome.hpp"
+#include "covenant/contract/perf_stats.hpp"
+
+namespace covenant {
+
+/// Which call an event belongs to.
+struct call_info {
+  std::string_view contract;        ///< the contract's name (its Expression's)
+  std::string_view query_id;        ///< call_options::query_id, or one generated for the call
+  std::string_view schema_version;  ///< registry-backed dynamic contracts: the version used ("" otherwise)
+};
+
+/// A request is about to be sent to the engine.
+struct request_event {
+  const call_info& call;
+  attempt_kind kind;
+  int attempt;                 ///< 1-based within its kind
+  const chat_request& request;
+};
+
+/// A piece of a streamed reply arrived.
+struct stream_event {
+  const call_info& call;
+  attempt_kind kind;
+  int attempt;
+  std::string_view delta;
+};
+
+/// What became of an attempt.
+enum class verdict : std::uint8_t {
+  accepted,  ///< the reply was accepted
+  rejected,  ///< rejected; the model is asked again (a retry_event follows)
+  failed,    ///< rejected, and the phase ends (no tries left, remedy off, refrain, exception, engine error, stop)
+};
+
+/// "accepted", "rejected", "failed".
+std::string_view to_string(verdict v) noexcept;
+
+/// An attempt was read and judged: the reply (text, usage, latency, queue time) and its issues and
+/// notes.
+struct attempt_event {
+  const call_info& call;
+  const covenant::attempt& a;
+  covenant::verdict verdict;
+  int retries;  ///< attempts of this phase before this one
+};
+
+/// An on-fail action was taken: fix, filter and noop (with the note that records it) or refrain
+/// and exception (with the issue that decided).
+struct action_event {
+  const call_info& call;
+  int attempt;
+  fail_action action;
+  const covenant::note* note;    ///< fix, filter, noop: the note on the attempt (else null)
+  const covenant::issue* issue;  ///< refrain, exception: the deciding issue (else null)
+};
+
+/// The model will be asked again after `wait`.
+struct retry_event {
+  const call_info& call;
+  attempt_kind kind;
+  int next_attempt;
+  std::chrono::nanoseconds wait;
+  const issue_list& issues;  ///< what is fed back
+};
+
+/// The call ended (after forward ran, or threw).
+struct finished_event {
+  const call_info& call;
+  const outcome_base& outcome;
+  const call_timings& timings;  ///< the call's stage times (perf_stats has the same, aggregated)
+};
+
+/// A new call id: 16 hexadecimal digits (what a call without call_options::query_id gets).
+std::string make_query_id();
+
+/// Receives the events of contract calls. Every callback has an empty default.
+class observer {
+ public:
+  virtual ~observer() = default;
+  virtual void on_request(const request_event&) {}
+  virtual void on_stream(const stream_event&) {}
+  virtual void on_attempt(const attempt_event&) {}
+  virtual void on_action(const action_event&) {}
+  virtual void on_retry(const retry_event&) {}
+  virtual void on_finished(const finished_event&) {}
+};
+
+}  // namespace covenant

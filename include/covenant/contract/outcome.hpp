@@ -1,0 +1,134 @@
+// covenant/outcome.hpp - what happened in one contract call, handed to forward() and returned
+// by contract::run(). It belongs to that call only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "covenant/engine/engine.hpp"
+#include "covenant/types/issues.hpp"
+
+namespace covenant {
+
+/// The stages of a contract call, in order.
+enum class stage : std::uint8_t {
+  none,              ///< nothing failed
+  input_validation,  ///< the input did not satisfy its type's schema
+  pre,               ///< pre() rejected the input
+  pre_remedy,        ///< asking the model to repair the input
+  act,               ///< act() threw
+  render,            ///< building the prompt
+  engine,            ///< the engine failed (transport, quota; never shown to the model)
+  parse,             ///< the reply was not readable JSON
+  validate,          ///< the reply did not fit the output type and its constraints
+  post,              ///< post() rejected the output
+  post_remedy,       ///< building corrective messages and waiting between attempts
+  forward,           ///< the forward() hook
+  cancelled,         ///< the call was cancelled (call_options::stop, future::cancel, engine destroyed)
+  deadline,          ///< the call's deadline (call_options::timeout / deadline) passed
+};
+
+/// "input_validation", "pre", ... ("none" for stage::none)
+std::string_view to_string(stage s) noexcept;
+
+/// Which loop an attempt belongs to.
+enum class attempt_kind : std::uint8_t {
+  output,        ///< generating (and re-generating) the output
+  input_repair,  ///< pre-remedy: asking for a corrected input
+};
+
+/// One model call and what came of it.
+struct attempt {
+  attempt_kind kind = attempt_kind::output;
+  int number = 1;                          ///< 1-based within its kind
+  std::string text;                        ///< the model's raw reply
+  issue_list issues;                       ///< why it was rejected (empty: accepted)
+  note_list notes;                         ///< repairs and coercions applied to read it
+  /// The model call's time: from sending the request to its reply, less `queued`.
+  std::chrono::nanoseconds latency{};
+  /// Time the attempt waited to be served rather than talking to the server: its turn under the
+  /// rate limiter before it was sent, and within the engine the waits before transport retries
+  /// (backoff, a server's Retry-After) and their turns under the limiter (chat_response::queued,
+  /// engine_error::queued). Not part of `latency`.
+  std::chrono::nanoseconds queued{};
+  /// The remedy delay slept before this attempt (retry_policy: after a rejected reply); neither
+  /// latency nor queue time.
+  std::chrono::nanoseconds waited{};
+  covenant::usage usage;                   ///< tokens of this call
+  std::string finish_reason;
+  bool engine_failed = false;              ///< the engine threw; `issues` holds the engine_error
+};
+
+/// Everything about a call except the typed result.
+struct outcome_base {
+  bool success = false;
+  stage failed_stage = stage::none;        ///< where the call failed (stage::none on success)
+  issue_list issues;                       ///< the issues that decided the call (empty on success)
+  /// Why a failed call ended without asking again, when a check's on-fail action decided it:
+  /// "refrained", "exception", or the reason the check gave (e.g. "no_valid_resources"); empty
+  /// otherwise (success, retries used up, engine failures...).
+  std::string reason;
+  /// The input's own issues (its schema, pre()) that pre-remedy was asked to repair; empty when the
+  /// input passed as given. With pre_remedy off, a bad input fails the call with these as `issues`.
+  issue_list input_issues;
+  bool truncated = false;                  ///< the accepted reply was cut off (see the `truncated` note)
+  note_list notes;                         ///< repairs and coercions of the accepted reply
+  std::vector<attempt> attempts;           ///< every model call, in order
+  covenant::usage usage;                   ///< tokens summed over every attempt
+  std::chrono::nanoseconds elapsed{};      ///< wall time of the call up to forward()
+  std::string query_id;                    ///< call_options::query_id, or the id generated for the call
+
+  explicit operator bool() const noexcept { return success; }
+  /// Number of model calls made.
+  [[nodiscard]] std::size_t calls() const noexcept { return attempts.size(); }
+  /// The call's queue time: attempt::queued summed over its attempts (part of `elapsed`).
+  [[nodiscard]] std::chrono::nanoseconds queued() const noexcept {
+    std::chrono::nanoseconds sum{0};
+    for (const attempt& a : attempts) sum += a.queued;
+    return sum;
+  }
+  /// One-line summary: "succeeded after 2 attempts" / "failed at post after 4 attempts: ...".
+  [[nodiscard]] std::string summary() const;
+};
+
+/// The outcome of a contract call, with the validated output when it succeeded.
+template <class Output>
+struct outcome : outcome_base {
+  std::optional<Output> result;  ///< present exactly when success is true
+};
+
+/// What contract::run() returns: forward's value and the call's outcome.
+template <class Result, class Output>
+struct contract_result {
+  Result value;
+  covenant::outcome<Output> outcome;
+};
+
+/// Thrown by a non-graceful contract's call operator when the contract failed (after forward ran).
+class contract_error : public std::runtime_error {
+ public:
+  explicit contract_error(outcome_base outcome);
+  [[nodiscard]] const outcome_base& outcome() const noexcept { return outcome_; }
+
+ private:
+  outcome_base outcome_;
+};
+
+/// contract_error that also carries the value forward() returned (the fallback).
+template <class Result>
+class contract_failure : public contract_error {
+ public:
+  contract_failure(outcome_base outcome, Result fallback)
+      : contract_error(std::move(outcome)), fallback_(std::move(fallback)) {}
+  [[nodiscard]] const Result& fallback() const noexcept { return fallback_; }
+
+ private:
+  Result fallback_;
+};
+
+}  // namespace covenant

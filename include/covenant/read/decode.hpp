@@ -1,0 +1,863 @@
+// covenant/decode.hpp - JSON text (or a boost::json::value) into a C++ type, with every issue.
+// decode<T>(text) and from_value<T>(boost::json::value).
+//
+//     auto r = covenant::decode<FinalAnswer>(text);
+//     if (!r) std::cerr << covenant::render_feedback(r.issues);   // one line per issue
+//     else use(*r.value);
+//
+// Decoding reads the text straight into the struct (no intermediate DOM), checks every
+// constraint and cross-field rule of the schema model as it goes, and collects every issue with
+// its path instead of stopping at the first. Malformed JSON yields one parse_error issue with
+// line and column; nothing throws unless you call decode_or_throw().
+#pragma once
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <boost/pfr.hpp>
+
+#include <array>
+#include <bitset>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "covenant/read/detail/coerce.hpp"
+#include "covenant/read/detail/decode_context.hpp"
+#include "covenant/read/detail/json_reader.hpp"
+#include "covenant/types/detail/traits.hpp"
+#include "covenant/types/issues.hpp"
+#include "covenant/types/schema_of.hpp"
+
+namespace covenant {
+
+/// Result of decoding: the value when there were no issues, and every issue.
+template <class T>
+struct decoded {
+  std::optional<T> value;
+  issue_list issues;
+  note_list notes;  ///< coercions applied (decode_options::coerce)
+
+  [[nodiscard]] bool ok() const noexcept { return issues.empty(); }
+  explicit operator bool() const noexcept { return ok(); }
+};
+
+namespace detail {
+
+template <class T>
+COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
+                                       const path_frame* at);
+
+inline std::string_view span_from(const json_reader& r, const char* start) {
+  return {start, static_cast<std::size_t>(r.position() - start)};
+}
+
+// Skips the value at the reader and reports a type mismatch for it.
+inline void mismatch_and_skip(json_reader& r, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  std::string_view raw;
+  if (r.skip_value(raw)) type_mismatch(ctx, at, node, raw);
+}
+
+// Coerce mode: a string holding the JSON text of an object or a list, where the schema wants
+// one, decoded from that text at the same path. False (the reader back at the string) when the
+// string holds no such value.
+template <class T>
+COVENANT_NOINLINE bool read_json_in_string(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
+                                           const path_frame* at) {
+  std::string json;
+  if (!take_json_in_string(r, ctx, at, json)) return r.failed();
+  json_reader inner(json, ctx.opts.max_depth);
+  read_value(inner, out, node, ctx, at);
+  if (inner.failed()) type_mismatch(ctx, at, node, json);  // strict JSON within the depth: not expected
+  return true;
+}
+
+// The constraints of a number that failed the inline screen (or has others), with fixes
+// (on-fail action fix) written back.
+template <class N>
+COVENANT_NOINLINE void number_constraints(N& out, const schema::type& node, std::string_view raw, decode_context& ctx,
+                                          const path_frame* at) {
+  double v = static_cast<double>(out);
+  if (!check_number_fix(node.constraints, v, is_integer_v<N>, raw, &out, ctx, at)) return;
+  if constexpr (is_integer_v<N>) {
+    if (v < static_cast<double>(std::numeric_limits<N>::min())) v = static_cast<double>(std::numeric_limits<N>::min());
+    if (v >= static_cast<double>(std::numeric_limits<N>::max())) out = std::numeric_limits<N>::max();
+    else out = static_cast<N>(v);
+  } else {
+    out = static_cast<N>(v);
+  }
+}
+
+// The constraints of a string, with fixes written back.
+COVENANT_NOINLINE inline void string_constraints(std::string& out, const schema::type& node, std::string_view raw,
+                                                 decode_context& ctx, const path_frame* at) {
+  std::string fixed;
+  if (check_string_fix(node.constraints, out, raw, &out, ctx, at, fixed)) out = std::move(fixed);
+}
+
+// Coerce mode, an object or a list where a string is wanted: read as the text it was written as
+// in the reply (written_text). Out of line, off the decoder's fast path.
+COVENANT_NOINLINE inline void read_written_text(json_reader& r, std::string& out, const schema::type& node,
+                                                decode_context& ctx, const path_frame* at) {
+  std::string_view raw;
+  if (!r.skip_value(raw)) return;
+  std::string_view text;
+  if (!written_text(ctx, raw, text)) return type_mismatch(ctx, at, node, raw);
+  out.assign(text.data(), text.size());
+  ctx.note(at, note_kind::coerced, std::string(written_text_note(raw)));
+  if (!node.constraints.empty()) string_constraints(out, node, text, ctx, at);
+}
+
+// The constraints of a list or map, with fixes applied to it.
+template <class C>
+COVENANT_NOINLINE void count_constraints(C& out, const schema::type& node, std::string_view raw, decode_context& ctx,
+                                         const path_frame* at) {
+  static constexpr container_ops ops{
+      [](const void* c) { return static_cast<const C*>(c)->size(); },
+      [](void* c, std::size_t n) {
+        if constexpr (is_vector<C>::value) {
+          auto& v = *static_cast<C*>(c);
+          if (n < v.size()) v.erase(v.begin() + static_cast<std::ptrdiff_t>(n), v.end());
+        } else {
+          (void)c, (void)n;
+        }
+      },
+      true};
+  if constexpr (is_vector<C>::value) check_count_fix(node.constraints, false, raw, &out, ops, ctx, at);
+  else check_count_fix(node.constraints, true, raw, &out, container_ops{ops.size, nullptr, true}, ctx, at);
+}
+
+// An object or a map expected, something else written: in coerce mode a string holding its JSON
+// text is read as it; anything else is a type mismatch. Out of line, off the decoder's fast path.
+template <class T>
+COVENANT_NOINLINE void not_a_container(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
+                                       const path_frame* at) {
+  if (ctx.opts.coerce && r.peek() == '"' && read_json_in_string(r, out, node, ctx, at)) return;
+  mismatch_and_skip(r, node, ctx, at);
+}
+
+// Coerce mode, a list expected and neither a list nor null written: a string holding the JSON
+// text of a list is read as that list; any other single value as a one-item list.
+template <class V>
+COVENANT_NOINLINE void read_list_coerced(json_reader& r, V& out, const schema::type& node, decode_context& ctx,
+                                         const path_frame* at) {
+  if (r.peek() == '"' && read_json_in_string(r, out, node, ctx, at)) return;
+  const std::size_t before = ctx.issues.size();
+  out.resize(1);
+  path_frame f{at, {}, 0, true};
+  read_value(r, out[0], node.args[0], ctx, &f);
+  if (r.failed()) return;
+  if (ctx.issues.size() == before) ctx.note(at, note_kind::coerced, "a single value read as a one-item list");
+  if (!node.constraints.empty()) count_constraints(out, node, "[...]", ctx, at);
+}
+
+template <class I>
+COVENANT_ALWAYS_INLINE bool integer_from_token(const number_token& tok, I& out) noexcept {
+  if (tok.integral) {
+    const char* q = tok.begin + (tok.negative ? 1 : 0);
+    const std::size_t digits = static_cast<std::size_t>(tok.end - q);
+    if (digits > 20) return false;
+    std::uint64_t mag = 0;
+    const char* fast_end = digits > 19 ? q + 19 : tok.end;  // 19 digits never overflow
+    for (; q < fast_end; ++q) mag = mag * 10 + static_cast<std::uint64_t>(*q - '0');
+    if (q < tok.end) {
+      const auto d = static_cast<std::uint64_t>(*q - '0');
+      if (mag > (std::numeric_limits<std::uint64_t>::max() - d) / 10) return false;
+      mag = mag * 10 + d;
+    }
+    if constexpr (std::is_signed_v<I>) {
+      constexpr auto max_pos = static_cast<std::uint64_t>(std::numeric_limits<I>::max());
+      if (tok.negative) {
+        if (mag > max_pos + 1) return false;
+        out = mag == max_pos + 1 ? std::numeric_limits<I>::min() : static_cast<I>(-static_cast<std::int64_t>(mag));
+      } else {
+        if (mag > max_pos) return false;
+        out = static_cast<I>(mag);
+      }
+    } else {
+      if (tok.negative && mag != 0) return false;
+      if (mag > static_cast<std::uint64_t>(std::numeric_limits<I>::max())) return false;
+      out = static_cast<I>(mag);
+    }
+    return true;
+  }
+  double d = 0;
+  const auto res = std::from_chars(tok.begin, tok.end, d);
+  if (res.ec != std::errc() || !std::isfinite(d) || std::trunc(d) != d) return false;
+  if (d < static_cast<double>(std::numeric_limits<I>::min()) || d >= static_cast<double>(std::numeric_limits<I>::max()) + 1.0)
+    return false;
+  out = static_cast<I>(d);
+  return true;
+}
+
+// Coerce mode: a number written as a JSON string. Returns true when handled (read or reported).
+template <class N>
+bool number_from_string(json_reader& r, N& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  const char* start = r.position();
+  std::string scratch;
+  std::string_view text;
+  if (!r.read_string_view(text, scratch)) return true;
+  const std::string_view raw = span_from(r, start);
+  double v = 0;
+  if (!number_from_text(text, std::is_floating_point_v<N>, v)) {
+    type_mismatch(ctx, at, node, raw);
+    return true;
+  }
+  if constexpr (std::is_floating_point_v<N>) {
+    out = static_cast<N>(v);
+  } else {
+    if (std::trunc(v) != v || v < static_cast<double>(std::numeric_limits<N>::min()) ||
+        v >= static_cast<double>(std::numeric_limits<N>::max()) + 1.0) {
+      if (std::trunc(v) != v) type_mismatch(ctx, at, node, raw);
+      else integer_out_of_range(ctx, at, node, raw);
+      return true;
+    }
+    out = static_cast<N>(v);
+  }
+  ctx.note(at, note_kind::coerced, std::string(raw) + " read as a number");
+  if (!node.constraints.empty()) number_constraints(out, node, raw, ctx, at);
+  return true;
+}
+
+// The usual integer: at most 18 digits (no overflow in 64 bits) without a leading zero, not
+// followed by a fraction or an exponent, within the range of I. Read in one pass; the reader is
+// moved past it. Returns false without moving the reader otherwise (the general path decides).
+template <class I>
+COVENANT_ALWAYS_INLINE bool short_integer(json_reader& r, I& out) noexcept {
+  const char* q = r.position();
+  const char* const end = r.text_end();
+  const bool negative = *q == '-';
+  if (negative) ++q;
+  const char* const digits = q;
+  std::uint64_t mag = 0;
+  while (q < end && static_cast<unsigned>(*q - '0') <= 9) {
+    mag = mag * 10 + static_cast<std::uint64_t>(*q - '0');
+    ++q;
+  }
+  const auto n = static_cast<std::size_t>(q - digits);
+  if (n == 0 || n > 18 || (n > 1 && *digits == '0')) return false;
+  if (q < end && (*q == '.' || *q == 'e' || *q == 'E')) return false;
+  if constexpr (std::is_signed_v<I>) {
+    constexpr auto max_pos = static_cast<std::uint64_t>(std::numeric_limits<I>::max());
+    if (mag > max_pos + (negative ? 1 : 0)) return false;
+    out = negative ? static_cast<I>(-static_cast<std::int64_t>(mag)) : static_cast<I>(mag);
+  } else {
+    if ((negative && mag != 0) || mag > static_cast<std::uint64_t>(std::numeric_limits<I>::max())) return false;
+    out = static_cast<I>(mag);
+  }
+  r.rewind(q);
+  return true;
+}
+
+template <class I>
+COVENANT_ALWAYS_INLINE void read_integer(json_reader& r, I& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  const char c = r.peek();
+  if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at)) return;
+  if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
+  if constexpr (sizeof(I) <= sizeof(std::int64_t)) {
+    const char* start = r.position();
+    if (short_integer(r, out)) {
+      if (!number_within_bounds(node.constraints, static_cast<double>(out)))
+        number_constraints(out, node, span_from(r, start), ctx, at);
+      return;
+    }
+  }
+  number_token tok;
+  if (!r.read_number(tok)) return;
+  if (!integer_from_token(tok, out)) {
+    if (tok.integral) {
+      integer_out_of_range(ctx, at, node, tok.text());
+    } else {
+      double d = 0;
+      const auto res = std::from_chars(tok.begin, tok.end, d);
+      if (res.ec == std::errc() && std::isfinite(d) && std::trunc(d) == d) integer_out_of_range(ctx, at, node, tok.text());
+      else type_mismatch(ctx, at, node, tok.text());
+    }
+    return;
+  }
+  if (!number_within_bounds(node.constraints, static_cast<double>(out)))
+    number_constraints(out, node, tok.text(), ctx, at);
+}
+
+// Exact conversion of short decimals (at most 15 significant digits and a power of ten up to
+// 22: both the digits and the power are exact doubles, so one division or multiplication rounds
+// correctly). Returns false when the slow path (std::from_chars) is needed.
+COVENANT_ALWAYS_INLINE bool fast_decimal(const number_token& tok, double& out) noexcept {
+  static constexpr double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  const char* q = tok.begin + (tok.negative ? 1 : 0);
+  std::uint64_t mantissa = 0;
+  int digits = 0;
+  int scale = 0;
+  for (; q < tok.end && *q >= '0' && *q <= '9'; ++q) {
+    mantissa = mantissa * 10 + static_cast<std::uint64_t>(*q - '0');
+    digits += (mantissa != 0) ? 1 : 0;
+  }
+  if (q < tok.end && *q == '.') {
+    for (++q; q < tok.end && *q >= '0' && *q <= '9'; ++q) {
+      mantissa = mantissa * 10 + static_cast<std::uint64_t>(*q - '0');
+      digits += (mantissa != 0) ? 1 : 0;
+      --scale;
+    }
+  }
+  if (q != tok.end || digits > 15) return false;  // exponent or too many digits
+  const double m = static_cast<double>(mantissa);
+  out = scale == 0 ? m : m / pow10[-scale > 22 ? 22 : -scale];
+  if (-scale > 22) return false;
+  if (tok.negative) out = -out;
+  return true;
+}
+
+// fast_decimal in the same pass as the syntax check, for the usual number (no exponent, at
+// most 15 significant digits, no leading zero, at least one digit after a point). Returns false
+// without moving the reader otherwise (the general path decides).
+COVENANT_ALWAYS_INLINE bool short_decimal(json_reader& r, double& out) noexcept {
+  static constexpr double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  const char* q = r.position();
+  const char* const end = r.text_end();
+  const bool negative = *q == '-';
+  if (negative) ++q;
+  const char* const digits = q;
+  std::uint64_t mantissa = 0;
+  int significant = 0;
+  while (q < end && static_cast<unsigned>(*q - '0') <= 9) {
+    mantissa = mantissa * 10 + static_cast<std::uint64_t>(*q - '0');
+    significant += (mantissa != 0) ? 1 : 0;
+    ++q;
+  }
+  if (q == digits || (q - digits > 1 && *digits == '0')) return false;
+  int scale = 0;
+  if (q < end && *q == '.') {
+    ++q;
+    const char* const fraction = q;
+    while (q < end && static_cast<unsigned>(*q - '0') <= 9) {
+      mantissa = mantissa * 10 + static_cast<std::uint64_t>(*q - '0');
+      significant += (mantissa != 0) ? 1 : 0;
+      ++q;
+    }
+    if (q == fraction) return false;
+    scale = static_cast<int>(q - fraction);
+  }
+  if (significant > 15 || scale > 22 || (q < end && (*q == 'e' || *q == 'E'))) return false;
+  const double m = static_cast<double>(mantissa);
+  out = scale == 0 ? m : m / pow10[scale];
+  if (negative) out = -out;
+  r.rewind(q);
+  return true;
+}
+
+template <class F>
+COVENANT_ALWAYS_INLINE void read_floating(json_reader& r, F& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  const char c = r.peek();
+  if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at)) return;
+  if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
+  if constexpr (std::is_same_v<F, double>) {
+    const char* start = r.position();
+    if (short_decimal(r, out)) {
+      if (!number_within_bounds(node.constraints, out)) number_constraints(out, node, span_from(r, start), ctx, at);
+      return;
+    }
+  }
+  number_token tok;
+  if (!r.read_number(tok)) return;
+  if constexpr (std::is_same_v<F, double>) {
+    if (fast_decimal(tok, out)) {
+      if (!number_within_bounds(node.constraints, out)) number_constraints(out, node, tok.text(), ctx, at);
+      return;
+    }
+  }
+  const auto res = std::from_chars(tok.begin, tok.end, out);
+  if (res.ec != std::errc() || !std::isfinite(out)) {
+    ctx.add(at, issue_code::type_mismatch, "finite number", actual_of(tok.text()), "number is out of range");
+    return;
+  }
+  if (!number_within_bounds(node.constraints, static_cast<double>(out)))
+    number_constraints(out, node, tok.text(), ctx, at);
+}
+
+template <class S>
+const S& default_instance() {
+  static const S instance{};
+  return instance;
+}
+
+template <class S>
+struct object_codec {
+  static constexpr std::size_t N = field_count_v<S>;
+  using reset_fn = void (*)(S&);
+
+  template <std::size_t I>
+  static void reset_field(S& s) {
+    boost::pfr::get<I>(s) = boost::pfr::get<I>(default_instance<S>());
+  }
+  static constexpr std::array<reset_fn, N> resetters = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array<reset_fn, N>{&reset_field<I>...};
+  }(std::make_index_sequence<N>{});
+
+  // Reads field j (a switch over the field indexes, so each field's reader can be inlined).
+  // Used for members that come out of declaration order (the usual order is read by read_next).
+  COVENANT_NOINLINE static void read_field(std::size_t j, json_reader& r, S& s, const schema::object_def& def,
+                                           decode_context& ctx, const path_frame* f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (void)((j == I ? (read_value(r, boost::pfr::get<I>(s), def.fields[I].type, ctx, f), true) : false) || ...);
+    }(std::make_index_sequence<N>{});
+  }
+
+  // The JSON keys of S (the same in every schema model S appears in), kept here for the hot
+  // loop. Keys without '"' or '\\' can be matched against the text byte for byte (the expected
+  // next field is tried first); `quoted` is such a key as written before its value: "key":
+  struct key_table {
+    std::array<std::string, N> keys;
+    std::array<std::string, N> quoted;
+    std::array<bool, N> plain{};
+  };
+  static const key_table& keys_of(const schema::object_def& def) {
+    static const key_table table = [&] {
+      key_table t;
+      for (std::size_t k = 0; k < N; ++k) {
+        t.keys[k] = def.fields[k].key;
+        t.plain[k] = t.keys[k].find_first_of("\"\\") == std::string::npos;
+        t.quoted[k] = '"' + t.keys[k] + "\":";
+      }
+      return t;
+    }();
+    return table;
+  }
+
+  // Fields seen so far: one word for up to 64 fields.
+  using field_set = std::conditional_t<(N <= 64), std::uint64_t, std::bitset<N == 0 ? 1 : N>>;
+  static void mark(field_set& seen, std::size_t j) noexcept {
+    if constexpr (N <= 64) seen |= std::uint64_t{1} << j;
+    else seen.set(j);
+  }
+  static bool marked(const field_set& seen, std::size_t j) noexcept {
+    if constexpr (N <= 64) return ((seen >> j) & 1U) != 0;
+    else return seen.test(j);
+  }
+  static bool all_marked(const field_set& seen) noexcept {
+    if constexpr (N == 0) return true;
+    else if constexpr (N < 64) return seen == (std::uint64_t{1} << N) - 1;
+    else if constexpr (N == 64) return seen == ~std::uint64_t{0};
+    else return seen.all();
+  }
+
+  // Field I when it is the next member, with its key written as usual ("key": value): reads it
+  // and returns true (false on a syntax error too, which the caller checks). Returns false
+  // without moving the reader otherwise.
+  template <std::size_t I>
+  COVENANT_ALWAYS_INLINE static bool read_next(json_reader& r, S& out, const schema::object_def& def,
+                                               const key_table& table, decode_context& ctx, path_frame& f) {
+    if (!table.plain[I] || !r.expect_key(I == 0, table.quoted[I].data(), table.quoted[I].size())) return false;
+    f.key = table.keys[I];
+    read_value(r, boost::pfr::get<I>(out), def.fields[I].type, ctx, &f);
+    return !r.failed();
+  }
+
+  static void read(json_reader& r, S& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+    if (r.peek() != '{') return not_a_container(r, out, node, ctx, at);
+    const char* start = r.position();
+    const schema::object_def& def = *std::get_if<schema::object_def>(&ctx.s.defs[node.def].body);
+    const std::size_t issues_before = ctx.issues.size();
+    if (!r.begin_object()) return;
+    const key_table& table = keys_of(def);
+    path_frame f{at, {}, 0, false};
+    // The members in declaration order, each key matched as written: `in_order` of them.
+    std::size_t in_order = 0;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (void)((read_next<I>(r, out, def, table, ctx, f) && (in_order = I + 1, true)) && ...);
+    }(std::make_index_sequence<N>{});
+    if (r.failed()) return;
+    field_set seen{};
+    field_set follows{};  // fields whose own key was found written later (key spellings)
+    if constexpr (N <= 64) {
+      seen = in_order == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << in_order) - 1;
+    } else {
+      for (std::size_t j = 0; j < in_order; ++j) mark(seen, j);
+    }
+    // Whatever follows (the end of the object, members out of order, unknown or repeated keys,
+    // keys written otherwise), one member at a time.
+    std::string scratch;
+    std::string_view key;
+    std::size_t hint = in_order;
+    bool first = in_order == 0;
+    bool matched = false;
+    while (r.next_key(first, key, scratch,
+                      hint < N && table.plain[hint] ? std::string_view(table.keys[hint]) : std::string_view(),
+                      matched)) {
+      first = false;
+      std::size_t j = N;
+      if (matched) {
+        j = hint;
+      } else {
+        for (std::size_t k = 0; k < N; ++k) {
+          if (table.keys[k] == key) {
+            j = k;
+            break;
+          }
+        }
+      }
+      if (COVENANT_UNLIKELY(j == N) && ctx.opts.coerce) {
+        // Not when the field's own key is written too, before or after (looked for once per
+        // field: many spellings of one key must not make the object quadratic to read).
+        const std::size_t m = match_field_key(def, key);
+        if (m != no_match && !marked(seen, m) && !marked(follows, m)) {
+          if (r.later_key_is(table.keys[m])) {
+            mark(follows, m);
+          } else {
+            j = m;
+            path_frame g{at, def.fields[j].key, 0, false};
+            ctx.note(&g, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
+          }
+        }
+      }
+      if (COVENANT_UNLIKELY(j == N)) {
+        const std::string k(key);
+        path_frame g{at, k, 0, false};
+        std::string_view ignored;
+        if (!r.skip_value(ignored)) return;
+        if (ctx.opts.reject_unknown_fields) unknown_field(ctx, &g);
+        continue;
+      }
+      mark(seen, j);
+      hint = j + 1;
+      f.key = table.keys[j];
+      read_field(j, r, out, def, ctx, &f);
+      if (r.failed()) return;
+    }
+    if (r.failed()) return;
+    if (!all_marked(seen)) {
+      for (std::size_t j = 0; j < N; ++j) {
+        if (marked(seen, j)) continue;
+        if (!def.fields[j].required) {
+          resetters[j](out);
+          continue;
+        }
+        path_frame g{at, def.fields[j].key, 0, false};
+        if (missing_list_reads_as_empty(ctx, def.fields[j].type)) {
+          resetters[j](out);
+          ctx.note(&g, note_kind::coerced, std::string(missing_list_note));
+        } else {
+          missing_field(ctx, &g, def.fields[j].key);
+        }
+      }
+    }
+    if (ctx.issues.size() == issues_before) {
+      if (!def.invariants.empty()) check_invariants_native(def, &out, ctx, at);
+      if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
+    }
+  }
+};
+
+template <class E>
+void read_enum(json_reader& r, E& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  if (r.peek() != '"') return mismatch_and_skip(r, node, ctx, at);
+  const char* start = r.position();
+  std::string scratch;
+  std::string_view v;
+  if (!r.read_string_view(v, scratch)) return;
+  const schema::definition& def = ctx.s.defs[node.def];
+  const auto& values = std::get_if<schema::enum_def>(&def.body)->values;
+  for (const auto& ev : values) {
+    bool match = !ev.skip && ev.name == v;
+    for (std::size_t a = 0; !match && a < ev.aliases.size(); ++a) match = ev.aliases[a] == v;
+    if (match) {
+      out = static_cast<E>(ev.number);
+      if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
+      return;
+    }
+  }
+  if (ctx.opts.coerce) {
+    std::string how;
+    const std::size_t k = match_enum_value(*std::get_if<schema::enum_def>(&def.body), v, how);
+    if (k != no_match) {
+      out = static_cast<E>(values[k].number);
+      ctx.note(at, note_kind::coerced,
+               std::string(span_from(r, start)) + " read as \"" + values[k].name + "\" (" + how + ")");
+      if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
+      return;
+    }
+  }
+  enum_mismatch(ctx, at, def, span_from(r, start));
+}
+
+// Coerce mode: an alternative that fits only by reading objects or lists as their text, kept (in
+// the variant) in case no alternative fits without.
+struct text_fit {
+  std::size_t readings = 0;  // 0: none kept
+  const char* end = nullptr;
+  note_list notes;
+};
+
+template <class V, std::size_t K>
+bool try_alternative(json_reader& r, V& out, const schema::type& node, decode_context& ctx, const path_frame* at,
+                     const char* start, issue_list& best, std::size_t& best_count, std::size_t& best_index,
+                     text_fit& fallback) {
+  using A = std::variant_alternative_t<K, V>;
+  r.rewind(start);
+  issue_list local;
+  note_list local_notes;
+  decode_context sub{ctx.s, ctx.opts, local, ctx.notes != nullptr || ctx.opts.coerce ? &local_notes : nullptr};
+  A value{};
+  read_value(r, value, node.args[K], sub, at);
+  if (r.failed()) return true;  // a syntax error is the same for every alternative
+  if (local.empty()) {
+    if (ctx.opts.coerce) {
+      if (const std::size_t n = written_text_readings(local_notes); n != 0) {
+        if (fallback.readings == 0 || n < fallback.readings) {
+          out.template emplace<K>(std::move(value));
+          fallback.readings = n;
+          fallback.end = r.position();
+          fallback.notes = std::move(local_notes);
+        }
+        return false;
+      }
+    }
+    out.template emplace<K>(std::move(value));
+    if (ctx.notes != nullptr)
+      for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
+    return true;
+  }
+  // An alternative of the wrong JSON type ranks below any that got the type right.
+  const bool wrong_type = local.size() == 1 && local.front().code == issue_code::type_mismatch &&
+                          local.front().path == to_path(at);
+  const std::size_t score = wrong_type ? std::numeric_limits<std::size_t>::max() - 1 : local.size();
+  if (score < best_count) {
+    best_count = score;
+    best_index = K;
+    best = std::move(local);
+  }
+  return false;
+}
+
+template <class V>
+void read_variant(json_reader& r, V& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+  const char* start = r.position();
+  issue_list best;
+  std::size_t best_count = std::numeric_limits<std::size_t>::max();
+  std::size_t best_index = 0;
+  text_fit fallback;
+  auto pass = [&](decode_context& c) {
+    const bool fits = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return (try_alternative<V, K>(r, out, node, c, at, start, best, best_count, best_index, fallback) || ...);
+    }(std::make_index_sequence<std::variant_size_v<V>>{});
+    if (fits || r.failed() || fallback.readings == 0) return fits;
+    r.rewind(fallback.end);
+    if (c.notes != nullptr)
+      for (auto& n : fallback.notes) c.notes->push_back(std::move(n));
+    return true;
+  };
+  // In coerce mode an alternative that fits as written wins over one that needs coercion.
+  bool done = false;
+  if (ctx.opts.coerce) {
+    decode_options exact = ctx.opts;
+    exact.coerce = false;
+    decode_context strict_ctx{ctx.s, exact, ctx.issues, nullptr};
+    done = pass(strict_ctx);
+    if (!done && !r.failed()) {
+      best.clear();
+      best_count = std::numeric_limits<std::size_t>::max();
+      done = pass(ctx);
+    }
+  } else {
+    done = pass(ctx);
+  }
+  if (r.failed() || done) return;
+  // No alternative fits. If each failed only on its type at this very position, say so once.
+  const path here = to_path(at);
+  if (best.size() == 1 && best.front().code == issue_code::type_mismatch && best.front().path == here) {
+    r.rewind(start);
+    std::string_view raw;
+    if (r.skip_value(raw)) type_mismatch(ctx, at, node, raw);
+    return;
+  }
+  (void)best_index;
+  r.rewind(start);
+  std::string_view raw;
+  if (!r.skip_value(raw)) return;
+  for (auto& i : best) ctx.issues.push_back(std::move(i));
+}
+
+// Inlined into the reader of the enclosing object (nesting goes through object_codec::read and
+// read_variant, which are not inlined).
+template <class T>
+COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
+                                       const path_frame* at) {
+  if constexpr (is_optional<T>::value) {
+    if (r.peek() == 'n') {
+      if (r.read_null()) out.reset();
+      return;
+    }
+    if (!out.has_value()) out.emplace();
+    const std::size_t before = ctx.issues.size();
+    read_value(r, *out, node, ctx, at);
+    // on-fail action filter: an optional value that fails such a check is dropped
+    if (COVENANT_UNLIKELY(ctx.issues.size() != before) && !r.failed() && take_filtered(ctx, before, at)) out.reset();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    const char c = r.peek();
+    if (c == '"' && ctx.opts.coerce) {
+      const char* start = r.position();
+      std::string scratch;
+      std::string_view text;
+      if (!r.read_string_view(text, scratch)) return;
+      if (!bool_from_text(text, out)) return type_mismatch(ctx, at, node, span_from(r, start));
+      ctx.note(at, note_kind::coerced, std::string(span_from(r, start)) + " read as a boolean");
+      if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
+      return;
+    }
+    if (c != 't' && c != 'f') return mismatch_and_skip(r, node, ctx, at);
+    const char* start = r.position();
+    if (!r.read_bool(out)) return;
+    if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
+  } else if constexpr (is_integer_v<T>) {
+    read_integer(r, out, node, ctx, at);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    read_floating(r, out, node, ctx, at);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    const char c = r.peek();
+    if (c != '"' && ctx.opts.coerce && (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f')) {
+      std::string_view raw;
+      if (!r.skip_value(raw)) return;
+      out.assign(raw.data(), raw.size());
+      ctx.note(at, note_kind::coerced, std::string(raw) + " read as the string \"" + out + "\"");
+      if (!node.constraints.empty()) string_constraints(out, node, raw, ctx, at);
+      return;
+    }
+    if (c != '"') {
+      if ((c == '{' || c == '[') && ctx.opts.coerce) return read_written_text(r, out, node, ctx, at);
+      return mismatch_and_skip(r, node, ctx, at);
+    }
+    const char* start = r.position();
+    if (!r.read_string(out)) return;
+    if (!string_within_bounds(node.constraints, out.size()))
+      string_constraints(out, node, span_from(r, start), ctx, at);
+  } else if constexpr (std::is_same_v<T, std::monostate>) {
+    if (r.peek() != 'n') return mismatch_and_skip(r, node, ctx, at);
+    r.read_null();
+  } else if constexpr (is_json_value_v<T>) {
+    std::string_view raw;
+    if (!r.skip_value(raw)) return;
+    boost::json::parse_options po;
+    po.max_depth = ctx.opts.max_depth;
+    boost::system::error_code ec;
+    out = boost::json::parse(raw, ec, {}, po);
+    if (ec) ctx.add(at, issue_code::type_mismatch, "JSON value", actual_of(raw), ec.message());
+  } else if constexpr (is_vector<T>::value) {
+    const char c = r.peek();
+    if (c != '[' && c != 'n' && ctx.opts.coerce) return read_list_coerced(r, out, node, ctx, at);
+    if (c != '[') return mismatch_and_skip(r, node, ctx, at);
+    const char* start = r.position();
+    if (!r.begin_array()) return;
+    std::size_t n = 0;
+    std::size_t dropped = 0;
+    std::string all_dropped;  // the reason to refrain when every item is dropped
+    bool first = true;
+    path_frame f{at, {}, 0, true};
+    while (r.next_element(first)) {
+      first = false;
+      if (n == out.size()) {
+        if (out.capacity() == 0) out.reserve(4);
+        out.emplace_back();
+      }
+      f.index = n + dropped;
+      const std::size_t before = ctx.issues.size();
+      read_value(r, out[n], node.args[0], ctx, &f);
+      if (r.failed()) return;
+      if (COVENANT_UNLIKELY(ctx.issues.size() != before) && take_filtered(ctx, before, &f, &all_dropped)) {
+        ++dropped;  // on-fail action filter: the item is dropped (its slot is read into again)
+        continue;
+      }
+      ++n;
+    }
+    if (r.failed()) return;
+    if (COVENANT_UNLIKELY(dropped > 0) && n == 0 && !all_dropped.empty())
+      all_items_dropped(ctx, at, dropped, std::move(all_dropped));
+    if (n != out.size()) out.resize(n);
+    if (!count_within_bounds(node.constraints, n))
+      count_constraints(out, node, span_from(r, start), ctx, at);
+  } else if constexpr (is_string_map<T>::value) {
+    if (r.peek() != '{') return not_a_container(r, out, node, ctx, at);
+    const char* start = r.position();
+    if (!r.begin_object()) return;
+    out.clear();
+    std::string scratch;
+    std::string_view key;
+    bool first = true;
+    while (r.next_key(first, key, scratch)) {
+      first = false;
+      std::string k(key);
+      path_frame f{at, k, 0, false};
+      auto& slot = out[k];
+      read_value(r, slot, node.args[1], ctx, &f);
+      if (r.failed()) return;
+    }
+    if (r.failed()) return;
+    if (!node.constraints.empty()) count_constraints(out, node, span_from(r, start), ctx, at);
+  } else if constexpr (is_variant<T>::value) {
+    read_variant(r, out, node, ctx, at);
+  } else if constexpr (std::is_enum_v<T>) {
+    read_enum(r, out, node, ctx, at);
+  } else {
+    object_codec<T>::read(r, out, node, ctx, at);
+  }
+}
+
+}  // namespace detail
+
+/// Decodes `json` into `out`, reusing its storage (strings and vectors keep their capacity).
+/// Returns every issue; `out` holds a best-effort value when there are issues. Coercions
+/// (decode_options::coerce) are appended to `notes` when given.
+template <class T>
+issue_list decode_into(std::string_view json, T& out, const decode_options& options = {}, note_list* notes = nullptr) {
+  const schema::model& s = schema_of<T>();
+  issue_list issues;
+  detail::decode_context ctx{s, options, issues, notes};
+  if (json.size() > options.max_input_bytes) {
+    detail::parse_failure(ctx, {}, 0, "input is larger than the configured maximum size");
+    return issues;
+  }
+  detail::json_reader r(json, options.max_depth);
+  detail::read_value(r, out, s.root, ctx, nullptr);
+  r.finish();
+  if (r.failed()) {
+    issues.clear();
+    detail::parse_failure(ctx, json, r.error_offset(), r.error_message());
+  }
+  return issues;
+}
+
+/// Decodes `json` into a new T. The value is present only when there are no issues.
+template <class T>
+decoded<T> decode(std::string_view json, const decode_options& options = {}) {
+  decoded<T> result;
+  result.value.emplace();  // decoded in place: no copy or move of the value
+  result.issues = decode_into(json, *result.value, options, &result.notes);
+  if (!result.issues.empty()) result.value.reset();
+  return result;
+}
+
+/// Decodes a boost::json::value into a new T (the inverse of covenant::to_value).
+template <class T>
+decoded<T> from_value(const boost::json::value& json, const decode_options& options = {}) {
+  return decode<T>(std::string_view(boost::json::serialize(json)), options);
+}
+
+/// Decodes `json` or throws covenant::decode_error carrying every issue.
+template <class T>
+T decode_or_throw(std::string_view json, const decode_options& options = {}) {
+  auto r = decode<T>(json, options);
+  if (!r.ok()) throw decode_error(std::move(r.issues));
+  return std::move(*r.value);
+}
+
+}  // namespace covenant

@@ -1,0 +1,123 @@
+// covenant/detail/coerce.hpp - schema-guided readings of values written in the wrong form
+// ("0.9" for a number, "HIGH" for the enum value high, "modelUsed" for the key model_used). Used
+// by every decoder in coerce mode; each reading is recorded as a note by the caller. Nothing here
+// invents data: a text that is not clearly one value of the target is refused.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "covenant/read/detail/decode_context.hpp"
+#include "covenant/read/detail/json_reader.hpp"
+#include "covenant/read/lenient.hpp"
+#include "covenant/types/schema.hpp"
+
+namespace covenant::detail {
+
+inline constexpr std::size_t no_match = static_cast<std::size_t>(-1);
+
+/// A number written as text: "0.9", " -3 ", "1,234.5" (thousands separators), "9/10" (a
+/// fraction), "87%" (a fraction 0.87 when `percent_is_fraction`, refused otherwise), "1e3"; or
+/// the only number standing alone in a sentence ("1 cup of flour", "12.11."; not "gpt-4o",
+/// not "3 or 4"). Surrounding whitespace is ignored. False when the text does not name exactly
+/// one number.
+bool number_from_text(std::string_view text, bool percent_is_fraction, double& out) noexcept;
+
+/// "true" / "false" in any letter case (surrounding whitespace ignored), or the only one of the
+/// two words in a sentence ("The answer is **True**").
+bool bool_from_text(std::string_view text, bool& out) noexcept;
+
+/// One name of a value (a value may have several: an enum value and its aliases).
+struct named_value {
+  std::string_view name;
+  std::size_t index;
+};
+
+/// Index of the value `text` names: exactly, then ignoring letter case, spaces and punctuation
+/// ("HIGH", "very-high", "\"high\"!"), then also ignoring accents ("cafe" for "café", "strasse"
+/// for "Straße"), then as the only value named as a whole word in the text (as written first,
+/// then in any letter case, then without accents). Ambiguity at a step (two values match) moves
+/// on to the next; no_match when nothing names exactly one value. `how` describes the rule used.
+std::size_t match_name(const std::vector<named_value>& names, std::string_view text, std::string& how);
+
+/// match_name over the enum's values: aliases count as names; skipped values never match.
+std::size_t match_enum_value(const schema::enum_def& e, std::string_view text, std::string& how);
+
+/// Index of the field whose key (or declared name) `key` denotes ignoring letter case, spaces and
+/// punctuation (so modelUsed, ModelUsed, model-used and MODEL_USED all denote model_used), then
+/// also accents ("direccion" for "dirección"), when exactly one field matches; no_match otherwise.
+std::size_t match_field_key(const schema::object_def& o, std::string_view key);
+
+/// The reader at a string that holds the JSON text of one object or list ("{\"model\": \"x\"}",
+/// "[1, 2]"; repairs allowed, read by the lenient reader; nothing else around it, not cut off):
+/// consumes the string, notes the reading at `at`, writes the value as strict JSON into `json` and
+/// returns true. Otherwise false, with the reader back at the string (or failed on bad syntax).
+bool take_json_in_string(json_reader& r, decode_context& ctx, const path_frame* at, std::string& json);
+
+/// Where the text being decoded (decode_options::source) was read from: a candidate of the lenient
+/// reader, its `json` decoded, read from `input`.
+struct source_map {
+  std::string_view json;                            ///< the text being decoded
+  std::string_view input;                           ///< the reply
+  const std::vector<source_span>* spans = nullptr;  ///< candidate::spans
+  bool partial = false;                             ///< the reply is still being written
+  bool cut = false;  ///< the candidate ended inside a value (candidate::truncated): what is missing may be what was cut
+
+  /// The map of the candidates of `reply`.
+  static source_map of_reply(std::string_view reply, bool partial) noexcept {
+    source_map m;
+    m.input = reply;
+    m.partial = partial;
+    return m;
+  }
+  /// The candidate decoded next.
+  void read_from(const candidate& c) noexcept {
+    spans = &c.spans;
+    cut = c.truncated;
+  }
+};
+
+/// `decode(text, options)` that first tells `map` which text it decodes (a candidate, or the
+/// candidate without an unfinished item: the offsets before that item hold).
+template <class Decode>
+auto decode_through(source_map& map, Decode& decode) {
+  return [&map, &decode](std::string_view t, const decode_options& o) {
+    map.json = t;
+    return decode(t, o);
+  };
+}
+
+/// Coerce level: whether a required field of type `t` that the text does not have is read as an
+/// empty list (with a note) instead of being a missing field. Only for a list without bounds of
+/// its own, in a final read of a text that was not cut off (a list cut at the end of the reply
+/// was dropped and must not come back empty).
+bool missing_list_reads_as_empty(const decode_context& ctx, const schema::type& t) noexcept;
+
+/// The note of that reading.
+inline constexpr std::string_view missing_list_note = "missing list read as empty";
+
+/// Coerce mode, an object or a list where a string is wanted, `raw` being its JSON text in the text
+/// being decoded: the text it was written as in the reply (ctx.opts.source), or `raw` itself when
+/// that text is the reply's (strict JSON is its own text). False when the reply ended inside it
+/// and is final (the cut text is not a value).
+bool written_text(const decode_context& ctx, std::string_view raw, std::string_view& text) noexcept;
+
+/// The notes of that reading.
+inline constexpr std::string_view list_as_text_note = "a list read as its text";
+inline constexpr std::string_view object_as_text_note = "an object read as its text";
+/// The note of that reading for `raw`.
+inline std::string_view written_text_note(std::string_view raw) noexcept {
+  return !raw.empty() && raw.front() == '[' ? list_as_text_note : object_as_text_note;
+}
+/// Whether `n` records that reading.
+inline bool is_written_text_note(const note& n) noexcept {
+  return n.kind == note_kind::coerced && (n.detail == list_as_text_note || n.detail == object_as_text_note);
+}
+
+/// How many of `notes` record that reading. A union takes an alternative that needed it only when
+/// no alternative fits without (then the one that needed it fewest times).
+std::size_t written_text_readings(const note_list& notes) noexcept;
+
+}  // namespace covenant::detail

@@ -1,0 +1,154 @@
+// covenant/detail/stream_sink.hpp - how a streamed reply is written into a C++ value piece by
+// piece: one small table of functions per type (built at compile time from the type's shape),
+// used by the compiled stream reader (detail/stream_reader.hpp). Types without a table of their
+// own (variants, maps, ...) are filled once their whole JSON value is there (from_value).
+#pragma once
+
+#include <boost/json/fwd.hpp>
+#include <boost/pfr/core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "covenant/read/decode.hpp"
+#include "covenant/read/detail/decode_context.hpp"
+#include "covenant/types/detail/traits.hpp"
+#include "covenant/types/issues.hpp"
+#include "covenant/types/reflect.hpp"
+
+namespace covenant {
+
+namespace detail {
+
+enum class sink_kind : std::uint8_t { object, array, optional, string, integer, floating, boolean, enumeration, opaque };
+
+struct sink_ops;
+using sink_ref = const sink_ops& (*)();
+
+/// One field of an aggregate: where it is in the object, and how to fill it.
+struct field_sink {
+  void* (*member)(void* object);
+  sink_ref ops;
+};
+
+struct sink_ops {
+  sink_kind kind = sink_kind::opaque;
+  // object
+  const field_sink* fields = nullptr;
+  std::size_t field_count = 0;
+  // array (a new element) and optional (the value, engaged)
+  void* (*emplace)(void* self) = nullptr;
+  sink_ref item = nullptr;
+  // optional: disengage (null)
+  void (*reset)(void* self) = nullptr;
+  // every kind: back to a default-constructed value
+  void (*clear)(void* self) = nullptr;
+  // string
+  void (*append)(void* self, std::string_view text) = nullptr;
+  // integer: false when `v` does not fit
+  bool (*set_integer)(void* self, std::int64_t v) = nullptr;
+  bool (*set_unsigned)(void* self, std::uint64_t v) = nullptr;
+  // floating
+  void (*set_floating)(void* self, double v) = nullptr;
+  // boolean
+  void (*set_boolean)(void* self, bool v) = nullptr;
+  // enumeration: the value's JSON text (a string); issues as the decoder reports them
+  void (*set_enum)(void* self, std::string_view json, const decode_options& options, issue_list& issues) = nullptr;
+  // opaque: the whole JSON value; false when it does not fit
+  bool (*assign)(void* self, const boost::json::value& v, const decode_options& options) = nullptr;
+};
+
+template <class T>
+const sink_ops& sink_of() noexcept;
+
+template <class T, std::size_t... I>
+const field_sink* field_sinks(std::index_sequence<I...>) noexcept {
+  static const field_sink fields[] = {
+      field_sink{[](void* o) -> void* { return &boost::pfr::get<I>(*static_cast<T*>(o)); },
+                 &sink_of<boost::pfr::tuple_element_t<I, T>>}...};
+  return fields;
+}
+
+template <class T>
+sink_ops make_sink() noexcept {
+  sink_ops o;
+  o.clear = [](void* p) { *static_cast<T*>(p) = T{}; };
+  if constexpr (std::is_same_v<T, std::string>) {
+    o.kind = sink_kind::string;
+    o.append = [](void* p, std::string_view s) { static_cast<std::string*>(p)->append(s); };
+  } else if constexpr (std::is_same_v<T, bool>) {
+    o.kind = sink_kind::boolean;
+    o.set_boolean = [](void* p, bool v) { *static_cast<bool*>(p) = v; };
+  } else if constexpr (std::is_integral_v<T>) {
+    o.kind = sink_kind::integer;
+    o.set_integer = [](void* p, std::int64_t v) {
+      if constexpr (std::is_signed_v<T>) {
+        if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) return false;
+      } else {
+        if (v < 0 || static_cast<std::uint64_t>(v) > std::numeric_limits<T>::max()) return false;
+      }
+      *static_cast<T*>(p) = static_cast<T>(v);
+      return true;
+    };
+    o.set_unsigned = [](void* p, std::uint64_t v) {
+      if (v > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return false;
+      *static_cast<T*>(p) = static_cast<T>(v);
+      return true;
+    };
+  } else if constexpr (std::is_floating_point_v<T>) {
+    o.kind = sink_kind::floating;
+    o.set_floating = [](void* p, double v) { *static_cast<T*>(p) = static_cast<T>(v); };
+  } else if constexpr (std::is_enum_v<T>) {
+    o.kind = sink_kind::enumeration;
+    o.set_enum = [](void* p, std::string_view json, const decode_options& options, issue_list& issues) {
+      auto r = decode<T>(json, options);
+      if (r.value) *static_cast<T*>(p) = *r.value;
+      issues = std::move(r.issues);
+    };
+  } else if constexpr (is_optional<T>::value) {
+    using U = typename T::value_type;
+    o.kind = sink_kind::optional;
+    o.emplace = [](void* p) -> void* {
+      auto& opt = *static_cast<T*>(p);
+      if (!opt) opt.emplace();
+      return &*opt;
+    };
+    o.reset = [](void* p) { static_cast<T*>(p)->reset(); };
+    o.item = &sink_of<U>;
+  } else if constexpr (is_vector<T>::value) {
+    using U = typename T::value_type;
+    o.kind = sink_kind::array;
+    o.emplace = [](void* p) -> void* { return &static_cast<T*>(p)->emplace_back(); };
+    o.item = &sink_of<U>;
+  } else if constexpr (reflectable_aggregate<T>) {
+    o.kind = sink_kind::object;
+    o.fields = field_sinks<T>(std::make_index_sequence<field_count_v<T>>{});
+    o.field_count = field_count_v<T>;
+  } else {
+    o.kind = sink_kind::opaque;
+    o.assign = [](void* p, const boost::json::value& v, const decode_options& options) {
+      auto r = from_value<T>(v, options);
+      if (!r.value) return false;
+      *static_cast<T*>(p) = std::move(*r.value);
+      return true;
+    };
+  }
+  return o;
+}
+
+template <class T>
+const sink_ops& sink_of() noexcept {
+  static const sink_ops ops = make_sink<T>();
+  return ops;
+}
+
+}  // namespace detail
+
+}  // namespace covenant

@@ -1,0 +1,1033 @@
+// The OpenAI-compatible HTTP engine: request bodies, replies whole or streamed (Server-Sent
+// Events), transport retries; the transfers run on the runtime's I/O loop (http_transport.hpp).
+#include "covenant/engine/http_engine.hpp"
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <system_error>
+#include <unordered_map>
+
+#include "sse.hpp"
+#include "covenant/types/json_schema.hpp"
+#include "covenant/engine/rate_limiter.hpp"
+#include "covenant/engine/retry.hpp"
+#include "covenant/engine/runtime.hpp"
+#include "covenant/types/version.hpp"
+#include "curl_handles.hpp"
+#include "http_probe.hpp"
+#include "http_transport.hpp"
+#include "log.hpp"
+#include "wire_dialect.hpp"
+#include "wire_text.hpp"
+
+namespace covenant {
+
+namespace json = boost::json;
+
+namespace {
+
+void global_init() {
+  if (const CURLcode result = detail::curl_global(); result != CURLE_OK)
+    throw engine_error(std::string("http_engine: curl_global_init failed: ") + curl_easy_strerror(result));
+}
+
+using detail::wire::iequals;
+using detail::wire::istarts_with;
+using detail::wire::one_line;
+using detail::wire::parse_number;
+using detail::wire::redact;
+using detail::wire::trim;
+
+bool has_crlf(std::string_view s) noexcept { return s.find_first_of("\r\n") != std::string_view::npos; }
+
+/// The content encodings this libcurl decodes, as CURLOPT_ACCEPT_ENCODING "" would offer them
+/// (libcurl's own order: deflate and gzip with zlib, then brotli, then zstd).
+std::string accepted_encodings() {
+  const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
+  if (info == nullptr) return {};
+  std::string out;
+  auto add = [&](const char* name) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  };
+  if ((info->features & CURL_VERSION_LIBZ) != 0) {
+    add("deflate");
+    add("gzip");
+  }
+  if ((info->features & CURL_VERSION_BROTLI) != 0) add("br");
+  if ((info->features & CURL_VERSION_ZSTD) != 0) add("zstd");
+  return out;
+}
+
+/// The URL without user-info, query and fragment (they may carry credentials).
+std::string safe_url(std::string_view url) {
+  std::string_view rest = url;
+  std::string out;
+  if (const auto scheme = rest.find("://"); scheme != std::string_view::npos) {
+    out.append(rest.substr(0, scheme + 3));
+    rest.remove_prefix(scheme + 3);
+  }
+  const auto authority_end = std::min(rest.find_first_of("/?#"), rest.size());
+  if (const auto at = rest.substr(0, authority_end).rfind('@'); at != std::string_view::npos) rest.remove_prefix(at + 1);
+  out.append(rest.substr(0, std::min(rest.find_first_of("?#"), rest.size())));
+  return out;
+}
+
+bool retryable_curl_code(CURLcode code) noexcept {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::chrono::nanoseconds seconds_to_ns(double seconds) {
+  seconds = std::clamp(seconds, 0.0, 1e9);  // ~31 years: far past any cap, far from overflow
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
+}
+
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// detail
+
+namespace detail {
+
+std::optional<std::chrono::nanoseconds> parse_retry_after(std::string_view value,
+                                                          std::chrono::system_clock::time_point now) {
+  value = trim(value);
+  if (value.empty()) return std::nullopt;
+  if (const auto seconds = parse_number(value)) {
+    if (*seconds < 0) return std::nullopt;
+    return seconds_to_ns(*seconds);
+  }
+  const std::string text(value);
+  const std::time_t t = curl_getdate(text.c_str(), nullptr);
+  if (t == static_cast<std::time_t>(-1)) return std::nullopt;
+  const auto when = std::chrono::system_clock::from_time_t(t);
+  if (when <= now) return std::chrono::nanoseconds(0);
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(when - now);
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// http_engine
+
+namespace {
+
+namespace asio = boost::asio;
+
+class http_call;
+
+/// What an engine shares with its calls in flight (they may outlive the engine object).
+struct http_shared {
+  http_engine_options options;
+  std::unique_ptr<detail::wire_dialect> dialect;
+  /// output_mode::automatic: the dialect's modes, best first, and the first one this endpoint has
+  /// not refused (a server's refusal moves it on for every later call).
+  std::vector<output_mode> modes;
+  std::atomic<std::size_t> auto_from{0};
+  std::string endpoint;   // the real URL
+  std::string shown_url;  // the URL as logged and put into messages
+  std::string user_agent;
+  detail::curl_url_ptr url;  // the endpoint parsed once (else curl parses the URL text for every transfer)
+  detail::curl_header_list headers;         // for whole replies
+  detail::curl_header_list stream_headers;  // for streams
+  bool user_agent_header = false;  // the user agent is a line of the lists (not CURLOPT_USERAGENT)
+  std::string proxy;     // "" : none
+  std::string no_proxy;
+  bool h2c_reuse = true;  // libcurl can reuse HTTP/2 prior-knowledge connections (7.89 and later)
+  runtime* rt = nullptr;
+  std::shared_ptr<detail::multi_loop> loop;
+  // On the strand only:
+  /// The calls in flight, owned here until they end. Between two exchanges of a call (the wait
+  /// before a transport retry, its turn under the rate limiter) nothing else holds it: its timer
+  /// and the limiter's grant hold weak pointers, so a call must not depend on them to stay alive.
+  std::unordered_map<std::uint64_t, std::shared_ptr<http_call>> calls;
+  std::uint64_t next_call = 1;
+  bool closed = false;
+
+  /// Text from the server or curl, safe for logs and messages.
+  [[nodiscard]] std::string safe(std::string text) const { return redact(std::move(text), options.api_key); }
+
+  [[nodiscard]] std::string curl_reason(CURLcode code, const char* error_buffer) const {
+    std::string detail = error_buffer[0] != '\0' ? std::string(error_buffer) : std::string(curl_easy_strerror(code));
+    std::string kind = code == CURLE_OPERATION_TIMEDOUT ? "timed out"
+                       : (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
+                          code == CURLE_COULDNT_RESOLVE_PROXY)
+                           ? "connection failed"
+                           : "transport error";
+    return kind + ": " + safe(one_line(detail, 300));
+  }
+
+  [[nodiscard]] std::chrono::nanoseconds wait_before(int retry, const std::optional<std::string>& retry_after,
+                                                     const std::optional<std::string>& retry_after_ms) const {
+    const auto cap = std::chrono::duration_cast<std::chrono::nanoseconds>(options.max_backoff);
+    if (options.honour_retry_after) {
+      std::optional<std::chrono::nanoseconds> asked;
+      if (retry_after_ms) {
+        if (const auto ms = parse_number(*retry_after_ms); ms && *ms >= 0) asked = seconds_to_ns(*ms / 1000.0);
+      }
+      if (!asked && retry_after) asked = detail::parse_retry_after(*retry_after, std::chrono::system_clock::now());
+      if (asked) return std::min(*asked, cap);
+    }
+    retry_policy p;
+    p.tries = options.max_retries;
+    p.delay = options.initial_backoff;
+    p.backoff = 2.0;
+    p.max_delay = options.max_backoff;
+    p.jitter = options.jitter;
+    const double u = options.random ? options.random() : detail::default_random();
+    return p.delay_before(retry, std::clamp(u, 0.0, 1.0));
+  }
+};
+
+/// How one HTTP exchange ended.
+struct exchange_result {
+  CURLcode code = CURLE_OK;
+  long status = 0;
+  bool too_large = false;
+  bool idle_timeout = false;
+  std::string body;  // the whole body (not streamed, or an error response)
+  std::optional<std::string> retry_after;
+  std::optional<std::string> retry_after_ms;
+  std::string error;  // curl's error buffer
+  std::chrono::nanoseconds elapsed{0};
+};
+
+/// One HTTP exchange of a call (a call makes one, plus one per transport retry).
+class exchange final : public detail::http_transfer {
+ public:
+  exchange(std::shared_ptr<http_call> call, const http_shared& s, const std::string& body, bool stream);
+
+  void on_done(CURLcode code) override;
+  /// Aborted: curl no longer runs it (the call was stopped).
+  void abandon() noexcept { owner_.reset(); }
+
+  static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user);
+  static std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user);
+
+  exchange_result result;
+  std::size_t max_bytes = 0;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  bool stream = false;
+  bool event_stream = false;  // the reply is text/event-stream
+  bool saw_content_type = false;
+  std::optional<detail::sse_parser> sse;
+  std::unique_ptr<asio::steady_timer> idle;
+  char error_buffer[CURL_ERROR_SIZE] = {};
+
+ private:
+  std::shared_ptr<http_call> owner_;
+};
+
+/// One complete() / start() of the engine: its exchanges, transport retries, streamed text, and
+/// the receiver it reports to. Runs on the I/O strand.
+class http_call final : public std::enable_shared_from_this<http_call> {
+ public:
+  /// `automatic`: the request, kept to build its body again in the next mode when the server
+  /// refuses `mode` (output_mode::automatic), with the index of `mode` in the engine's modes.
+  http_call(std::shared_ptr<http_shared> s, std::string body, bool stream, std::shared_ptr<reply_receiver> receiver,
+            std::shared_ptr<rate_limiter> limiter, output_mode mode, std::optional<chat_request> automatic,
+            std::size_t mode_index)
+      : s_(std::move(s)), body_(std::move(body)), stream_(stream), receiver_(std::move(receiver)),
+        limiter_(std::move(limiter)), mode_(mode), automatic_(std::move(automatic)), mode_index_(mode_index) {}
+
+  /// Every start() ends with exactly one answer to its receiver. A call let go of without one (its
+  /// posted work dropped by a stopped I/O loop) still ends, with an error, rather than leave its
+  /// caller waiting.
+  ~http_call() {
+    if (done_ || !receiver_) return;
+    receiver_->on_error(engine_error::cancellation("http_engine: the call was dropped before it ended (the I/O loop stopped)"));
+  }
+  http_call(const http_call&) = delete;
+  http_call& operator=(const http_call&) = delete;
+
+  void watch(std::stop_token stop) {
+    std::weak_ptr<http_call> self = weak_from_this();
+    on_stop_.emplace(std::move(stop), [self] {
+      if (auto c = self.lock()) {
+        asio::post(c->s_->loop->strand(), [c] { c->abort(engine_error::cancellation()); });
+      }
+    });
+  }
+
+  // On the strand from here on.
+
+  void begin(std::uint64_t id) {
+    id_ = id;
+    if (s_->closed) return abort(engine_error::cancellation("the engine was destroyed"));
+    send();
+  }
+
+  void abort(const engine_error& why) {
+    if (done_) return;
+    if (current_) {
+      current_->abandon();
+      s_->loop->remove(*current_);
+      current_.reset();
+    }
+    if (retry_timer_) retry_timer_->cancel();
+    if (limit_ticket_ != 0 && limiter_) limiter_->cancel(limit_ticket_);
+    fail(why);
+  }
+
+  // --- streaming (called from curl's write callback, on the strand) ---
+
+  /// One SSE event (its type, "message" when unnamed); returns false to stop reading events.
+  bool on_event(std::string_view type, std::string_view data) {
+    detail::wire_event e = s_->dialect->parse_event(type == "message" ? std::string_view() : type, data, mode_);
+    if (e.malformed) {
+      ++malformed_;
+      return true;  // tolerate a stray event (keep-alive payloads, vendor extras)
+    }
+    if (e.error) {
+      stream_error_ = s_->safe(*e.error);
+      return false;
+    }
+    if (!e.model.empty()) model_ = std::move(e.model);
+    if (e.input_tokens) usage_.input_tokens = *e.input_tokens;
+    if (e.output_tokens) usage_.output_tokens = *e.output_tokens;
+    if (e.finish_reason) finish_reason_ = std::move(*e.finish_reason);
+    if (!e.text.empty()) {
+      content_started_ = true;
+      text_ += e.text;
+      receiver_->on_text(e.text);
+    }
+    if (e.done) {
+      stream_done_ = true;
+      return false;
+    }
+    return true;
+  }
+
+  void on_exchange_done(exchange& x) {
+    if (done_ || current_.get() != &x) return;
+    std::shared_ptr<exchange> keep = std::move(current_);
+    const exchange_result& r = x.result;
+    const std::string where = "http_engine: POST " + s_->shown_url;
+    const int attempts = 1 + s_->options.max_retries;
+    const double ms = std::chrono::duration<double, std::milli>(r.elapsed).count();
+    try {
+      if (r.code == CURLE_OK)
+        detail::log().debug("{} -> HTTP {} in {:.1f} ms (attempt {}/{})", where, r.status, ms, attempt_, attempts);
+      else
+        detail::log().debug("{} -> {} in {:.1f} ms (attempt {}/{})", where, s_->curl_reason(r.code, x.error_buffer), ms,
+                            attempt_, attempts);
+    } catch (...) {
+    }
+
+    if (r.too_large)
+      return fail(engine_error(where + ": the response body exceeds max_response_bytes (" +
+                                   std::to_string(s_->options.max_response_bytes) + ")",
+                               static_cast<int>(r.status), false));
+
+    int status = 0;
+    std::string reason;
+    const bool ok_status = r.code == CURLE_OK && r.status >= 200 && r.status < 300;
+    if (x.stream && x.event_stream && (ok_status || content_started_)) {
+      if (x.sse && !x.sse->stopped()) {
+        x.sse->finish();
+        // Some servers (llama.cpp) end with "data: [DONE]" and no empty line after it.
+        if (x.sse->unfinished_data() == "[DONE]") stream_done_ = true;
+      }
+      // After the first content byte nothing is retried: what arrived goes to the contract.
+      if (stream_done_ || !finish_reason_.empty()) {
+        if (!stream_error_.empty() && !content_started_) {
+          reason = "the server reported an error in the stream: " + stream_error_;
+        } else {
+          return reply(false);
+        }
+      } else if (content_started_) {
+        std::string why = !stream_error_.empty() ? "the server reported an error mid-stream: " + stream_error_
+                          : r.idle_timeout        ? "no data for " + std::to_string(s_->options.stream_idle_timeout.count()) +
+                                                 " ms"
+                          : r.code != CURLE_OK    ? s_->curl_reason(r.code, x.error_buffer)
+                                                  : "the stream ended without [DONE] or a finish reason";
+        detail::log_warn("{}: the streamed reply was cut off after {} bytes ({}); what arrived is handed over", where,
+                         text_.size(), why);
+        return reply(true);
+      } else if (!stream_error_.empty()) {
+        reason = "the server reported an error in the stream: " + stream_error_;
+      } else if (r.idle_timeout) {
+        reason = "timed out: no data for " + std::to_string(s_->options.stream_idle_timeout.count()) + " ms";
+      } else if (r.code != CURLE_OK) {
+        reason = s_->curl_reason(r.code, x.error_buffer);
+        if (!retryable_curl_code(r.code)) return fail(engine_error(where + ": " + reason, 0, false));
+      } else {
+        reason = "the stream ended before any content";
+      }
+      status = static_cast<int>(r.status);
+    } else if (r.code != CURLE_OK) {
+      if (r.idle_timeout) {
+        reason = "timed out: no data for " + std::to_string(s_->options.stream_idle_timeout.count()) + " ms";
+      } else {
+        reason = s_->curl_reason(r.code, x.error_buffer);
+        if (!retryable_curl_code(r.code)) return fail(engine_error(where + ": " + reason, 0, false));
+      }
+    } else {
+      status = static_cast<int>(r.status);
+      if (ok_status) {
+        try {
+          chat_response out = s_->dialect->parse_reply(r.body, mode_);
+          if (x.stream && !out.text.empty()) receiver_->on_text(out.text);  // a server that did not stream
+          return deliver(std::move(out));
+        } catch (const engine_error& e) {
+          std::string what = where + ": HTTP " + std::to_string(status) + ", but " + s_->safe(e.what());
+          if (std::string_view(e.what()).starts_with("the response body is not JSON"))
+            what += ": \"" + s_->safe(one_line(r.body, 80)) + "\"";
+          return fail(engine_error(what, status, false));
+        }
+      }
+      reason = "HTTP " + std::to_string(status);
+      const std::string server = s_->safe(detail::server_error_message(r.body));
+      if (!server.empty()) reason += ": " + server;
+      if (automatic_ && detail::is_mode_refusal(status, server) && fall_back(where, reason)) return;
+      const auto& rs = s_->options.retry_statuses;
+      if (std::find(rs.begin(), rs.end(), status) == rs.end()) return fail(engine_error(where + ": " + reason, status, false));
+    }
+
+    // A transient failure: retry while the budget lasts.
+    if (attempt_ >= attempts)
+      return fail(engine_error(where + ": " + reason + " (gave up after " + std::to_string(attempts) +
+                                   (attempts == 1 ? " attempt)" : " attempts)"),
+                               status, true));
+    const std::chrono::nanoseconds wait = s_->wait_before(attempt_, r.retry_after, r.retry_after_ms);
+    if (limiter_ && (status == 429 || r.retry_after || r.retry_after_ms)) limiter_->back_off(wait);
+    detail::log_warn("{} failed ({}); transport retry {}/{} in {:.3f} s", where, reason, attempt_,
+                     s_->options.max_retries, std::chrono::duration<double>(wait).count());
+    reset_stream_state();
+    between_since_ = x.started + r.elapsed;  // the exchange's end: the wait counts from there
+    if (s_->options.on_retry) {
+      try {
+        s_->options.on_retry(transport_retry{attempt_, s_->options.max_retries, wait, status, reason});
+      } catch (...) {
+        detail::log_error("{}: on_retry threw (ignored)", where);
+      }
+    }
+    retry_timer_ = std::make_unique<asio::steady_timer>(s_->loop->io(), wait);
+    std::weak_ptr<http_call> self = weak_from_this();
+    retry_timer_->async_wait(asio::bind_executor(s_->loop->strand(), [self](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (auto c = self.lock()) c->turn();
+    }));
+  }
+
+  [[nodiscard]] bool done() const noexcept { return done_; }
+
+  /// The server refused the request's output mode (output_mode::automatic): send it again at once
+  /// in the next mode, and make that the endpoint's first choice from now on. Neither a transport
+  /// retry nor a remedy attempt. false when there is no next mode.
+  bool fall_back(const std::string& where, const std::string& reason) {
+    if (mode_index_ + 1 >= s_->modes.size()) return false;
+    const output_mode refused = mode_;
+    ++mode_index_;
+    mode_ = s_->modes[mode_index_];
+    try {
+      body_ = s_->dialect->body_text(*automatic_, mode_, s_->options);
+    } catch (const std::exception& e) {
+      fail(engine_error(where + ": cannot build the request: " + e.what()));
+      return true;
+    }
+    std::size_t seen = mode_index_ - 1;
+    if (s_->auto_from.compare_exchange_strong(seen, mode_index_))
+      detail::log_warn("{}: the server refused output mode {} ({}); using {} for this endpoint from now on", where,
+                       to_string(refused), reason, to_string(mode_));
+    attempt_ = 0;
+    reset_stream_state();
+    send();
+    return true;
+  }
+  [[nodiscard]] const http_shared& shared() const noexcept { return *s_; }
+
+ private:
+  // A retry waits for its turn under the rate limiter first.
+  void turn() {
+    if (done_) return;
+    if (!limiter_) return send();
+    std::weak_ptr<http_call> self = weak_from_this();
+    detail::io_strand* strand = &s_->loop->strand();
+    // The estimate of a retry: the request body's size (its messages and schema) / 4 plus the
+    // learned output.
+    limit_ticket_ = limiter_->acquire(limiter_->estimate(chat_request{}) + body_.size() / 4, [self, strand] {
+      asio::post(*strand, [self] {
+        if (auto c = self.lock()) {
+          c->limit_ticket_ = 0;
+          c->send();
+        }
+      });
+    });
+  }
+
+  void send() {
+    if (done_) return;
+    if (s_->closed) return abort(engine_error::cancellation("the engine was destroyed"));
+    ++attempt_;
+    try {
+      current_ = std::make_shared<exchange>(shared_from_this(), *s_, body_, stream_);
+    } catch (const std::exception& e) {
+      return fail(engine_error(std::string("http_engine: cannot start a transfer: ") + e.what()));
+    }
+    if (between_since_) {  // a transport retry: the time since the last exchange ended was waiting
+      queued_ += std::max(std::chrono::nanoseconds(0),
+                          std::chrono::duration_cast<std::chrono::nanoseconds>(current_->started - *between_since_));
+      between_since_.reset();
+    }
+    if (stream_ && s_->options.stream_idle_timeout.count() > 0) arm_idle(*current_);
+    s_->loop->add(current_);
+  }
+
+  void arm_idle(exchange& x) {
+    if (!x.idle) x.idle = std::make_unique<asio::steady_timer>(s_->loop->io());
+    x.idle->expires_after(s_->options.stream_idle_timeout);
+    std::weak_ptr<http_call> self = weak_from_this();
+    exchange* px = &x;
+    x.idle->async_wait(asio::bind_executor(s_->loop->strand(), [self, px](const boost::system::error_code& ec) {
+      if (ec) return;
+      auto c = self.lock();
+      if (!c || c->current_.get() != px) return;
+      // Nothing arrived for too long: end the exchange as it stands.
+      std::shared_ptr<exchange> x = c->current_;
+      c->s_->loop->remove(*x);
+      x->result.code = CURLE_OPERATION_TIMEDOUT;
+      x->result.idle_timeout = true;
+      x->result.elapsed = std::chrono::steady_clock::now() - x->started;
+      c->on_exchange_done(*x);
+    }));
+  }
+
+ public:
+  /// Data arrived on the current exchange: restart its idle timer.
+  void activity(exchange& x) {
+    if (x.idle && current_.get() == &x) arm_idle(x);
+  }
+
+ private:
+  void reset_stream_state() {
+    text_.clear();
+    content_started_ = false;
+    stream_done_ = false;
+    finish_reason_.clear();
+    stream_error_.clear();
+    model_.clear();
+    usage_ = {};
+  }
+
+  void reply(bool cut_off) {
+    chat_response out;
+    out.text = std::move(text_);
+    out.usage = usage_;
+    out.model = std::move(model_);
+    out.finish_reason = std::move(finish_reason_);
+    out.cut_off = cut_off;
+    out.mode = mode_;
+    deliver(std::move(out));
+  }
+
+  void deliver(chat_response r) {
+    if (done_) return;
+    done_ = true;
+    const std::shared_ptr<http_call> keep = shared_from_this();  // the engine's table lets go of it
+    finish_bookkeeping();
+    r.queued = queued_;
+    receiver_->on_reply(std::move(r));
+  }
+
+  void fail(const engine_error& e) {
+    if (done_) return;
+    done_ = true;
+    const std::shared_ptr<http_call> keep = shared_from_this();  // the engine's table lets go of it
+    finish_bookkeeping();
+    if (queued_.count() == 0) return receiver_->on_error(e);
+    engine_error with_wait = e;
+    with_wait.set_queued(queued_);
+    receiver_->on_error(with_wait);
+  }
+
+  void finish_bookkeeping() {
+    s_->calls.erase(id_);
+    // The stop callback may not be destroyed from inside itself; it only posts, so leave it to
+    // the call's destruction.
+  }
+
+  std::shared_ptr<http_shared> s_;
+  std::string body_;
+  bool stream_;
+  std::shared_ptr<reply_receiver> receiver_;
+  std::shared_ptr<rate_limiter> limiter_;
+  output_mode mode_;
+  std::optional<chat_request> automatic_;
+  std::size_t mode_index_;
+  std::optional<std::stop_callback<std::function<void()>>> on_stop_;
+  std::uint64_t id_ = 0;
+  int attempt_ = 0;
+  bool done_ = false;
+  std::shared_ptr<exchange> current_;
+  std::unique_ptr<asio::steady_timer> retry_timer_;
+  std::uint64_t limit_ticket_ = 0;
+  /// Waiting before a transport retry since then (the end of the exchange that failed).
+  std::optional<std::chrono::steady_clock::time_point> between_since_;
+  /// Time spent between exchanges so far (chat_response::queued, engine_error::queued).
+  std::chrono::nanoseconds queued_{0};
+  // Streamed reply so far.
+  std::string text_;
+  bool content_started_ = false;
+  bool stream_done_ = false;
+  std::string finish_reason_;
+  std::string stream_error_;
+  std::string model_;
+  usage usage_;
+  std::size_t malformed_ = 0;
+};
+
+/// What every transfer of the engine sets alike, its exchanges and its probes: protocols, signals,
+/// the environment's proxy, the user agent, no redirects, keep-alive, the HTTP version and the CA
+/// file.
+void set_connection_options(CURL* h, const http_shared& s) {
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  // The proxy settings of the environment, read once by the engine (curl would read them again
+  // for every transfer; an empty no-proxy list too, or curl looks for no_proxy each time).
+  curl_easy_setopt(h, CURLOPT_PROXY, s.proxy.c_str());
+  curl_easy_setopt(h, CURLOPT_NOPROXY, s.no_proxy.c_str());
+  if (!s.user_agent_header) curl_easy_setopt(h, CURLOPT_USERAGENT, s.user_agent.c_str());
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  // Wait for a connection that may multiplex (HTTP/2) rather than open another one; only where
+  // HTTP/2 is possible: on plain http:// curl would wait for a first response before connecting again.
+  if ((s.options.http_version == http_version::http2_prior_knowledge && s.h2c_reuse) ||
+      (s.options.http_version != http_version::http1_1 && istarts_with(s.endpoint, "https://")))
+    curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+  // libcurl before 7.89 fails every request that reuses an HTTP/2 prior-knowledge connection.
+  if (s.options.http_version == http_version::http2_prior_knowledge && !s.h2c_reuse) {
+    curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+  }
+  if (!s.options.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, s.options.ca_file.c_str());
+  switch (s.options.http_version) {
+    case http_version::automatic: break;
+    case http_version::http1_1: curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1)); break;
+    case http_version::http2:
+      curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+      break;
+    case http_version::http2_prior_knowledge:
+      curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
+      break;
+  }
+}
+
+exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const std::string& body, bool want_stream)
+    : detail::http_transfer(*s.loop), stream(want_stream), owner_(std::move(call)) {
+  max_bytes = s.options.max_response_bytes;
+  CURL* h = easy();
+  // What every exchange of this engine sets alike stays on a pooled handle (http_transport.hpp):
+  // set it on a new handle only.
+  if (!configured()) {
+    if (s.url) curl_easy_setopt(h, CURLOPT_CURLU, s.url.get());
+    else curl_easy_setopt(h, CURLOPT_URL, s.endpoint.c_str());
+    set_connection_options(h, s);
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(s.options.connect_timeout.count()));
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(s.options.request_timeout.count()));
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &exchange::on_body);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &exchange::on_header);
+  }
+  // What differs per exchange.
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, want_stream ? s.stream_headers.get() : s.headers.get());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  // A whole reply may come compressed; a stream is read as it comes.
+  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, want_stream ? static_cast<const char*>(nullptr) : "");
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, this);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, this);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
+}
+
+void exchange::on_done(CURLcode code) {
+  result.code = code;
+  result.elapsed = std::chrono::steady_clock::now() - started;
+  curl_easy_getinfo(easy(), CURLINFO_RESPONSE_CODE, &result.status);
+  if (idle) idle->cancel();
+  if (std::shared_ptr<http_call> c = owner_) c->on_exchange_done(*this);
+}
+
+std::size_t exchange::on_body(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* x = static_cast<exchange*>(user);
+  const std::size_t n = size * count;
+  try {
+    std::shared_ptr<http_call> c = x->owner_;
+    if (!c || c->done()) return 0;
+    if (!x->saw_content_type) {
+      x->saw_content_type = true;
+      long status = 0;
+      curl_easy_getinfo(x->easy(), CURLINFO_RESPONSE_CODE, &status);
+      const char* type = nullptr;
+      curl_easy_getinfo(x->easy(), CURLINFO_CONTENT_TYPE, &type);
+      x->event_stream = x->stream && status >= 200 && status < 300 && type != nullptr &&
+                        istarts_with(trim(type), "text/event-stream");
+      if (x->event_stream) {
+        http_call* call = c.get();
+        x->sse.emplace([call](const detail::sse_event& e) { return call->on_event(e.type, e.data); });
+      }
+    }
+    if (x->result.body.size() + n > x->max_bytes) {
+      x->result.too_large = true;
+      return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+    }
+    c->activity(*x);
+    if (x->event_stream) {
+      x->result.body.resize(x->result.body.size() + n);  // counted, not kept
+      x->sse->feed(std::string_view(data, n));
+    } else {
+      x->result.body.append(data, n);
+    }
+  } catch (...) {  // no exception may cross libcurl's C frames
+    x->result.too_large = true;
+    return 0;
+  }
+  return n;
+}
+
+std::size_t exchange::on_header(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* x = static_cast<exchange*>(user);
+  const std::size_t n = size * count;
+  const std::string_view line(data, n);
+  try {
+    if (istarts_with(line, "HTTP/")) {  // a new response (after 100 Continue, ...): forget earlier headers
+      x->result.retry_after.reset();
+      x->result.retry_after_ms.reset();
+      return n;
+    }
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) return n;
+    const std::string_view name = trim(line.substr(0, colon));
+    const std::string_view value = trim(line.substr(colon + 1));
+    if (iequals(name, "retry-after")) x->result.retry_after = std::string(value);
+    else if (iequals(name, "retry-after-ms")) x->result.retry_after_ms = std::string(value);
+  } catch (...) {
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+struct http_engine::impl {
+  std::shared_ptr<http_shared> s;
+};
+
+http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<impl>()) {
+  impl_->s = std::make_shared<http_shared>();
+  http_shared& s = *impl_->s;
+  auto bad = [](const std::string& what) { throw std::invalid_argument("covenant::http_engine: " + what); };
+  std::string base(trim(options.base_url));
+  if (base.empty()) bad("base_url is empty (the API root, e.g. https://api.openai.com/v1)");
+  if (!options.ca_file.empty() && !std::ifstream(options.ca_file).good())
+    bad("ca_file \"" + one_line(options.ca_file, 200) + "\" cannot be read");
+  if (!istarts_with(base, "http://") && !istarts_with(base, "https://"))
+    bad("base_url must start with http:// or https:// (got \"" + one_line(safe_url(base), 100) + "\")");
+  if (has_crlf(base) || base.find(' ') != std::string::npos) bad("base_url must not contain spaces or line breaks");
+  if (has_crlf(options.api_key)) bad("api_key must not contain line breaks");
+  if (has_crlf(options.user_agent)) bad("user_agent must not contain line breaks");
+  if (options.max_retries < 0) bad("max_retries must be >= 0");
+  if (options.connect_timeout.count() <= 0) bad("connect_timeout must be positive");
+  if (options.request_timeout.count() <= 0) bad("request_timeout must be positive");
+  if (options.initial_backoff.count() < 0) bad("initial_backoff must be >= 0");
+  if (options.max_backoff.count() < 0) bad("max_backoff must be >= 0");
+  if (!(options.jitter >= 0.0 && options.jitter <= 1.0)) bad("jitter must be in [0, 1]");
+  if (options.max_response_bytes == 0) bad("max_response_bytes must be positive");
+  if (options.max_tokens_field.empty()) bad("max_tokens_field is empty");
+  if (options.stream_idle_timeout.count() < 0) bad("stream_idle_timeout must be >= 0");
+  if (options.max_connections < 0 || options.max_host_connections < 0) bad("connection limits must be >= 0");
+  s.dialect = options.provider == provider::anthropic ? detail::anthropic_dialect() : detail::openai_dialect();
+  s.modes = s.dialect->modes();
+  bool own_authorization = false;
+  for (const auto& [name, value] : options.headers) {
+    if (name.empty() || has_crlf(name) || name.find_first_of(": \t") != std::string::npos)
+      bad("invalid header name \"" + one_line(name, 60) + "\"");
+    if (has_crlf(value)) bad("the value of header \"" + name + "\" must not contain line breaks");
+    if (iequals(name, s.dialect->auth_header_name())) own_authorization = true;
+  }
+  global_init();
+
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  s.endpoint = s.dialect->endpoint(base);
+  s.shown_url = safe_url(s.endpoint);
+  if (CURLU* u = curl_url(); u != nullptr) {
+    s.url.reset(u);
+    if (curl_url_set(u, CURLUPART_URL, s.endpoint.c_str(), 0) != CURLUE_OK) s.url.reset();  // curl reports it
+  }
+  s.user_agent = options.user_agent.empty() ? "covenant/" + std::string(version()) : options.user_agent;
+
+  // The environment's proxy for this endpoint, as libcurl itself would read it: https_proxy (or
+  // HTTPS_PROXY) for https, http_proxy for http (its upper-case form is not trusted), else
+  // all_proxy / ALL_PROXY; no_proxy / NO_PROXY.
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
+    return v == nullptr ? std::string() : std::string(v);
+  };
+  if (istarts_with(s.endpoint, "https://")) {
+    s.proxy = env("https_proxy");
+    if (s.proxy.empty()) s.proxy = env("HTTPS_PROXY");
+  } else {
+    s.proxy = env("http_proxy");
+  }
+  if (s.proxy.empty()) s.proxy = env("all_proxy");
+  if (s.proxy.empty()) s.proxy = env("ALL_PROXY");
+  s.no_proxy = env("no_proxy");
+  if (s.no_proxy.empty()) s.no_proxy = env("NO_PROXY");
+  // The request headers, in two lists: for whole replies and for streams (which accept server-sent
+  // events, and no compression: a stream is read as it comes). libcurl 7.88 writes the header
+  // lines it builds itself (the user agent, the accepted encodings) one character at a time,
+  // twice; lines of this list are written once. So with no proxy in the way the user agent and the
+  // accepted encodings are lines of the list (through a proxy, the user agent is also what the
+  // CONNECT request says: libcurl sets it). A header the caller set replaces the engine's own.
+  bool own_user_agent = false;
+  bool own_encoding = false;
+  for (const auto& [name, value] : options.headers) {
+    if (iequals(name, "User-Agent")) own_user_agent = true;
+    if (iequals(name, "Accept-Encoding")) own_encoding = true;
+  }
+  s.user_agent_header = s.proxy.empty() && !own_user_agent;
+  const std::string encodings = own_encoding ? std::string() : accepted_encodings();
+  auto make_list = [&](bool whole_reply) {
+    detail::curl_header_list list;
+    auto append = [&](const std::string& line) { detail::append_header(list, line); };
+    append("Content-Type: application/json");
+    append(whole_reply ? "Accept: application/json" : "Accept: text/event-stream");
+    append("Expect:");  // no 100-continue round trip for large bodies
+    if (s.user_agent_header) append("User-Agent: " + s.user_agent);
+    if (whole_reply && !encodings.empty()) append("Accept-Encoding: " + encodings);
+    for (const std::string& line : s.dialect->auth_headers(options, own_authorization)) append(line);
+    for (const auto& [name, value] : options.headers) append(name + (value.empty() ? ";" : ": " + value));
+    return list;
+  };
+  s.headers = make_list(true);
+  s.stream_headers = make_list(false);
+  if (options.http_version == http_version::http2_prior_knowledge) {
+    const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
+    s.h2c_reuse = info != nullptr && info->version_num >= 0x075900;  // 7.89.0
+    if (!s.h2c_reuse) {
+      static std::once_flag said;
+      std::call_once(said, [&] {
+        detail::log_warn("http_engine: libcurl {} cannot reuse HTTP/2 prior-knowledge connections (curl issue 10634): "
+                         "each request to {} opens its own connection (https:// negotiates HTTP/2 and is not affected)",
+                         info != nullptr ? info->version : "?", s.shown_url);
+      });
+    }
+  }
+  s.rt = options.runtime != nullptr ? options.runtime : &runtime::shared();
+  s.loop = std::make_shared<detail::multi_loop>(
+      *s.rt, detail::multi_options{options.max_connections, options.max_host_connections});
+  s.options = std::move(options);
+  s.options.base_url = std::move(base);
+}
+
+http_engine::~http_engine() {
+  refuse_calls();
+  end_transfers();
+  close();
+}
+
+void http_engine::end_transfers() noexcept {
+  if (impl_ && impl_->s && impl_->s->loop) {
+    std::shared_ptr<http_shared> s = impl_->s;
+    auto stop_all = [s] {
+      s->closed = true;
+      std::vector<std::shared_ptr<http_call>> calls;
+      for (auto& [id, c] : s->calls) calls.push_back(c);
+      for (auto& c : calls) c->abort(engine_error::cancellation("the engine was destroyed"));
+      s->calls.clear();
+      s->loop->shutdown();
+    };
+    if (s->loop->strand().running_in_this_thread()) {
+      stop_all();
+    } else {
+      std::promise<void> done;
+      std::future<void> finished = done.get_future();
+      asio::post(s->loop->strand(), [&stop_all, &done] {
+        stop_all();
+        done.set_value();
+      });
+      finished.wait();
+    }
+  }
+}
+
+http_engine::http_engine(http_engine&&) noexcept = default;
+
+http_engine& http_engine::operator=(http_engine&& other) noexcept {
+  if (this != &other) {
+    refuse_calls();
+    end_transfers();
+    engine::operator=(std::move(other));
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+std::string_view to_string(provider p) noexcept { return p == provider::anthropic ? "anthropic" : "openai"; }
+
+http_engine_options http_engine::options_from_env(http_engine_options defaults) {
+  auto get = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    return std::string(v);
+  };
+  if (auto v = get("COVENANT_PROVIDER")) {
+    if (*v == "openai")
+      defaults.provider = provider::openai;
+    else if (*v == "anthropic")
+      defaults.provider = provider::anthropic;
+    else
+      throw std::invalid_argument("covenant::http_engine::from_env: COVENANT_PROVIDER must be openai or anthropic (got \"" +
+                                  one_line(*v, 40) + "\")");
+  }
+  if (auto v = get("COVENANT_BASE_URL")) defaults.base_url = std::move(*v);
+  if (trim(defaults.base_url).empty())
+    throw std::invalid_argument(
+        "covenant::http_engine::from_env: COVENANT_BASE_URL is not set (the API root, e.g. "
+        "https://api.openai.com/v1, http://localhost:8080/v1 or, with COVENANT_PROVIDER=anthropic, https://api.anthropic.com)");
+  if (auto v = get("COVENANT_API_KEY")) defaults.api_key = std::move(*v);
+  if (auto v = get("COVENANT_MODEL")) defaults.model = std::move(*v);
+  if (auto v = get("COVENANT_CA_FILE")) defaults.ca_file = std::move(*v);
+  if (auto v = get("COVENANT_TIMEOUT_S")) {
+    const auto s = parse_number(*v);
+    if (!s || *s <= 0 || *s > 1e6)
+      throw std::invalid_argument("covenant::http_engine::from_env: COVENANT_TIMEOUT_S must be a positive number of seconds (got \"" +
+                                  one_line(*v, 40) + "\")");
+    defaults.request_timeout = std::chrono::milliseconds(std::max<std::int64_t>(1, std::llround(*s * 1000.0)));
+  }
+  return defaults;
+}
+
+http_engine http_engine::from_env(http_engine_options defaults) {
+  return http_engine(options_from_env(std::move(defaults)));
+}
+const std::string& http_engine::endpoint() const noexcept { return impl_->s->endpoint; }
+const http_engine_options& http_engine::options() const noexcept { return impl_->s->options; }
+
+std::string http_engine::probe_endpoint() const {
+  if (!impl_ || !impl_->s) return {};
+  return impl_->s->dialect->probe_url(impl_->s->options.base_url);
+}
+
+probe_result http_engine::probe(std::chrono::milliseconds timeout) const {
+  probe_result out;
+  if (!impl_ || !impl_->s) {
+    out.message = "http_engine: used after being moved from";
+    return out;
+  }
+  const std::shared_ptr<http_shared> s = impl_->s;
+  detail::probe_request r;
+  r.url = s->dialect->probe_url(s->options.base_url);
+  r.shown_url = safe_url(r.url);
+  out.url = r.shown_url;
+  if (timeout.count() <= 0) {
+    out.message = "the timeout must be positive (got " + std::to_string(timeout.count()) + " ms)";
+    return out;
+  }
+  if (s->loop->io().get_executor().running_in_this_thread()) {
+    out.message = "http_engine::probe() was called on the I/O loop's thread, which it would block";
+    return out;
+  }
+  // The headers of the engine's requests for a whole reply, without those of a body.
+  bool own_auth = false;
+  for (const auto& [name, value] : s->options.headers) own_auth = own_auth || iequals(name, s->dialect->auth_header_name());
+  auto append = [&](const std::string& line) { detail::append_header(r.headers, line); };
+  append("Accept: application/json");
+  if (s->user_agent_header) append("User-Agent: " + s->user_agent);
+  for (const std::string& line : s->dialect->auth_headers(s->options, own_auth)) append(line);
+  for (const auto& [name, value] : s->options.headers) append(name + (value.empty() ? ";" : ": " + value));
+  r.loop = s->loop;
+  r.timeout = std::min<std::chrono::milliseconds>(timeout, std::chrono::hours(24 * 30));  // far from overflow
+  r.connect_timeout = s->options.connect_timeout;
+  r.secret = s->options.api_key;
+  r.configure = [s](CURL* h) { set_connection_options(h, *s); };
+  return detail::run_probe(std::move(r));
+}
+
+namespace {
+
+/// The mode a request goes out in, and its index in the engine's modes (automatic: the first the
+/// endpoint has not refused). Without a schema there is no tool to force: `tools` goes out as
+/// `prompt`.
+std::pair<output_mode, std::size_t> resolve_mode(const http_shared& s, const chat_request& request) {
+  output_mode m = output_mode::prompt;
+  if (request.mode == output_mode::automatic)
+    m = s.modes[std::min(s.auto_from.load(std::memory_order_relaxed), s.modes.size() - 1)];
+  else
+    m = s.dialect->nearest(request.mode);
+  if (m == output_mode::tools && !(request.response_schema && request.response_schema->is_object()))
+    m = s.dialect->nearest(output_mode::prompt);
+  const auto at = std::find(s.modes.begin(), s.modes.end(), m);
+  return {m, static_cast<std::size_t>(at - s.modes.begin())};
+}
+
+}  // namespace
+
+json::object http_engine::request_body(const chat_request& request) const {
+  const http_shared& s = *impl_->s;
+  return s.dialect->body(request, resolve_mode(s, request).first, s.options);
+}
+
+void http_engine::start(const chat_request& request, std::shared_ptr<reply_receiver> receiver, std::stop_token stop) {
+  if (!impl_ || !impl_->s) {
+    receiver->on_error(engine_error("http_engine: used after being moved from"));
+    return;
+  }
+  std::shared_ptr<http_shared> s = impl_->s;
+  const auto [mode, index] = resolve_mode(*s, request);
+  std::string body;
+  std::optional<chat_request> automatic;
+  try {
+    body = s->dialect->body_text(request, mode, s->options);
+    if (request.mode == output_mode::automatic) automatic.emplace(request);
+  } catch (const std::exception& e) {
+    receiver->on_error(engine_error(std::string("http_engine: cannot build the request: ") + e.what()));
+    return;
+  }
+  auto call = std::make_shared<http_call>(s, std::move(body), request.stream, std::move(receiver), request.limiter,
+                                          mode, std::move(automatic), index);
+  call->watch(std::move(stop));
+  asio::post(s->loop->strand(), [s, call] {
+    const std::uint64_t id = s->next_call++;
+    s->calls[id] = call;
+    call->begin(id);
+  });
+}
+
+engine_capabilities http_engine::capabilities() const noexcept { return {true, true}; }
+
+}  // namespace covenant

@@ -1,0 +1,412 @@
+// The OpenAI Chat Completions wire format (also spoken by vLLM, llama.cpp, Ollama, LM Studio and
+// most gateways): request bodies in each output mode, whole replies, streamed chunks.
+#include <boost/json/monotonic_resource.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/serializer.hpp>
+
+#include <algorithm>
+#include <array>
+
+#include "covenant/engine/http_engine.hpp"
+#include "covenant/types/json_schema.hpp"
+#include "wire_dialect.hpp"
+#include "wire_text.hpp"
+
+namespace covenant {
+
+namespace json = boost::json;
+using detail::wire::bad_body;
+using detail::wire::one_line;
+using detail::wire::string_or_empty;
+using detail::wire::token_count;
+
+namespace {
+
+usage read_usage(const json::object& u) {
+  usage out;
+  out.input_tokens = token_count(u, "prompt_tokens", "input_tokens");
+  out.output_tokens = token_count(u, "completion_tokens", "output_tokens");
+  return out;
+}
+
+/// The text of a message's (or delta's) "content": a string, or content parts
+/// [{"type": "text", "text": ...}]. nullopt when there is none.
+std::optional<std::string> content_text(const json::object& m) {
+  const json::value* content = m.if_contains("content");
+  if (content == nullptr) return std::nullopt;
+  if (content->is_string()) return std::string(content->as_string());
+  if (!content->is_array()) return std::nullopt;
+  std::string out;
+  for (const json::value& part : content->as_array())
+    if (const auto* p = part.if_object())
+      if (const auto* t = p->if_contains("text"); t != nullptr && t->is_string()) out += t->as_string();
+  return out;
+}
+
+/// tool_calls[0].function.arguments of a message or delta: the arguments text (a streamed delta
+/// holds the next piece of it). nullopt when there is no tool call.
+std::optional<std::string> tool_arguments(const json::object& m) {
+  const json::value* calls = m.if_contains("tool_calls");
+  if (calls == nullptr || !calls->is_array() || calls->as_array().empty()) return std::nullopt;
+  const json::object* first = calls->as_array().front().if_object();
+  if (first == nullptr) return std::nullopt;
+  if (const auto* index = first->if_contains("index"); index != nullptr && index->is_number() && index->to_number<double>() != 0)
+    return std::nullopt;  // a later parallel call; only the first is the reply
+  const json::value* fn = first->if_contains("function");
+  if (fn == nullptr || !fn->is_object()) return std::nullopt;
+  const json::value* args = fn->as_object().if_contains("arguments");
+  if (args == nullptr || args->is_null()) return std::string();
+  if (args->is_string()) return std::string(args->as_string());
+  return detail::wire::json_text(*args);  // a server that sends the arguments as an object (numbers as short as they read back)
+}
+
+}  // namespace
+
+namespace detail {
+
+chat_response parse_chat_completion(std::string_view body) {
+  if (wire::trim(body).empty()) bad_body("the response body is empty");
+  boost::system::error_code ec;
+  // The document lives only while its fields are copied out: its nodes come from a buffer on the
+  // stack (then from a few large blocks), not from one heap allocation each.
+  unsigned char buffer[4096];
+  json::monotonic_resource nodes(buffer, sizeof buffer);
+  json::value v = json::parse(body, ec, &nodes);
+  if (ec) bad_body("the response body is not JSON (" + ec.message() + ")");
+  if (!v.is_object()) bad_body("the response body is not a JSON object");
+  const json::object& root = v.as_object();
+  const json::value* choices = root.if_contains("choices");
+  if (choices == nullptr) {
+    if (root.contains("error")) bad_body("the server reported an error: " + server_error_message(body));
+    bad_body("the response has no \"choices\"");
+  }
+  if (!choices->is_array() || choices->as_array().empty()) bad_body("the response's \"choices\" is empty or not an array");
+  const json::value& first = choices->as_array().front();
+  if (!first.is_object()) bad_body("choices[0] is not an object");
+  const json::value* msg = first.as_object().if_contains("message");
+  if (msg == nullptr || !msg->is_object()) bad_body("choices[0].message is missing or not an object");
+  const json::object& m = msg->as_object();
+
+  chat_response out;
+  std::optional<std::string> text = content_text(m);
+  // A tool call is the reply when there is one and no content beside it (output_mode::tools).
+  if (std::optional<std::string> args = tool_arguments(m); args && (!text || text->empty())) text = std::move(args);
+  if (!text) {
+    if (const auto* refusal = m.if_contains("refusal"); refusal != nullptr && refusal->is_string())
+      bad_body("the model refused: " + one_line(refusal->as_string(), 300));
+    bad_body("choices[0].message.content is missing or not a string");
+  }
+  out.text = std::move(*text);
+  out.finish_reason = string_or_empty(first.as_object(), "finish_reason");
+  out.model = string_or_empty(root, "model");
+  if (const auto* u = root.if_contains("usage"); u != nullptr && u->is_object()) out.usage = read_usage(u->as_object());
+  return out;
+}
+
+std::string server_error_message(std::string_view body, std::size_t max_chars) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (!ec) {
+    if (const auto* o = v.if_object()) {
+      const json::value* e = o->if_contains("error");
+      if (e == nullptr) e = o->if_contains("detail");  // FastAPI-style servers
+      if (e == nullptr) e = o->if_contains("message");
+      if (e != nullptr) {
+        if (e->is_string()) return one_line(e->as_string(), max_chars);
+        if (const auto* eo = e->if_object()) {
+          if (const auto* m = eo->if_contains("message"); m != nullptr && m->is_string())
+            return one_line(m->as_string(), max_chars);
+        }
+        return one_line(json::serialize(*e), max_chars);
+      }
+    }
+  }
+  return one_line(body, max_chars);
+}
+
+stream_chunk parse_stream_chunk(std::string_view data) {
+  stream_chunk out;
+  boost::system::error_code ec;
+  unsigned char buffer[2048];  // as in parse_chat_completion
+  json::monotonic_resource nodes(buffer, sizeof buffer);
+  json::value v = json::parse(data, ec, &nodes);
+  if (ec || !v.is_object()) {
+    out.malformed = true;
+    return out;
+  }
+  const json::object& root = v.as_object();
+  if (const json::value* e = root.if_contains("error"); e != nullptr && !e->is_null()) {
+    out.error = server_error_message(data);
+    return out;
+  }
+  out.model = string_or_empty(root, "model");
+  if (const auto* u = root.if_contains("usage"); u != nullptr && u->is_object()) out.usage = read_usage(u->as_object());
+  const json::value* choices = root.if_contains("choices");
+  if (choices == nullptr || !choices->is_array() || choices->as_array().empty()) return out;
+  const json::object* first = choices->as_array().front().if_object();
+  if (first == nullptr) return out;
+  if (const auto* fr = first->if_contains("finish_reason"); fr != nullptr && fr->is_string())
+    out.finish_reason = std::string(fr->as_string());
+  const json::value* delta = first->if_contains("delta");
+  if (delta == nullptr) delta = first->if_contains("message");  // servers that send whole messages
+  if (delta == nullptr || !delta->is_object()) return out;
+  if (std::optional<std::string> text = content_text(delta->as_object())) out.content = std::move(*text);
+  if (std::optional<std::string> args = tool_arguments(delta->as_object())) out.tool_arguments = std::move(*args);
+  return out;
+}
+
+namespace {
+
+// The forced function's description in tools mode.
+constexpr std::string_view tool_description = "Reply with the result as this function's arguments.";
+
+// The `json_schema` name of a response format: the request's schema name, else the schema's
+// title, as an API name.
+std::string json_schema_name(const json::value& schema, std::string_view schema_name) {
+  if (schema_name.empty()) {
+    const json::value* title = schema.as_object().if_contains("title");
+    if (title != nullptr && title->is_string()) schema_name = title->as_string();
+  }
+  return wire::api_name(schema_name);
+}
+
+class openai final : public wire_dialect {
+ public:
+  [[nodiscard]] std::string_view name() const noexcept override { return "openai"; }
+
+  [[nodiscard]] std::string endpoint(std::string_view base) const override {
+    constexpr std::string_view suffix = "/chat/completions";
+    if (wire::iends_with(base, suffix)) return std::string(base);
+    return std::string(base) + std::string(suffix);
+  }
+
+  /// GET {root}/models, the model list (also served by vLLM, llama.cpp, Ollama, LiteLLM).
+  [[nodiscard]] std::string probe_url(std::string_view base) const override {
+    constexpr std::string_view suffix = "/chat/completions";
+    if (wire::iends_with(base, suffix)) base.remove_suffix(suffix.size());
+    return std::string(base) + "/models";
+  }
+
+  [[nodiscard]] std::string_view auth_header_name() const noexcept override { return "authorization"; }
+
+  [[nodiscard]] std::vector<std::string> auth_headers(const http_engine_options& o, bool own_auth) const override {
+    if (o.api_key.empty() || own_auth) return {};
+    return {"Authorization: Bearer " + o.api_key};
+  }
+
+  [[nodiscard]] std::vector<output_mode> modes() const override {
+    return {output_mode::json_schema, output_mode::tools, output_mode::json_object, output_mode::prompt};
+  }
+
+  [[nodiscard]] output_mode nearest(output_mode asked) const noexcept override {
+    return asked == output_mode::automatic ? output_mode::json_schema : asked;
+  }
+
+  [[nodiscard]] json::object body(const chat_request& request, output_mode mode,
+                                  const http_engine_options& o) const override {
+    json::object body = o.extra_body;
+    if (!o.model.empty()) body["model"] = o.model;
+    json::array messages;
+    messages.reserve(request.messages.size());
+    for (const message& m : request.messages) {
+      json::object jm;
+      jm["role"] = to_string(m.role);
+      jm["content"] = m.content;
+      messages.emplace_back(std::move(jm));
+    }
+    body["messages"] = std::move(messages);
+    if (request.temperature) body["temperature"] = *request.temperature;
+    if (request.max_tokens) body[o.max_tokens_field] = *request.max_tokens;
+    const bool schema = request.response_schema && request.response_schema->is_object();
+    switch (mode) {
+      case output_mode::json_schema:
+        if (schema && o.structured_outputs) {
+          const json::value& schema_value = *request.response_schema;
+          body["response_format"] =
+              detail::response_format(schema_value, json_schema_name(schema_value, request.schema_name));
+        }
+        break;
+      case output_mode::json_object: {
+        json::object rf;
+        rf["type"] = "json_object";
+        body["response_format"] = std::move(rf);
+        break;
+      }
+      case output_mode::tools:
+        if (schema) {
+          const std::string name = wire::api_name(request.schema_name);
+          json::object fn;
+          fn["name"] = name;
+          fn["description"] = tool_description;
+          fn["parameters"] = *request.response_schema;
+          fn["strict"] = true;
+          json::object tool;
+          tool["type"] = "function";
+          tool["function"] = std::move(fn);
+          json::array tools;
+          tools.emplace_back(std::move(tool));
+          body["tools"] = std::move(tools);
+          json::object choice_fn;
+          choice_fn["name"] = name;
+          json::object choice;
+          choice["type"] = "function";
+          choice["function"] = std::move(choice_fn);
+          body["tool_choice"] = std::move(choice);
+        }
+        break;
+      case output_mode::prompt:
+      case output_mode::automatic:
+        break;
+    }
+    if (request.stream) {
+      body["stream"] = true;
+      json::object so;
+      so["include_usage"] = true;
+      body["stream_options"] = std::move(so);
+    }
+    return body;
+  }
+
+  [[nodiscard]] std::string body_text(const chat_request& request, output_mode mode,
+                                      const http_engine_options& o) const override;
+
+  [[nodiscard]] chat_response parse_reply(std::string_view body, output_mode mode) const override {
+    chat_response r = parse_chat_completion(body);
+    r.mode = mode;
+    return r;
+  }
+
+  [[nodiscard]] wire_event parse_event(std::string_view type, std::string_view data, output_mode mode) const override {
+    wire_event out;
+    if (!type.empty() && type != "message") return out;  // only unnamed events carry chunks
+    if (data == "[DONE]") {
+      out.done = true;
+      return out;
+    }
+    stream_chunk c = parse_stream_chunk(data);
+    out.malformed = c.malformed;
+    out.error = std::move(c.error);
+    out.model = std::move(c.model);
+    out.finish_reason = std::move(c.finish_reason);
+    if (c.usage) {
+      out.input_tokens = c.usage->input_tokens;
+      out.output_tokens = c.usage->output_tokens;
+    }
+    // In tools mode the reply is the forced call's arguments; otherwise the content (a server that
+    // answers with a tool call anyway still gets read).
+    out.text = mode == output_mode::tools ? (c.tool_arguments.empty() ? std::move(c.content) : std::move(c.tool_arguments))
+                                          : (c.content.empty() ? std::move(c.tool_arguments) : std::move(c.content));
+    return out;
+  }
+};
+
+// Writes JSON text for openai::body_text: each value through one Boost.JSON serializer, so
+// strings and numbers come out exactly as json::serialize writes them.
+class json_text {
+ public:
+  explicit json_text(std::string& out) : out_(out) {}
+  json_text& raw(std::string_view s) {
+    out_.append(s);
+    return *this;
+  }
+  json_text& str(std::string_view s) {
+    sr_.reset(json::string_view(s.data(), s.size()));
+    drain();
+    return *this;
+  }
+  json_text& value(const json::value& v) {
+    sr_.reset(&v);
+    drain();
+    return *this;
+  }
+
+ private:
+  void drain() {
+    char buf[1024];
+    while (!sr_.done()) {
+      const json::string_view part = sr_.read(buf, sizeof buf);
+      out_.append(part.data(), part.size());
+    }
+  }
+  std::string& out_;
+  json::serializer sr_;
+};
+
+}  // namespace
+
+std::string openai::body_text(const chat_request& request, output_mode mode, const http_engine_options& o) const {
+  // Extra fields, or a token-limit field that could also be one of the body's own keys, change
+  // where the body's fields go: built as a document then.
+  if (!o.extra_body.empty() || (o.max_tokens_field != "max_tokens" && o.max_tokens_field != "max_completion_tokens"))
+    return wire_dialect::body_text(request, mode, o);
+  const json::value* schema =
+      request.response_schema && request.response_schema->is_object() ? request.response_schema.get() : nullptr;
+  std::size_t size = 160;
+  for (const message& m : request.messages) size += m.content.size() + 32;
+  std::string out;
+  out.reserve(size + (schema != nullptr ? 1024 : 0));
+  json_text w(out);
+  // The fields in the order body() adds them.
+  w.raw("{");
+  if (!o.model.empty()) w.raw("\"model\":").str(o.model).raw(",");
+  w.raw("\"messages\":[");
+  for (std::size_t i = 0; i < request.messages.size(); ++i) {
+    const message& m = request.messages[i];
+    w.raw(i == 0 ? "{\"role\":" : ",{\"role\":").str(to_string(m.role)).raw(",\"content\":").str(m.content).raw("}");
+  }
+  w.raw("]");
+  if (request.temperature) w.raw(",\"temperature\":").value(json::value(*request.temperature));
+  if (request.max_tokens) w.raw(",\"").raw(o.max_tokens_field).raw("\":").value(json::value(*request.max_tokens));
+  switch (mode) {
+    case output_mode::json_schema:
+      if (schema != nullptr && o.structured_outputs) {
+        w.raw(",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":")
+            .str(json_schema_name(*schema, request.schema_name))
+            .raw(",\"strict\":true,\"schema\":")
+            .value(*schema)
+            .raw("}}");
+      }
+      break;
+    case output_mode::json_object: w.raw(",\"response_format\":{\"type\":\"json_object\"}"); break;
+    case output_mode::tools:
+      if (schema != nullptr) {
+        const std::string name = wire::api_name(request.schema_name);
+        w.raw(",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":")
+            .str(name)
+            .raw(",\"description\":")
+            .str(tool_description)
+            .raw(",\"parameters\":")
+            .value(*schema)
+            .raw(",\"strict\":true}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":")
+            .str(name)
+            .raw("}}");
+      }
+      break;
+    case output_mode::prompt:
+    case output_mode::automatic: break;
+  }
+  if (request.stream) w.raw(",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+  w.raw("}");
+  return out;
+}
+
+std::unique_ptr<wire_dialect> openai_dialect() { return std::make_unique<openai>(); }
+
+bool is_mode_refusal(int status, std::string_view error_text) noexcept {
+  if (status != 400 && status != 422) return false;
+  std::string lower;
+  try {
+    lower.reserve(error_text.size());
+    for (char c : error_text) lower.push_back((c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c);
+  } catch (...) {
+    return false;
+  }
+  static constexpr std::array<std::string_view, 7> words{"response_format", "json_schema", "json_object", "tool_choice",
+                                                         "tools", "functions", "structured output"};
+  return std::any_of(words.begin(), words.end(), [&](std::string_view w) { return lower.find(w) != std::string::npos; });
+}
+
+}  // namespace detail
+
+}  // namespace covenant

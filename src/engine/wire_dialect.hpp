@@ -1,0 +1,106 @@
+// The wire protocol of one provider, as the HTTP engine needs it: where requests go, which headers
+// they carry, the body for a chat_request in an output mode, and how replies (whole or streamed)
+// read back. http_engine does the transport (connections, retries, streaming, cancellation) the
+// same for every provider; a dialect only turns values into bytes and back.
+#pragma once
+
+#include <boost/json/object.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "covenant/engine/engine.hpp"
+#include "covenant/engine/http_engine.hpp"
+
+namespace covenant::detail {
+
+/// What one streamed event said.
+struct wire_event {
+  std::string text;                           ///< the next piece of the reply (content or tool arguments)
+  std::optional<std::string> finish_reason;   ///< as the chat_response carries it ("stop", "length", ...)
+  std::optional<std::uint64_t> input_tokens;  ///< usage, when the event reports it
+  std::optional<std::uint64_t> output_tokens;
+  std::string model;
+  std::optional<std::string> error;  ///< the server's message of an error event
+  bool done = false;                 ///< the end-of-stream marker ([DONE], message_stop)
+  bool malformed = false;            ///< not an event of this protocol (ignored)
+};
+
+class wire_dialect {
+ public:
+  virtual ~wire_dialect() = default;
+  /// "openai", "anthropic"
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;
+  /// The endpoint for an API root without a trailing slash (the root may already end with the
+  /// path, which is then not repeated).
+  [[nodiscard]] virtual std::string endpoint(std::string_view base_url) const = 0;
+  /// The URL a health probe asks with one GET for an API root without a trailing slash: the
+  /// provider's model list (OpenAI: {root}/models; Anthropic: {root}/v1/models). A root that is
+  /// already a full chat endpoint (what endpoint() keeps) is taken back to its API root first.
+  [[nodiscard]] virtual std::string probe_url(std::string_view base_url) const = 0;
+  /// Header lines ("Name: value") that authenticate and version each request; the API key only
+  /// ever goes here. `own_auth`: the options' headers already carry the provider's auth header.
+  [[nodiscard]] virtual std::vector<std::string> auth_headers(const http_engine_options& o, bool own_auth) const = 0;
+  /// The header name that carries the API key (to tell whether the application set it itself).
+  [[nodiscard]] virtual std::string_view auth_header_name() const noexcept = 0;
+  /// The modes the provider speaks, best first: output_mode::automatic starts with the first and
+  /// falls back along this list.
+  [[nodiscard]] virtual std::vector<output_mode> modes() const = 0;
+  /// The mode a request asking for `asked` (never automatic) is sent in.
+  [[nodiscard]] virtual output_mode nearest(output_mode asked) const noexcept = 0;
+  /// The request body for `request` in `mode` (one of modes()), streamed when request.stream.
+  /// options().extra_body fields come first; the request's fields win.
+  [[nodiscard]] virtual boost::json::object body(const chat_request& request, output_mode mode,
+                                                 const http_engine_options& o) const = 0;
+  /// body() as JSON text, exactly as boost::json::serialize writes it. A dialect may write it
+  /// directly, without building the document first (the default builds and serializes it).
+  [[nodiscard]] virtual std::string body_text(const chat_request& request, output_mode mode,
+                                              const http_engine_options& o) const;
+  /// A 2xx response body read as a reply. Throws engine_error (status 200, not retryable) naming
+  /// what is missing when it is not one.
+  [[nodiscard]] virtual chat_response parse_reply(std::string_view body, output_mode mode) const = 0;
+  /// One Server-Sent Event (its type, "" when it had no `event:` line, and its data).
+  [[nodiscard]] virtual wire_event parse_event(std::string_view type, std::string_view data, output_mode mode) const = 0;
+};
+
+/// OpenAI Chat Completions (and the many servers that copy it).
+std::unique_ptr<wire_dialect> openai_dialect();
+/// Anthropic Messages API.
+std::unique_ptr<wire_dialect> anthropic_dialect();
+
+/// Whether an HTTP error refuses the request because of its output mode: a 400 (or 422) whose
+/// error text names response_format, json_schema, json_object, tools, tool_choice or functions.
+bool is_mode_refusal(int status, std::string_view error_text) noexcept;
+
+/// The wait a Retry-After header value asks for: delta-seconds ("120", "1.5") or an HTTP-date
+/// (relative to `now`, never negative). nullopt when the value is neither.
+std::optional<std::chrono::nanoseconds> parse_retry_after(std::string_view value,
+                                                          std::chrono::system_clock::time_point now);
+
+/// A chat_response from a Chat Completions response body. Throws engine_error (status 200, not
+/// retryable) naming what is missing when the body is not a chat completion.
+chat_response parse_chat_completion(std::string_view body);
+
+/// The server's error message from an error response body (error.message of an OpenAI-style error
+/// object, else the body as text): one line, trimmed, elided past `max_chars`.
+std::string server_error_message(std::string_view body, std::size_t max_chars = 300);
+
+/// One streamed chunk (an SSE event's data) of a Chat Completions stream.
+struct stream_chunk {
+  std::string content;                       ///< choices[0].delta.content ("" when none)
+  std::string tool_arguments;                ///< choices[0].delta.tool_calls[0].function.arguments ("" when none)
+  std::optional<std::string> finish_reason;  ///< choices[0].finish_reason when not null
+  std::optional<covenant::usage> usage;      ///< usage, when the chunk has it
+  std::string model;
+  std::optional<std::string> error;          ///< the server's message of an {"error": ...} chunk
+  bool malformed = false;                    ///< not a JSON object
+};
+stream_chunk parse_stream_chunk(std::string_view data);
+
+}  // namespace covenant::detail

@@ -1,0 +1,1209 @@
+// Decoding JSON text against a runtime schema into a boost::json::value, with the typed decoder's
+// issues (decode.hpp is the reference: every branch below mirrors one of its readers).
+#include "covenant/read/dynamic.hpp"
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/string.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "covenant/read/decode.hpp"
+#include "covenant/read/detail/coerce.hpp"
+#include "covenant/types/encode.hpp"
+#include "covenant/types/json_equal.hpp"
+#include "covenant/types/validators.hpp"
+
+namespace covenant {
+
+namespace {
+
+namespace json = boost::json;
+using detail::decode_context;
+using detail::json_reader;
+using detail::path_frame;
+using schema::constraint_kind;
+using schema::kind;
+
+bool is_number(const json::value& v) { return v.is_int64() || v.is_uint64() || v.is_double(); }
+
+double as_double(const json::value& v) {
+  if (v.is_int64()) return static_cast<double>(v.get_int64());
+  if (v.is_uint64()) return static_cast<double>(v.get_uint64());
+  return v.is_double() ? v.get_double() : 0;
+}
+
+// A number token as a JSON value: an integer as int64 or uint64 when it fits, else a double;
+// false when it is not a finite number.
+bool token_value(const detail::number_token& tok, json::value& out) {
+  if (tok.integral) {
+    std::int64_t i = 0;
+    if (auto [q, ec] = std::from_chars(tok.begin, tok.end, i); ec == std::errc() && q == tok.end) {
+      out = i;
+      return true;
+    }
+    std::uint64_t u = 0;
+    if (auto [q, ec] = std::from_chars(tok.begin, tok.end, u); ec == std::errc() && q == tok.end) {
+      out = u;
+      return true;
+    }
+  }
+  double d = 0;
+  const auto res = std::from_chars(tok.begin, tok.end, d);
+  if (res.ec != std::errc() || !std::isfinite(d)) return false;
+  out = d;
+  return true;
+}
+
+class dynamic_decoder {
+ public:
+  dynamic_decoder(json_reader& r, output_keys keys) : r_(r), keys_(keys) {}
+
+  json::value read(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    if (++depth_ > limit(ctx)) {
+      --depth_;
+      std::string_view raw;
+      if (r_.skip_value(raw))
+        ctx.add(at, issue_code::type_mismatch, detail::expected_of(ctx.s, t), detail::actual_of(raw),
+                "the schema nests deeper than the decoder allows here");
+      return nullptr;
+    }
+    json::value v = read_inner(t, ctx, at);
+    --depth_;
+    return v;
+  }
+
+ private:
+  static std::size_t limit(const decode_context& ctx) { return ctx.opts.max_depth * 4 + 64; }
+
+  json::value mismatch(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    detail::mismatch_and_skip(r_, t, ctx, at);
+    return nullptr;
+  }
+
+  json::value read_inner(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    if (t.nullable && t.kind != kind::any && r_.peek() == 'n') {
+      r_.read_null();
+      return nullptr;
+    }
+    if (ctx.opts.coerce) {
+      const char c = r_.peek();
+      if (c == '[' || c == '{') {
+        std::optional<json::value> v = read_wrapped(t, c, ctx, at);
+        if (r_.failed()) return nullptr;
+        if (v) return std::move(*v);
+      } else if (c == '"' && wants_container(t, ctx)) {
+        std::optional<json::value> v = read_json_in_string(t, ctx, at);
+        if (r_.failed()) return nullptr;
+        if (v) return std::move(*v);
+      }
+    }
+    switch (t.kind) {
+      case kind::any: return read_any(ctx, at);
+      case kind::null:
+        if (r_.peek() != 'n') return mismatch(t, ctx, at);
+        r_.read_null();
+        return nullptr;
+      case kind::boolean: {
+        const char c = r_.peek();
+        const char* start = r_.position();
+        bool b = false;
+        if (c == '"' && ctx.opts.coerce) {
+          std::string scratch;
+          std::string_view text;
+          if (!r_.read_string_view(text, scratch)) return nullptr;
+          if (!detail::bool_from_text(text, b)) {
+            detail::type_mismatch(ctx, at, t, detail::span_from(r_, start));
+            return nullptr;
+          }
+          ctx.note(at, note_kind::coerced, std::string(detail::span_from(r_, start)) + " read as a boolean");
+        } else {
+          if (c != 't' && c != 'f') return mismatch(t, ctx, at);
+          if (!r_.read_bool(b)) return nullptr;
+        }
+        json::value v = b;
+        if (!t.constraints.empty()) rules(t.constraints, v, detail::span_from(r_, start), false, false, ctx, at);
+        return v;
+      }
+      case kind::integer: return read_integer(t, ctx, at);
+      case kind::number: return read_number(t, ctx, at);
+      case kind::string: {
+        const char c = r_.peek();
+        const char* start = r_.position();
+        std::string scratch;
+        std::string_view s;
+        if (c != '"' && ctx.opts.coerce && (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f')) {
+          if (!r_.skip_value(s)) return nullptr;
+          ctx.note(at, note_kind::coerced, std::string(s) + " read as the string \"" + std::string(s) + "\"");
+        } else {
+          if (c != '"') return mismatch(t, ctx, at);
+          if (!r_.read_string_view(s, scratch)) return nullptr;
+        }
+        json::value v = json::string(s);
+        if (!t.constraints.empty()) {
+          const std::string_view raw = detail::span_from(r_, start);
+          std::string fixed;
+          if (detail::check_string_fix(t.constraints, s, raw, nullptr, ctx, at, fixed)) v = json::string(fixed);
+          rules(t.constraints, v, raw, false, false, ctx, at);
+        }
+        return v;
+      }
+      case kind::array: return read_array(t, ctx, at);
+      case kind::map: return read_map(t, ctx, at);
+      case kind::union_: return read_union(t, ctx, at);
+      case kind::literal: return read_literal(t, ctx, at);
+      case kind::ref: {
+        const schema::definition* d = ctx.s.resolve(t);
+        if (d == nullptr) return mismatch(t, ctx, at);
+        if (d->object() != nullptr) return read_object(t, *d, ctx, at);
+        if (d->enumeration() != nullptr) return read_enum(t, *d, ctx, at);
+        r_.peek();
+        const char* start = r_.position();
+        json::value v = read(d->alias()->target, ctx, at);
+        if (!t.constraints.empty() && !r_.failed()) {
+          value_constraints(t.constraints, v, detail::span_from(r_, start), ctx, at);
+        }
+        return v;
+      }
+    }
+    return nullptr;
+  }
+
+  // A list, a map or an object (not through a union: each alternative decides for itself).
+  static bool wants_container(const schema::type& t, const decode_context& ctx) {
+    if (t.kind == kind::array || t.kind == kind::map) return true;
+    if (t.kind != kind::ref) return false;
+    const schema::definition* d = ctx.s.resolve(t);
+    if (d == nullptr) return false;
+    if (d->object() != nullptr) return true;
+    return d->alias() != nullptr && wants_container(d->alias()->target, ctx);
+  }
+
+  // Coerce mode: a string holding the JSON text of an object or a list where the target is one,
+  // decoded from that text at the same path. nullopt (the reader back at the string) when the
+  // string holds no such value.
+  std::optional<json::value> read_json_in_string(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    std::string json;
+    if (!detail::take_json_in_string(r_, ctx, at, json)) return std::nullopt;
+    json_reader inner(json, ctx.opts.max_depth);
+    dynamic_decoder d(inner, keys_);
+    d.depth_ = depth_;
+    d.stats_ = std::exchange(stats_, nullptr);
+    json::value v = d.read_inner(t, ctx, at);
+    ignored_keys_ += d.ignored_keys_;
+    if (inner.failed()) detail::type_mismatch(ctx, at, t, json);  // strict JSON within the depth: not expected
+    return v;
+  }
+
+  // What a target takes a value wrapped in a list or an object for (coerce mode).
+  enum class wrapped_target { none, text, single_value, object };
+
+  static wrapped_target wrapped_kind(const schema::type& t, const decode_context& ctx) {
+    switch (t.kind) {
+      case kind::string: return wrapped_target::text;
+      case kind::boolean:
+      case kind::integer:
+      case kind::number: return wrapped_target::single_value;
+      case kind::literal:
+        return t.literal.is_object() || t.literal.is_array() ? wrapped_target::none : wrapped_target::single_value;
+      case kind::ref: {
+        const schema::definition* d = ctx.s.resolve(t);
+        if (d == nullptr) return wrapped_target::none;
+        if (d->enumeration() != nullptr) return wrapped_target::single_value;
+        if (d->object() != nullptr) return wrapped_target::object;
+        return wrapped_target::none;
+      }
+      default: return wrapped_target::none;
+    }
+  }
+
+  // Coerce mode, a list or an object where the target takes neither: a string target reads the
+  // text it was written as in the reply (detail::written_text); a single value (number, boolean,
+  // literal, enum) the only item of a one-item list or the only member of a one-member object; an
+  // object the only item of a one-item list. nullopt (the reader back at the value) when none of
+  // these applies.
+  std::optional<json::value> read_wrapped(const schema::type& t, char c, decode_context& ctx, const path_frame* at) {
+    const wrapped_target w = wrapped_kind(t, ctx);
+    if (w == wrapped_target::none || (w == wrapped_target::object && c == '{')) return std::nullopt;
+    if (w == wrapped_target::text) {
+      std::string_view raw;
+      if (!r_.skip_value(raw)) return std::nullopt;
+      std::string_view text;
+      if (!detail::written_text(ctx, raw, text)) {
+        detail::type_mismatch(ctx, at, t, raw);
+        return json::value(nullptr);
+      }
+      ctx.note(at, note_kind::coerced, std::string(detail::written_text_note(raw)));
+      json::value v = json::string(text);
+      if (!t.constraints.empty()) {
+        const std::string_view s(v.get_string());
+        std::string fixed;
+        if (detail::check_string_fix(t.constraints, s, text, nullptr, ctx, at, fixed)) v = json::string(fixed);
+        rules(t.constraints, v, text, false, false, ctx, at);
+      }
+      return v;
+    }
+    if (unwrapping_) return std::nullopt;  // one level: [[1]] and {"a": {"b": 1}} are not 1
+    const char* start = r_.position();
+    const bool list = c == '[';
+    if (!(list ? r_.begin_array() : r_.begin_object())) return std::nullopt;
+    std::string scratch;
+    std::string_view key;
+    std::string member;
+    if (!(list ? r_.next_element(true) : r_.next_key(true, key, scratch))) {  // empty
+      if (!r_.failed()) r_.rewind(start);
+      return std::nullopt;
+    }
+    if (!list) member = std::string(key);
+    issue_list local;
+    note_list local_notes;
+    decode_context sub{ctx.s, ctx.opts, local, &local_notes};
+    unwrapping_ = true;
+    json::value v = read(t, sub, at);
+    unwrapping_ = false;
+    if (r_.failed()) return std::nullopt;
+    const bool single = !(list ? r_.next_element(false) : r_.next_key(false, key, scratch));
+    if (!single) {
+      std::string_view ignored;
+      do {
+        if (!r_.skip_value(ignored)) return std::nullopt;
+      } while (list ? r_.next_element(false) : r_.next_key(false, key, scratch));
+    }
+    if (r_.failed()) return std::nullopt;
+    if (!single || !local.empty()) {
+      r_.rewind(start);
+      return std::nullopt;
+    }
+    std::string detail;
+    if (list) {
+      detail = "a one-item list read as its item";
+    } else {
+      detail = "the only member ";
+      detail::append_json_string(detail, member);
+      detail += " read as the value";
+    }
+    ctx.note(at, note_kind::coerced, std::move(detail));
+    if (ctx.notes != nullptr)
+      for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
+    return v;
+  }
+
+  json::value read_any(decode_context& ctx, const path_frame* at) {
+    std::string_view raw;
+    if (!r_.skip_value(raw)) return nullptr;
+    json::parse_options po;
+    po.max_depth = ctx.opts.max_depth;
+    boost::system::error_code ec;
+    json::value v = json::parse(raw, ec, {}, po);
+    if (ec) {
+      ctx.add(at, issue_code::type_mismatch, "JSON value", detail::actual_of(raw), ec.message());
+      return nullptr;
+    }
+    return v;
+  }
+
+  template <class I>
+  bool integer_as(const detail::number_token& tok, json::value& v) {
+    I out{};
+    if (!detail::integer_from_token(tok, out)) return false;
+    if constexpr (std::is_signed_v<I>) v = static_cast<std::int64_t>(out);
+    else v = static_cast<std::uint64_t>(out);
+    return true;
+  }
+
+  // Coerce mode: a number written as a JSON string, read by the typed decoder's own routine.
+  template <class N>
+  json::value number_from_string(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    const char* start = r_.position();
+    const std::size_t before = ctx.issues.size();
+    N out{};
+    detail::number_from_string(r_, out, t, ctx, at);
+    if (r_.failed()) return nullptr;
+    for (std::size_t i = before; i < ctx.issues.size(); ++i)
+      if (ctx.issues[i].code == issue_code::type_mismatch) return nullptr;
+    json::value v;
+    if constexpr (std::is_floating_point_v<N>) v = static_cast<double>(out);
+    else if constexpr (std::is_signed_v<N>) v = static_cast<std::int64_t>(out);
+    else v = static_cast<std::uint64_t>(out);
+    if (!t.constraints.empty()) rules(t.constraints, v, detail::span_from(r_, start), false, false, ctx, at);
+    return v;
+  }
+
+  json::value integer_from_string(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    if (t.is_unsigned) {
+      if (t.int_bits <= 8) return number_from_string<std::uint8_t>(t, ctx, at);
+      if (t.int_bits <= 16) return number_from_string<std::uint16_t>(t, ctx, at);
+      if (t.int_bits <= 32) return number_from_string<std::uint32_t>(t, ctx, at);
+      return number_from_string<std::uint64_t>(t, ctx, at);
+    }
+    if (t.int_bits <= 8) return number_from_string<std::int8_t>(t, ctx, at);
+    if (t.int_bits <= 16) return number_from_string<std::int16_t>(t, ctx, at);
+    if (t.int_bits <= 32) return number_from_string<std::int32_t>(t, ctx, at);
+    return number_from_string<std::int64_t>(t, ctx, at);
+  }
+
+  json::value read_integer(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    const char c = r_.peek();
+    if (c == '"' && ctx.opts.coerce) return integer_from_string(t, ctx, at);
+    if (c != '-' && (c < '0' || c > '9')) return mismatch(t, ctx, at);
+    detail::number_token tok;
+    if (!r_.read_number(tok)) return nullptr;
+    json::value v;
+    bool ok = false;
+    if (t.is_unsigned) {
+      if (t.int_bits <= 8) ok = integer_as<std::uint8_t>(tok, v);
+      else if (t.int_bits <= 16) ok = integer_as<std::uint16_t>(tok, v);
+      else if (t.int_bits <= 32) ok = integer_as<std::uint32_t>(tok, v);
+      else ok = integer_as<std::uint64_t>(tok, v);
+    } else {
+      if (t.int_bits <= 8) ok = integer_as<std::int8_t>(tok, v);
+      else if (t.int_bits <= 16) ok = integer_as<std::int16_t>(tok, v);
+      else if (t.int_bits <= 32) ok = integer_as<std::int32_t>(tok, v);
+      else ok = integer_as<std::int64_t>(tok, v);
+    }
+    if (!ok) {
+      if (tok.integral) {
+        detail::integer_out_of_range(ctx, at, t, tok.text());
+      } else {
+        double d = 0;
+        const auto res = std::from_chars(tok.begin, tok.end, d);
+        if (res.ec == std::errc() && std::isfinite(d) && std::trunc(d) == d) detail::integer_out_of_range(ctx, at, t, tok.text());
+        else detail::type_mismatch(ctx, at, t, tok.text());
+      }
+      return nullptr;
+    }
+    if (!t.constraints.empty()) {
+      double d = as_double(v);
+      if (detail::check_number_fix(t.constraints, d, true, tok.text(), nullptr, ctx, at)) {
+        if (d >= 0 && d >= 9223372036854775808.0) v = static_cast<std::uint64_t>(d);
+        else v = static_cast<std::int64_t>(d);
+      }
+      rules(t.constraints, v, tok.text(), false, false, ctx, at);
+    }
+    return v;
+  }
+
+  json::value read_number(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    const char c = r_.peek();
+    if (c == '"' && ctx.opts.coerce) return number_from_string<double>(t, ctx, at);
+    if (c != '-' && (c < '0' || c > '9')) return mismatch(t, ctx, at);
+    detail::number_token tok;
+    if (!r_.read_number(tok)) return nullptr;
+    double d = 0;
+    if (!detail::fast_decimal(tok, d)) {
+      const auto res = std::from_chars(tok.begin, tok.end, d);
+      if (res.ec != std::errc() || !std::isfinite(d)) {
+        ctx.add(at, issue_code::type_mismatch, "finite number", detail::actual_of(tok.text()), "number is out of range");
+        return nullptr;
+      }
+    }
+    json::value v = d;
+    if (!t.constraints.empty()) {
+      if (detail::check_number_fix(t.constraints, d, false, tok.text(), nullptr, ctx, at)) v = d;
+      rules(t.constraints, v, tok.text(), false, false, ctx, at);
+    }
+    return v;
+  }
+
+  json::value read_array(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    const char c = r_.peek();
+    if (c != '[' && c != 'n' && ctx.opts.coerce) {
+      // A single value where a list is expected: a one-item list.
+      const std::size_t before = ctx.issues.size();
+      path_frame f{at, {}, 0, true};
+      json::array out;
+      out.push_back(read(t.args[0], ctx, &f));
+      if (r_.failed()) return nullptr;
+      if (ctx.issues.size() == before) ctx.note(at, note_kind::coerced, "a single value read as a one-item list");
+      json::value v = std::move(out);
+      if (!t.constraints.empty()) array_rules(t, v, "[...]", ctx, at);
+      return v;
+    }
+    if (c != '[') return mismatch(t, ctx, at);
+    const char* start = r_.position();
+    if (!r_.begin_array()) return nullptr;
+    json::array out;
+    bool first = true;
+    std::size_t n = 0;
+    std::size_t dropped = 0;
+    std::string all_dropped;  // the reason to refrain when every item is dropped
+    while (r_.next_element(first)) {
+      first = false;
+      path_frame f{at, {}, n, true};
+      const std::size_t before = ctx.issues.size();
+      json::value item = read(t.args[0], ctx, &f);
+      if (r_.failed()) return nullptr;
+      ++n;
+      // on-fail action filter: the item is dropped
+      if (ctx.issues.size() != before && detail::take_filtered(ctx, before, &f, &all_dropped)) {
+        ++dropped;
+        continue;
+      }
+      out.push_back(std::move(item));
+    }
+    if (r_.failed()) return nullptr;
+    if (out.empty() && dropped > 0 && !all_dropped.empty())
+      detail::all_items_dropped(ctx, at, dropped, std::move(all_dropped));
+    json::value v = std::move(out);
+    if (!t.constraints.empty()) array_rules(t, v, detail::span_from(r_, start), ctx, at);
+    return v;
+  }
+
+  // The constraints of a list on its value: counts (a fix cuts it), uniqueness (a fix drops the
+  // later duplicates), custom rules.
+  void array_rules(const schema::type& t, json::value& v, std::string_view raw, decode_context& ctx,
+                   const path_frame* at) {
+    static constexpr detail::container_ops ops{
+        [](const void* c) { return static_cast<const json::array*>(c)->size(); },
+        [](void* c, std::size_t n) {
+          auto& a = *static_cast<json::array*>(c);
+          if (n < a.size()) a.resize(n);
+        },
+        false};
+    detail::check_count_fix(t.constraints, false, raw, &v.get_array(), ops, ctx, at);
+    uniqueness(t, v.get_array(), ctx, at);
+    rules(t.constraints, v, raw, true, false, ctx, at);
+  }
+
+  // Whether `key` is one the key type accepts; appends an issue at `f` otherwise.
+  void check_key(const schema::type& key, std::string_view k, decode_context& ctx, const path_frame* f) {
+    const schema::type* t = ctx.s.unalias(key);
+    if (t == nullptr || t->kind == kind::string) return;
+    std::vector<std::string> allowed;
+    bool ok = false;
+    auto consider = [&](const schema::type& x, auto&& self) -> void {
+      const schema::type* u = ctx.s.unalias(x);
+      if (u == nullptr) return;
+      if (u->kind == kind::string) {
+        ok = true;
+      } else if (u->kind == kind::literal && u->literal.is_string()) {
+        const std::string s(u->literal.get_string());
+        ok = ok || s == k;
+        allowed.push_back("\"" + s + "\"");
+      } else if (u->kind == kind::ref) {
+        const schema::definition* d = ctx.s.resolve(*u);
+        if (d == nullptr || d->enumeration() == nullptr) return;
+        for (const auto& ev : d->enumeration()->values) {
+          if (!ev.skip) allowed.push_back("\"" + ev.name + "\"");
+          if (!ev.skip && ev.name == k) ok = true;
+          for (const auto& a : ev.aliases)
+            if (a == k) ok = true;
+        }
+      } else if (u->kind == kind::union_) {
+        for (const auto& a : u->args) self(a, self);
+      }
+    };
+    consider(*t, consider);
+    if (ok) return;
+    std::string list;
+    for (const auto& a : allowed) {
+      if (!list.empty()) list += ", ";
+      list += a;
+    }
+    std::string raw;
+    detail::append_json_string(raw, k);
+    ctx.add(f, issue_code::constraint_violation, "key one of " + list, detail::actual_of(raw),
+            "key must be one of " + list);
+  }
+
+  json::value read_map(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    if (r_.peek() != '{') return mismatch(t, ctx, at);
+    const char* start = r_.position();
+    if (!r_.begin_object()) return nullptr;
+    json::object out;
+    std::string scratch;
+    std::string_view key;
+    bool first = true;
+    const bool plain_keys = t.args[0].kind == kind::string && t.args[0].constraints.empty();
+    while (r_.next_key(first, key, scratch)) {
+      first = false;
+      std::string k(key);
+      path_frame f{at, k, 0, false};
+      if (!plain_keys) check_key(t.args[0], k, ctx, &f);
+      json::value v = read(t.args[1], ctx, &f);
+      if (r_.failed()) return nullptr;
+      out.insert_or_assign(k, std::move(v));
+    }
+    if (r_.failed()) return nullptr;
+    json::value v = std::move(out);
+    if (!t.constraints.empty()) {
+      const std::string_view raw = detail::span_from(r_, start);
+      detail::check_count(t.constraints, v.get_object().size(), true, raw, nullptr, ctx, at);
+      rules(t.constraints, v, raw, true, true, ctx, at);
+    }
+    return v;
+  }
+
+  // Keys of the object an alternative of a union reads at its top (coerce mode: an object
+  // alternative that recognises none of the keys of the value does not match it).
+  struct object_stats {
+    std::size_t keys = 0;
+    std::size_t matched = 0;
+  };
+
+  static std::size_t coerced_notes(const note_list& notes) {
+    return static_cast<std::size_t>(
+        std::count_if(notes.begin(), notes.end(), [](const note& n) { return n.kind == note_kind::coerced; }));
+  }
+
+  // One pass over the alternatives with `c`: the value of the one that fits best (nullopt when
+  // none does; `best` then holds the issues of the best-ranked one, as read_variant ranks them,
+  // and `best_value` its value). The first alternative that fits wins unless it left keys of the
+  // value unread or needed coercions: then the one that leaves the fewest keys unread, then needs
+  // the fewest coercions, wins (in order of the alternatives among equals).
+  std::optional<json::value> try_alternatives(const schema::type& t, decode_context& c, const char* start,
+                                              const covenant::path& here, issue_list& best, std::size_t& best_count,
+                                              json::value& best_value, const path_frame* at) {
+    struct fitting {
+      json::value value;
+      note_list notes;
+      const char* end = nullptr;
+      std::size_t ignored = 0;
+      std::size_t coerced = 0;
+      std::size_t text = 0;  // objects and lists read as their text: ranked after every other fit
+    };
+    std::optional<fitting> fit;
+    for (const auto& alt : t.args) {
+      r_.rewind(start);
+      issue_list local;
+      note_list local_notes;
+      decode_context sub{c.s, c.opts, local, &local_notes};
+      object_stats stats;
+      bool watch = false;
+      if (c.opts.coerce) {
+        const schema::type* u = c.s.unalias(alt);
+        const schema::definition* d = u != nullptr && u->kind == kind::ref ? c.s.resolve(*u) : nullptr;
+        watch = d != nullptr && d->object() != nullptr;
+      }
+      stats_ = watch ? &stats : nullptr;
+      const std::size_t ignored_before = ignored_keys_;
+      json::value v = read(alt, sub, at);
+      stats_ = nullptr;
+      if (r_.failed()) return json::value(nullptr);
+      if (local.empty()) {
+        const std::size_t ignored = ignored_keys_ - ignored_before;
+        const std::size_t coerced = coerced_notes(local_notes);
+        if (ignored == 0 && coerced == 0 && !fit) {
+          if (c.notes != nullptr)
+            for (auto& n : local_notes) c.notes->push_back(std::move(n));
+          return v;
+        }
+        const std::size_t text = coerced == 0 ? 0 : detail::written_text_readings(local_notes);
+        if (!fit || text < fit->text ||
+            (text == fit->text && (ignored < fit->ignored || (ignored == fit->ignored && coerced < fit->coerced))))
+          fit = fitting{std::move(v), std::move(local_notes), r_.position(), ignored, coerced, text};
+        if (ignored == 0 && coerced == 0) break;
+        continue;
+      }
+      const bool wrong_type = (local.size() == 1 && local.front().code == issue_code::type_mismatch &&
+                               local.front().path == here) ||
+                              (watch && stats.keys > 0 && stats.matched == 0);
+      const std::size_t score = wrong_type ? std::numeric_limits<std::size_t>::max() - 1 : local.size();
+      if (score < best_count) {
+        best_count = score;
+        best = std::move(local);
+        best_value = std::move(v);
+      }
+    }
+    if (!fit) return std::nullopt;
+    r_.rewind(fit->end);
+    if (c.notes != nullptr)
+      for (auto& n : fit->notes) c.notes->push_back(std::move(n));
+    return std::move(fit->value);
+  }
+
+  // Coerce mode: a union of string literals ("low" | "medium" | "high") reads a string the way an
+  // enum does, over all its values at once (so "low or high" is ambiguous, not "low").
+  // nullopt when the union is not one of string literals or the value is not a string.
+  std::optional<json::value> read_literal_choice(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    if (r_.peek() != '"') return std::nullopt;
+    std::vector<detail::named_value> names;
+    std::vector<const json::value*> values;
+    for (const auto& alt : t.args) {
+      const schema::type* u = ctx.s.unalias(alt);
+      if (u == nullptr) return std::nullopt;
+      if (u->kind == kind::null) continue;
+      if (u->kind != kind::literal || !u->literal.is_string() || !u->constraints.empty()) return std::nullopt;
+      names.push_back({std::string_view(u->literal.get_string()), values.size()});
+      values.push_back(&u->literal);
+    }
+    if (names.empty()) return std::nullopt;
+    const char* start = r_.position();
+    std::string scratch;
+    std::string_view s;
+    if (!r_.read_string_view(s, scratch)) return std::nullopt;
+    const std::string_view raw = detail::span_from(r_, start);
+    std::string how;
+    const std::size_t k = detail::match_name(names, s, how);
+    if (k == detail::no_match) {
+      detail::type_mismatch(ctx, at, t, raw);
+      return json::value(nullptr);
+    }
+    ctx.note(at, note_kind::coerced, std::string(raw) + " read as " + json_text(*values[k]) + " (" + how + ")");
+    json::value v = *values[k];
+    if (!t.constraints.empty()) value_constraints(t.constraints, v, raw, ctx, at);
+    return v;
+  }
+
+  json::value read_union(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    r_.peek();
+    const char* start = r_.position();
+    issue_list best;
+    json::value best_value;
+    std::size_t best_count = std::numeric_limits<std::size_t>::max();
+    const covenant::path here = detail::to_path(at);
+    std::optional<json::value> v;
+    if (ctx.opts.coerce) {
+      // An alternative that fits as written wins over one that needs coercion.
+      decode_options exact = ctx.opts;
+      exact.coerce = false;
+      decode_context strict_ctx{ctx.s, exact, ctx.issues, ctx.notes};
+      v = try_alternatives(t, strict_ctx, start, here, best, best_count, best_value, at);
+      if (!v && !r_.failed()) {
+        r_.rewind(start);
+        if (std::optional<json::value> lit = read_literal_choice(t, ctx, at)) return std::move(*lit);
+        if (r_.failed()) return nullptr;
+        best.clear();
+        best_value = nullptr;
+        best_count = std::numeric_limits<std::size_t>::max();
+        v = try_alternatives(t, ctx, start, here, best, best_count, best_value, at);
+      }
+    } else {
+      v = try_alternatives(t, ctx, start, here, best, best_count, best_value, at);
+    }
+    if (r_.failed()) return nullptr;
+    if (v) {
+      if (!t.constraints.empty()) value_constraints(t.constraints, *v, detail::span_from(r_, start), ctx, at);
+      return std::move(*v);
+    }
+    r_.rewind(start);
+    std::string_view raw;
+    if (!r_.skip_value(raw)) return nullptr;
+    if (best.size() == 1 && best.front().code == issue_code::type_mismatch && best.front().path == here) {
+      detail::type_mismatch(ctx, at, t, raw);
+      return nullptr;
+    }
+    for (auto& i : best) ctx.issues.push_back(std::move(i));
+    return best_value;  // best effort: the value of the best-ranked alternative
+  }
+
+  json::value read_literal(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    const json::value& lit = t.literal;
+    const char c = r_.peek();
+    const char* start = r_.position();
+    bool match = false;
+    if (c == '"' && ctx.opts.coerce && !lit.is_string() && (lit.is_bool() || is_number(lit))) {
+      // A number or boolean written as a string.
+      std::string scratch;
+      std::string_view s;
+      if (!r_.read_string_view(s, scratch)) return nullptr;
+      double d = 0;
+      bool b = false;
+      if (lit.is_bool()) match = detail::bool_from_text(s, b) && b == lit.get_bool();
+      else match = detail::number_from_text(s, false, d) && d == as_double(lit);
+      const std::string_view raw = detail::span_from(r_, start);
+      if (!match) {
+        detail::type_mismatch(ctx, at, t, raw);
+        return nullptr;
+      }
+      ctx.note(at, note_kind::coerced, std::string(raw) + " read as " + json_text(lit));
+      json::value v = lit;
+      if (!t.constraints.empty()) rules(t.constraints, v, raw, false, false, ctx, at);
+      return v;
+    }
+    if (lit.is_string()) {
+      if (c != '"') return mismatch(t, ctx, at);
+      std::string scratch;
+      std::string_view s;
+      if (!r_.read_string_view(s, scratch)) return nullptr;
+      match = s == std::string_view(lit.get_string());
+      if (!match && ctx.opts.coerce) {
+        std::string how;
+        const std::vector<detail::named_value> names{{std::string_view(lit.get_string()), 0}};
+        match = detail::match_name(names, s, how) == 0;
+        if (match)
+          ctx.note(at, note_kind::coerced, std::string(detail::span_from(r_, start)) + " read as " + json_text(lit) + " (" + how + ")");
+      }
+    } else if (lit.is_bool()) {
+      if (c != 't' && c != 'f') return mismatch(t, ctx, at);
+      bool b = false;
+      if (!r_.read_bool(b)) return nullptr;
+      match = b == lit.get_bool();
+    } else if (is_number(lit)) {
+      if (c != '-' && (c < '0' || c > '9')) return mismatch(t, ctx, at);
+      detail::number_token tok;
+      if (!r_.read_number(tok)) return nullptr;
+      json::value v;
+      match = token_value(tok, v) && json_equal(v, lit);
+    } else if (lit.is_null()) {
+      if (c != 'n') return mismatch(t, ctx, at);
+      r_.read_null();
+      match = true;
+    } else {
+      // Structured literal: compare the parsed value.
+      json::value v = read_any(ctx, at);
+      match = json_equal(v, lit);
+    }
+    if (r_.failed()) return nullptr;
+    const std::string_view raw = detail::span_from(r_, start);
+    if (!match) {
+      detail::type_mismatch(ctx, at, t, raw);
+      return nullptr;
+    }
+    json::value v = lit;
+    if (!t.constraints.empty()) rules(t.constraints, v, raw, false, false, ctx, at);
+    return v;
+  }
+
+  json::value read_enum(const schema::type& t, const schema::definition& def, decode_context& ctx,
+                        const path_frame* at) {
+    if (r_.peek() != '"') return mismatch(t, ctx, at);
+    const char* start = r_.position();
+    std::string scratch;
+    std::string_view v;
+    if (!r_.read_string_view(v, scratch)) return nullptr;
+    for (const auto& ev : def.enumeration()->values) {
+      bool match = !ev.skip && ev.name == v;
+      for (std::size_t a = 0; !match && a < ev.aliases.size(); ++a) match = ev.aliases[a] == v;
+      if (!match) continue;
+      return enum_value(t, ev, detail::span_from(r_, start), ctx, at);
+    }
+    if (ctx.opts.coerce) {
+      std::string how;
+      const std::size_t k = detail::match_enum_value(*def.enumeration(), v, how);
+      if (k != detail::no_match) {
+        const auto& ev = def.enumeration()->values[k];
+        ctx.note(at, note_kind::coerced,
+                 std::string(detail::span_from(r_, start)) + " read as \"" + ev.name + "\" (" + how + ")");
+        return enum_value(t, ev, detail::span_from(r_, start), ctx, at);
+      }
+    }
+    detail::enum_mismatch(ctx, at, def, detail::span_from(r_, start));
+    return nullptr;
+  }
+
+  json::value enum_value(const schema::type& t, const schema::enum_value& ev, std::string_view raw, decode_context& ctx,
+                         const path_frame* at) {
+    json::value out = json::string(keys_ == output_keys::declared && !ev.declared_name.empty() ? ev.declared_name : ev.name);
+    if (!t.constraints.empty()) {
+      const json::value seen = json::string(ev.declared_name.empty() ? ev.name : ev.declared_name);
+      rules(t.constraints, seen, raw, false, false, ctx, at);
+    }
+    return out;
+  }
+
+  json::value read_object(const schema::type& t, const schema::definition& d, decode_context& ctx,
+                          const path_frame* at) {
+    object_stats* stats = stats_;
+    stats_ = nullptr;
+    if (r_.peek() != '{') {
+      if (ctx.opts.coerce) {
+        std::optional<json::value> v = read_as_only_field(t, *d.object(), ctx, at);
+        if (r_.failed()) return nullptr;
+        if (v) return std::move(*v);
+      }
+      return mismatch(t, ctx, at);
+    }
+    if (ctx.opts.coerce) {
+      std::optional<json::value> v = read_object_as_only_field(t, *d.object(), ctx, at);
+      if (r_.failed()) return nullptr;
+      if (v) return std::move(*v);
+    }
+    unwrapping_ = false;  // the fields of an object are values of their own
+    const char* start = r_.position();
+    const schema::object_def& def = *d.object();
+    const std::size_t n = def.fields.size();
+    const std::size_t issues_before = ctx.issues.size();
+    if (!r_.begin_object()) return nullptr;
+    std::vector<json::value> slots(n);
+    std::vector<bool> seen(n, false);
+    std::vector<bool> follows(n, false);  // fields whose own key was found written later (key spellings)
+    std::string scratch;
+    std::string_view key;
+    bool first = true;
+    while (r_.next_key(first, key, scratch)) {
+      first = false;
+      std::size_t j = n;
+      for (std::size_t k = 0; k < n; ++k) {
+        if (def.fields[k].key == key) {
+          j = k;
+          break;
+        }
+      }
+      if (j == n && ctx.opts.coerce) {
+        // Not when the field's own key is written too, before or after (looked for once per
+        // field: many spellings of one key must not make the object quadratic to read).
+        const std::size_t m = detail::match_field_key(def, key);
+        if (m != detail::no_match && !seen[m] && !follows[m]) {
+          if (r_.later_key_is(def.fields[m].key)) {
+            follows[m] = true;
+          } else {
+            j = m;
+            path_frame f{at, def.fields[j].key, 0, false};
+            ctx.note(&f, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
+          }
+        }
+      }
+      if (stats != nullptr) {
+        ++stats->keys;
+        if (j != n) ++stats->matched;
+      }
+      if (j == n) ++ignored_keys_;
+      if (j == n || def.fields[j].skip) {
+        const std::string k(key);
+        path_frame f{at, k, 0, false};
+        std::string_view ignored;
+        if (!r_.skip_value(ignored)) return nullptr;
+        if (j == n && ctx.opts.reject_unknown_fields) detail::unknown_field(ctx, &f);
+        continue;
+      }
+      seen[j] = true;
+      path_frame f{at, def.fields[j].key, 0, false};
+      const std::size_t before = ctx.issues.size();
+      slots[j] = read(def.fields[j].type, ctx, &f);
+      if (r_.failed()) return nullptr;
+      // on-fail action filter: an optional field is dropped (a required one is the object's concern)
+      if (ctx.issues.size() != before && !def.fields[j].required && detail::take_filtered(ctx, before, &f)) {
+        seen[j] = false;
+        slots[j] = nullptr;
+      }
+    }
+    if (r_.failed()) return nullptr;
+    json::object out;
+    for (std::size_t j = 0; j < n; ++j) {
+      const schema::field& f = def.fields[j];
+      if (f.skip) continue;
+      const std::string& name = keys_ == output_keys::declared ? f.name : f.key;
+      if (seen[j]) {
+        out.emplace(name, std::move(slots[j]));
+        continue;
+      }
+      if (f.required) {
+        path_frame pf{at, f.key, 0, false};
+        if (detail::missing_list_reads_as_empty(ctx, f.type)) {
+          out.emplace(name, json::array{});
+          ctx.note(&pf, note_kind::coerced, std::string(detail::missing_list_note));
+        } else {
+          detail::missing_field(ctx, &pf, f.key);
+        }
+      } else if (f.default_value) {
+        out.emplace(name, *f.default_value);
+      }
+    }
+    json::value v = std::move(out);
+    if (ctx.issues.size() == issues_before) object_rules(t, def, v, start, ctx, at);
+    return v;
+  }
+
+  // The rules of an object (its invariants, then the constraints of its type) on its value `v`,
+  // read from the text starting at `start`.
+  void object_rules(const schema::type& t, const schema::object_def& def, const json::value& v, const char* start,
+                    decode_context& ctx, const path_frame* at) {
+    if (def.invariants.empty() && t.constraints.empty()) return;
+    const json::value view = rule_view(def, v);
+    for (const auto& inv : def.invariants) {
+      if (!inv.check || !inv.check->has_json()) continue;
+      auto r = inv.check->check_json(view);
+      if (!r) continue;
+      path_frame anchor{at, inv.anchor, 0, false};
+      const path_frame* where = inv.anchor.empty() ? at : &anchor;
+      if (inv.on_fail == fail_action::noop) {
+        ctx.note(where, note_kind::check_failed, "check failed: " + inv.description);
+        continue;
+      }
+      std::string message = r->empty() ? "must satisfy: " + inv.description : std::move(*r);
+      ctx.failed(where, inv.on_fail, issue_code::invariant_violation, inv.description, "", std::move(message));
+    }
+    if (!t.constraints.empty()) rules(t.constraints, view, detail::span_from(r_, start), false, false, ctx, at);
+  }
+
+  // The one field of an object definition that is not skipped, or nullptr when there are more or none.
+  static const schema::field* only_field(const schema::object_def& def) {
+    const schema::field* only = nullptr;
+    for (const auto& f : def.fields) {
+      if (f.skip) continue;
+      if (only != nullptr) return nullptr;
+      only = &f;
+    }
+    return only;
+  }
+
+  // Coerce mode: the value at the reader read as the object's only field `only`, wrapped into
+  // that object (with a note saying `how`, and the object's rules checked). nullopt, the reader
+  // back at the value, when it does not read as that field without issues.
+  std::optional<json::value> read_wrapped_in_field(const schema::type& t, const schema::object_def& def,
+                                                   const schema::field& only, std::string_view how,
+                                                   decode_context& ctx, const path_frame* at) {
+    const char* start = r_.position();
+    issue_list local;
+    note_list local_notes;
+    decode_context sub{ctx.s, ctx.opts, local, &local_notes};
+    path_frame f{at, only.key, 0, false};
+    json::value v = read(only.type, sub, &f);
+    if (r_.failed()) return std::nullopt;
+    if (!local.empty()) {
+      r_.rewind(start);
+      return std::nullopt;
+    }
+    ctx.note(at, note_kind::coerced, std::string(how) + only.key);
+    if (ctx.notes != nullptr)
+      for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
+    json::object out;
+    out.emplace(keys_ == output_keys::declared ? only.name : only.key, std::move(v));
+    json::value obj = std::move(out);
+    object_rules(t, def, obj, start, ctx, at);
+    return obj;
+  }
+
+  // Coerce mode, a number or a boolean where an object with exactly one field, of a number,
+  // boolean or literal type, is expected: the value of that field. nullopt (the reader back at the value) when it does not
+  // read as that field without issues.
+  std::optional<json::value> read_as_only_field(const schema::type& t, const schema::object_def& def,
+                                                decode_context& ctx, const path_frame* at) {
+    const char c = r_.peek();
+    if (c != '-' && c != 't' && c != 'f' && (c < '0' || c > '9')) return std::nullopt;  // numbers, booleans
+    const schema::field* only = only_field(def);
+    if (only == nullptr) return std::nullopt;
+    const schema::type* ft = ctx.s.unalias(only->type);
+    if (ft == nullptr || (ft->kind != kind::integer && ft->kind != kind::number && ft->kind != kind::boolean &&
+                          ft->kind != kind::literal && ft->kind != kind::union_))
+      return std::nullopt;
+    return read_wrapped_in_field(t, def, *only, "a single value read as the object's only field ", ctx, at);
+  }
+
+  // Whether `t` names an object definition, or is a union whose alternatives all do.
+  static bool object_like(const schema::model& m, const schema::type& t) {
+    const schema::type* u = m.unalias(t);
+    if (u == nullptr) return false;
+    if (u->kind == kind::ref) {
+      const schema::definition* d = m.resolve(*u);
+      return d != nullptr && d->object() != nullptr;
+    }
+    if (u->kind != kind::union_ || u->args.empty()) return false;
+    for (const auto& a : u->args)
+      if (!object_like(m, a)) return false;
+    return true;
+  }
+
+  // Coerce mode, an object where a class with exactly one field, itself a class (or a union of
+  // classes), is expected, and none of the object's keys names that field: the object is the
+  // field's value (`{"name": ..}` for `class Wrapper { selected Inner }`). nullopt (the reader
+  // back at the object) when a key names the field or the object does not read as it without issues.
+  std::optional<json::value> read_object_as_only_field(const schema::type& t, const schema::object_def& def,
+                                                       decode_context& ctx, const path_frame* at) {
+    const schema::field* only = only_field(def);
+    if (only == nullptr || !object_like(ctx.s, only->type)) return std::nullopt;
+    // Does a key of the object name the field? Then it is read as the class itself.
+    const char* start = r_.position();
+    if (!r_.begin_object()) return std::nullopt;
+    std::string scratch;
+    std::string_view key;
+    bool first = true;
+    bool names_field = false;
+    while (r_.next_key(first, key, scratch)) {  // to the end: the reader's depth is restored
+      first = false;
+      names_field = names_field || key == only->key || detail::match_field_key(def, key) != detail::no_match;
+      std::string_view ignored;
+      if (!r_.skip_value(ignored)) return std::nullopt;
+    }
+    if (r_.failed()) return std::nullopt;
+    r_.rewind(start);
+    if (names_field) return std::nullopt;
+    return read_wrapped_in_field(t, def, *only, "an object read as the value of the only field ", ctx, at);
+  }
+
+  // The object as its own rules read it: fields under their declared names.
+  json::value rule_view(const schema::object_def& def, const json::value& v) const {
+    if (keys_ == output_keys::declared) return v;
+    bool renamed = false;
+    for (const auto& f : def.fields) renamed = renamed || (f.key != f.name && !f.skip);
+    if (!renamed) return v;
+    json::object o;
+    const auto& src = v.get_object();
+    for (const auto& f : def.fields) {
+      if (const auto* x = src.if_contains(f.key)) o.emplace(f.name, *x);
+    }
+    return o;
+  }
+
+  // Custom checks on JSON values (predicates from schema files) and soft constraints.
+  // `container`: arrays and maps report like check_count (expected = rule, no actual).
+  void rules(const std::vector<schema::constraint>& cs, const json::value& v, std::string_view raw, bool container,
+             bool is_map, decode_context& ctx, const path_frame* at) {
+    (void)is_map;
+    for (const auto& c : cs) {
+      if (c.kind != constraint_kind::predicate || !c.custom || !c.custom->has_json()) continue;
+      auto r = c.custom->check_json(v);
+      if (!r) continue;
+      if (c.on_fail == fail_action::noop) {
+        ctx.note(at, note_kind::check_failed, "check failed: " + c.text);
+        continue;
+      }
+      if (container) {
+        std::string message = r->empty() ? (c.text.empty() ? schema::describe(c) : c.text) : std::move(*r);
+        ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
+      } else {
+        std::string message =
+            r->empty() ? (c.text.empty() ? std::string("must satisfy its rule") : c.text) : std::move(*r);
+        ctx.failed(at, c, issue_code::constraint_violation, c.text, detail::actual_of(raw), std::move(message));
+      }
+    }
+  }
+
+  // Keyword and custom constraints of a ref-to-alias or union node, on the value already read.
+  void value_constraints(const std::vector<schema::constraint>& cs, const json::value& v, std::string_view raw,
+                         decode_context& ctx, const path_frame* at) {
+    if (v.is_string()) {
+      detail::check_string(cs, v.get_string(), raw, nullptr, ctx, at);
+      rules(cs, v, raw, false, false, ctx, at);
+    } else if (is_number(v)) {
+      detail::check_number(cs, as_double(v), raw, nullptr, ctx, at);
+      rules(cs, v, raw, false, false, ctx, at);
+    } else if (v.is_array()) {
+      detail::check_count(cs, v.get_array().size(), false, raw, nullptr, ctx, at);
+      rules(cs, v, raw, true, false, ctx, at);
+    } else if (v.is_object()) {
+      detail::check_count(cs, v.get_object().size(), true, raw, nullptr, ctx, at);
+      rules(cs, v, raw, true, true, ctx, at);
+    } else {
+      rules(cs, v, raw, false, false, ctx, at);
+    }
+  }
+
+  // unique_items and unique_by on a JSON array, with the typed validators' messages.
+  void uniqueness(const schema::type& t, json::array& a, decode_context& ctx, const path_frame* at) {
+    for (const auto& c : t.constraints) {
+      std::optional<std::string> m;
+      if (c.kind == constraint_kind::unique_items) m = duplicate_items(a);
+      else if (c.kind == constraint_kind::unique_by) m = duplicate_members(t.args[0], c.text, a, ctx);
+      if (!m) continue;
+      if (c.on_fail == fail_action::fix) {
+        const std::size_t before = a.size();
+        drop_duplicates(t.args[0], c, a, ctx);
+        const std::size_t dropped = before - a.size();
+        ctx.note(at, note_kind::fixed,
+                 "dropped " + std::to_string(dropped) + (dropped == 1 ? " duplicate (" : " duplicates (") + *m +
+                     "; the first is kept)");
+        continue;
+      }
+      ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(*m));
+    }
+  }
+
+  // Keeps the first of equal items (unique_items) or of items with equal members (unique_by).
+  void drop_duplicates(const schema::type& item, const schema::constraint& c, json::array& a,
+                       decode_context& ctx) const {
+    std::string key = c.text;
+    if (c.kind == constraint_kind::unique_by) {
+      if (const schema::type* u = ctx.s.unalias(item)) {
+        if (const schema::definition* d = ctx.s.resolve(*u); d != nullptr && d->object() != nullptr) {
+          for (const auto& f : d->object()->fields)
+            if (f.name == c.text || f.key == c.text) key = keys_ == output_keys::declared ? f.name : f.key;
+        }
+      }
+    }
+    static const json::value null_value;
+    auto part = [&](const json::value& v) -> const json::value& {
+      if (c.kind == constraint_kind::unique_items) return v;
+      if (v.is_object())
+        if (const auto* m = v.get_object().if_contains(key)) return *m;
+      return null_value;
+    };
+    detail::keep_first_of_equal(a, [&](const json::value& x, const json::value& y) { return json_equal(part(x), part(y)); });
+  }
+
+  static std::optional<std::string> duplicate_items(const json::array& a) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+      for (std::size_t j = i + 1; j < a.size(); ++j)
+        if (json_equal(a[i], a[j]))
+          return "items must be unique ([" + std::to_string(i) + "] and [" + std::to_string(j) + "] are equal)";
+    return std::nullopt;
+  }
+
+  std::optional<std::string> duplicate_members(const schema::type& item, const std::string& member, const json::array& a,
+                                               decode_context& ctx) const {
+    // The member's key in the output and its type (for the message's rendering of the value).
+    std::string key = member;
+    const schema::type* mtype = nullptr;
+    if (const schema::type* u = ctx.s.unalias(item)) {
+      if (const schema::definition* d = ctx.s.resolve(*u); d != nullptr && d->object() != nullptr) {
+        for (const auto& f : d->object()->fields) {
+          if (f.name == member || f.key == member) {
+            key = keys_ == output_keys::declared ? f.name : f.key;
+            mtype = &f.type;
+            break;
+          }
+        }
+      }
+    }
+    static const json::value null_value;
+    auto member_of = [&](const json::value& v) -> const json::value& {
+      if (v.is_object())
+        if (const auto* m = v.get_object().if_contains(key)) return *m;
+      return null_value;
+    };
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      for (std::size_t j = i + 1; j < a.size(); ++j) {
+        const json::value& x = member_of(a[i]);
+        if (!json_equal(x, member_of(a[j]))) continue;
+        std::string shown;
+        const schema::type* mt = mtype == nullptr ? nullptr : ctx.s.unalias(*mtype);
+        if (mt != nullptr && !mtype->nullable && !mt->nullable) {
+          if (mt->kind == kind::string && x.is_string()) detail::append_json_string(shown, x.get_string());
+          else if (mt->kind == kind::integer && x.is_int64()) shown = std::to_string(x.get_int64());
+          else if (mt->kind == kind::integer && x.is_uint64()) shown = std::to_string(x.get_uint64());
+          else if (mt->kind == kind::number && is_number(x)) shown = std::to_string(as_double(x));
+          else if (mt->kind == kind::boolean && x.is_bool()) shown = std::to_string(x.get_bool() ? 1 : 0);
+        }
+        return detail::render_unique_by_duplicate(member, shown, i, j);
+      }
+    }
+    return std::nullopt;
+  }
+
+  json_reader& r_;
+  output_keys keys_;
+  std::size_t depth_ = 0;
+  bool unwrapping_ = false;              // reading the item of a one-item list (read_wrapped)
+  std::size_t ignored_keys_ = 0;         // keys of objects that no field reads, so far
+  object_stats* stats_ = nullptr;        // filled by the next object read (see try_alternatives)
+};
+
+}  // namespace
+
+dynamic_result decode_dynamic(std::string_view text, const schema::model& m, const decode_options& options,
+                              output_keys keys) {
+  dynamic_result result;
+  detail::decode_context ctx{m, options, result.issues};
+  if (text.size() > options.max_input_bytes) {
+    detail::parse_failure(ctx, {}, 0, "input is larger than the configured maximum size");
+    return result;
+  }
+  ctx.notes = &result.notes;
+  detail::json_reader r(text, options.max_depth);
+  dynamic_decoder d(r, keys);
+  result.value = d.read(m.root, ctx, nullptr);
+  r.finish();
+  if (r.failed()) {
+    result.issues.clear();
+    result.notes.clear();
+    result.value = nullptr;
+    detail::parse_failure(ctx, text, r.error_offset(), r.error_message());
+  }
+  return result;
+}
+
+dynamic_result validate_value(const boost::json::value& value, const schema::model& m, const decode_options& options,
+                              output_keys keys) {
+  return decode_dynamic(json_text(value), m, options, keys);
+}
+
+}  // namespace covenant

@@ -1,0 +1,98 @@
+// Reading a model's reply against a runtime schema the way contracts do (read_dynamic).
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dynamic_read.hpp"
+#include "covenant/read/dynamic.hpp"
+#include "covenant/types/encode.hpp"
+#include "covenant/types/schema.hpp"
+#include "partial_rules.hpp"
+
+namespace covenant {
+
+namespace detail {
+
+bool shape_coercion(const note& n) noexcept {
+  if (n.kind != note_kind::coerced) return false;
+  if (is_written_text_note(n)) return true;
+  const std::string_view d = n.detail;
+  return d == "a single value read as a one-item list" || d == "a one-item list read as its item" ||
+         (d.starts_with("the only member ") && d.ends_with(" read as the value")) ||
+         d.starts_with("a single value read as the object's only field ");
+}
+
+}  // namespace detail
+
+read_result read_dynamic(std::string_view text, const schema::model& m, const read_options& options) {
+  lenient_options reading;
+  reading.level = options.level;
+  reading.partial = options.partial;
+  reading.max_depth = options.decode.max_depth;
+  note_list notes;
+  std::chrono::nanoseconds parse_time{0};
+  std::chrono::nanoseconds validate_time{0};
+  const output_keys keys = options.keys;
+  decoded<boost::json::value> r = detail::read_dynamic_reply(
+      text, options.decode, reading, notes, parse_time, validate_time, {},
+      [&](std::string_view t, const decode_options& o) {
+        dynamic_result d = decode_dynamic(t, m, o, keys);
+        decoded<boost::json::value> out;
+        out.issues = std::move(d.issues);
+        out.notes = std::move(d.notes);
+        out.value.emplace(std::move(d.value));  // kept with issues too: partial mode may accept it
+        return out;
+      });
+
+  read_result result;
+  result.notes = std::move(notes);
+  result.truncated = std::any_of(result.notes.begin(), result.notes.end(), [](const note& n) {
+    return n.kind == note_kind::truncated || n.kind == note_kind::incomplete;
+  });
+  if (options.partial && result.truncated && !r.issues.empty()) {
+    // What only the rest of the stream can settle: fields not written yet in an unfinished object,
+    // constraints and rules of unfinished values.
+    // Copies: notes are added below, which may move the notes' paths.
+    std::vector<path> unfinished;
+    for (const note& n : result.notes)
+      if (n.kind == note_kind::incomplete) unfinished.push_back(n.path);
+    issue_list kept;
+    for (issue& i : r.issues) {
+      std::string detail;
+      if (detail::pending_issue(i, unfinished, &detail)) {
+        note n;
+        n.kind = note_kind::incomplete;
+        n.path = std::move(i.path);
+        n.detail = std::move(detail);
+        result.notes.push_back(std::move(n));
+      } else {
+        kept.push_back(std::move(i));
+      }
+    }
+    r.issues = std::move(kept);
+  }
+  result.issues = std::move(r.issues);
+  if (result.issues.empty() && r.value) {
+    result.value = std::move(*r.value);
+    if (options.partial && result.truncated) {
+      std::vector<path> unfinished;
+      for (const note& n : result.notes)
+        if (n.kind == note_kind::incomplete) unfinished.push_back(n.path);
+      if (!detail::keep_streamed(result.value, m, std::move(unfinished), result.notes)) {
+        result.value = nullptr;
+        if ((m.root.stream & schema::stream_flag::not_null) != 0) {
+          issue i;
+          i.code = issue_code::missing_field;
+          i.expected = schema::type_expression(m.root);
+          i.message = "no finished value yet (@stream.not_null)";
+          result.issues.push_back(std::move(i));
+        }
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace covenant

@@ -1,0 +1,232 @@
+// Partial (streaming) reads: what is shown of unfinished values, and which issues are pending.
+#include "partial_rules.hpp"
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dynamic_read.hpp"
+#include "covenant/types/json_equal.hpp"
+
+namespace covenant {
+
+namespace {
+
+namespace json = boost::json;
+
+// Whether `p` is one of `paths`.
+bool listed(const std::vector<path>& paths, const path& p) {
+  return std::any_of(paths.begin(), paths.end(), [&](const path& q) { return q == p; });
+}
+
+// Partial mode: what a streaming reader shows of a value still being written, following the
+// schema's streaming attributes (schema::stream_flag) and the rule that an enum value or a string
+// literal is read only from a finished string.
+class stream_view {
+ public:
+  stream_view(const schema::model& m, std::vector<path> unfinished, note_list& notes)
+      : m_(m), unfinished_(std::move(unfinished)), notes_(notes) {}
+
+  // Applies the rules to `v` of type `t` at `at`; false when `v` is to be left out altogether
+  // (the reason is then noted).
+  bool keep(json::value& v, const schema::type& t, std::uint8_t extra = 0) {
+    const schema::definition* def = t.kind == schema::kind::ref ? m_.resolve(t) : nullptr;
+    if (def != nullptr && def->alias() != nullptr) return keep(v, def->alias()->target, extra | t.stream);
+    if (v.is_null() || depth_ > 256) return true;
+    const schema::object_def* obj = def != nullptr ? def->object() : nullptr;
+    const std::uint8_t flags = extra | t.stream | (obj != nullptr ? obj->stream : 0);
+    const bool open = unfinished();
+    if (open && (flags & schema::stream_flag::done) != 0) return leave_out("unfinished value left out until it is finished (@stream.done)");
+    if (open && v.is_string() && closed_choice(t)) return leave_out("unfinished string not read as a value of " + schema::type_expression(t) + " yet");
+    ++depth_;
+    bool kept = true;
+    if (t.kind == schema::kind::union_) {
+      if (const schema::type* alt = alternative(v, t)) kept = keep(v, *alt);
+    } else if (v.is_array() && t.kind == schema::kind::array && !t.args.empty()) {
+      auto& a = v.get_array();
+      std::vector<std::size_t> out;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        at_.push_back(step{std::to_string(i), {}, true, i});
+        if (!keep(a[i], t.args[0])) out.push_back(i);
+        at_.pop_back();
+      }
+      for (auto i = out.rbegin(); i != out.rend(); ++i) a.erase(a.begin() + static_cast<std::ptrdiff_t>(*i));
+    } else if (v.is_object() && t.kind == schema::kind::map && t.args.size() == 2) {
+      auto& o = v.get_object();
+      std::vector<std::string> out;
+      for (auto& kv : o) {
+        at_.push_back(step{std::string(kv.key()), {}, false, 0});
+        if (!keep(kv.value(), t.args[1])) out.emplace_back(kv.key());
+        at_.pop_back();
+      }
+      for (const auto& k : out) o.erase(k);
+    } else if (v.is_object() && obj != nullptr) {
+      kept = keep_object(v.get_object(), *obj, open);
+    }
+    --depth_;
+    return kept;
+  }
+
+ private:
+  struct step {
+    std::string key;        // as written in the value
+    std::string other_key;  // the other spelling of a field's key (declared name or JSON key)
+    bool is_index = false;
+    std::size_t index = 0;
+  };
+
+  bool keep_object(json::object& o, const schema::object_def& obj, bool open) {
+    std::vector<std::string> out;
+    for (const schema::field& f : obj.fields) {
+      const std::string* key = nullptr;
+      if (o.contains(f.name)) key = &f.name;
+      else if (o.contains(f.key)) key = &f.key;
+      if (key == nullptr) continue;
+      at_.push_back(step{*key, *key == f.name ? f.key : f.name, false, 0});
+      if (!keep(o[*key], f.type)) out.push_back(*key);
+      at_.pop_back();
+    }
+    for (const auto& k : out) o.erase(k);
+    if (!open) return true;
+    for (const schema::field& f : obj.fields) {
+      std::uint8_t flags = f.type.stream;
+      if (f.type.kind == schema::kind::ref)
+        if (const auto* d = m_.resolve(f.type); d != nullptr && d->object() != nullptr) flags |= d->object()->stream;
+      if ((flags & schema::stream_flag::not_null) == 0) continue;
+      const json::value* got = o.if_contains(f.name);
+      if (got == nullptr) got = o.if_contains(f.key);
+      if (got == nullptr || got->is_null())
+        return leave_out("unfinished object left out until its field " + f.name + " has a value (@stream.not_null)");
+    }
+    return true;
+  }
+
+  // Whether `t` accepts only a fixed set of strings (an enum, string literals).
+  bool closed_choice(const schema::type& t) const {
+    if (t.kind == schema::kind::literal) return t.literal.is_string();
+    if (t.kind == schema::kind::ref) {
+      const schema::definition* d = m_.resolve(t);
+      if (d == nullptr) return false;
+      if (d->alias() != nullptr) return closed_choice(d->alias()->target);
+      return d->enumeration() != nullptr;
+    }
+    if (t.kind == schema::kind::union_)
+      return !t.args.empty() && std::all_of(t.args.begin(), t.args.end(), [&](const schema::type& a) { return closed_choice(a); });
+    return false;
+  }
+
+  // The alternative of a union that `v` was read as: for an object, the class that knows most of
+  // its keys and whose literal fields it matches; else the first of the value's kind.
+  const schema::type* alternative(const json::value& v, const schema::type& u) const {
+    const schema::type* best = nullptr;
+    std::size_t best_score = 0;
+    for (const schema::type& a : u.args) {
+      const schema::definition* d = a.kind == schema::kind::ref ? m_.resolve(a) : nullptr;
+      while (d != nullptr && d->alias() != nullptr) {
+        const schema::type& x = d->alias()->target;
+        if (x.kind == schema::kind::union_) {
+          if (const schema::type* inner = alternative(v, x)) return inner;
+          d = nullptr;
+          break;
+        }
+        d = x.kind == schema::kind::ref ? m_.resolve(x) : nullptr;
+      }
+      if (v.is_object()) {
+        if (d == nullptr || d->object() == nullptr) {
+          if (a.kind == schema::kind::map && best == nullptr) best = &a;
+          continue;
+        }
+        std::size_t score = 1;
+        bool fits = true;
+        for (const schema::field& f : d->object()->fields) {
+          const json::value* got = v.get_object().if_contains(f.name);
+          if (got == nullptr) got = v.get_object().if_contains(f.key);
+          if (got == nullptr) continue;
+          if (f.type.kind == schema::kind::literal && !json_equal(*got, f.type.literal)) fits = false;
+          ++score;
+        }
+        if (fits && score > best_score) {
+          best = &a;
+          best_score = score;
+        }
+      } else if (v.is_array()) {
+        if (a.kind == schema::kind::array && best == nullptr) best = &a;
+      } else if (v.is_string()) {
+        if (best == nullptr && (a.kind == schema::kind::string || closed_choice(a))) best = &a;
+      }
+    }
+    return best;
+  }
+
+  // Whether the value here is not finished: an incomplete note at or below it.
+  bool unfinished() const {
+    return std::any_of(unfinished_.begin(), unfinished_.end(), [&](const path& p) {
+      if (p.size() < at_.size()) return false;
+      for (std::size_t i = 0; i < at_.size(); ++i) {
+        const path_segment& s = p.segments()[i];
+        const step& x = at_[i];
+        if (s.is_index != x.is_index) return false;
+        if (s.is_index ? s.index != x.index : (s.key != x.key && s.key != x.other_key)) return false;
+      }
+      return true;
+    });
+  }
+
+  bool leave_out(std::string why) {
+    note n;
+    n.kind = note_kind::incomplete;
+    for (const step& s : at_) {
+      if (s.is_index) n.path.index(s.index);
+      else n.path.key(s.key);
+    }
+    n.detail = std::move(why);
+    notes_.push_back(std::move(n));
+    return false;
+  }
+
+  const schema::model& m_;
+  std::vector<path> unfinished_;
+  note_list& notes_;
+  std::vector<step> at_;
+  std::size_t depth_ = 0;
+};
+
+}  // namespace
+
+namespace detail {
+
+bool keep_streamed(boost::json::value& v, const schema::model& m, std::vector<path> unfinished, note_list& notes) {
+  stream_view view(m, std::move(unfinished), notes);
+  return view.keep(v, m.root);
+}
+
+bool pending_issue(const issue& i, const std::vector<path>& unfinished, std::string* detail) {
+  if (i.code == issue_code::missing_field && !i.path.empty()) {
+    path parent = i.path;
+    parent.pop();
+    if (detail != nullptr) *detail = "required field not written yet";
+    return listed(unfinished, parent);
+  }
+  if (i.code == issue_code::constraint_violation || i.code == issue_code::invariant_violation) {
+    if (detail != nullptr) *detail = "unfinished value, not checked yet: " + i.message;
+    return listed(unfinished, i.path);
+  }
+  return false;
+}
+
+std::size_t settled_issues(const issue_list& issues, const note_list& notes) {
+  std::vector<path> unfinished;
+  for (const note& n : notes)
+    if (n.kind == note_kind::incomplete) unfinished.push_back(n.path);
+  if (unfinished.empty()) return issues.size();
+  return static_cast<std::size_t>(
+      std::count_if(issues.begin(), issues.end(), [&](const issue& i) { return !pending_issue(i, unfinished); }));
+}
+
+}  // namespace detail
+
+}  // namespace covenant

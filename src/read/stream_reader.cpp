@@ -1,0 +1,872 @@
+// Partial results of streamed replies: the state tree, and the incremental reader (a resumable
+// JSON tokenizer writing into C++ values through sink tables, or into JSON values).
+#include "covenant/read/detail/stream_reader.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "covenant/read/dynamic.hpp"
+#include "push_tokenizer.hpp"
+
+namespace covenant {
+
+namespace json = boost::json;
+
+// ---------------------------------------------------------------------------------------------
+// value_state, partial_states, partial_json
+
+std::string_view to_string(value_state s) noexcept {
+  switch (s) {
+    case value_state::absent: return "absent";
+    case value_state::streaming: return "streaming";
+    case value_state::complete: return "complete";
+  }
+  return "absent";
+}
+
+partial_states::partial_states() { clear(); }
+
+void partial_states::clear() {
+  nodes_.clear();
+  nodes_.emplace_back();  // the root
+}
+
+std::uint32_t partial_states::add_member(std::uint32_t parent, std::string_view key) {
+  node n;
+  n.key.assign(key);
+  n.state = value_state::streaming;
+  const auto id = static_cast<std::uint32_t>(nodes_.size());
+  nodes_.push_back(std::move(n));
+  node& p = nodes_[parent];
+  if (p.last == none) p.first = id;
+  else nodes_[p.last].next = id;
+  p.last = id;
+  ++p.count;
+  return id;
+}
+
+std::uint32_t partial_states::add_item(std::uint32_t parent) {
+  node n;
+  n.is_index = true;
+  n.index = nodes_[parent].count;
+  n.state = value_state::streaming;
+  const auto id = static_cast<std::uint32_t>(nodes_.size());
+  nodes_.push_back(std::move(n));
+  node& p = nodes_[parent];
+  if (p.last == none) p.first = id;
+  else nodes_[p.last].next = id;
+  p.last = id;
+  ++p.count;
+  return id;
+}
+
+void partial_states::complete_all() noexcept {
+  for (node& n : nodes_)
+    if (n.state == value_state::streaming) n.state = value_state::complete;
+}
+
+std::uint32_t partial_states::find(const covenant::path& p) const {
+  std::uint32_t at = root;
+  if (nodes_[root].state == value_state::absent) return p.empty() ? root : none;
+  for (const path_segment& seg : p) {
+    std::uint32_t found = none;
+    for (std::uint32_t c = nodes_[at].first; c != none; c = nodes_[c].next) {
+      const node& n = nodes_[c];
+      if (seg.is_index ? (n.is_index && n.index == seg.index) : (!n.is_index && n.key == seg.key)) found = c;
+    }
+    if (found == none) return none;
+    at = found;
+  }
+  return at;
+}
+
+const partial_states::node* partial_states::find_text(std::string_view path) const {
+  covenant::path p;
+  try {
+    p = covenant::path::parse(path);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+  const std::uint32_t id = find(p);
+  return id == none ? nullptr : &nodes_[id];
+}
+
+value_state partial_states::state(std::string_view path) const {
+  const node* n = find_text(path);
+  return n == nullptr ? value_state::absent : n->state;
+}
+
+value_state partial_states::state(const covenant::path& p) const {
+  const std::uint32_t id = find(p);
+  return id == none ? value_state::absent : nodes_[id].state;
+}
+
+std::size_t partial_states::items(std::string_view path) const {
+  const node* n = find_text(path);
+  if (n == nullptr || n->first == none || !nodes_[n->first].is_index) return 0;
+  return n->count;
+}
+
+std::size_t partial_states::complete_items(std::string_view path) const {
+  const node* n = find_text(path);
+  if (n == nullptr) return 0;
+  std::size_t done = 0;
+  for (std::uint32_t c = n->first; c != none; c = nodes_[c].next)
+    if (nodes_[c].is_index && nodes_[c].state == value_state::complete) ++done;
+  return done;
+}
+
+partial_json::partial_json() = default;
+partial_json::~partial_json() = default;
+
+namespace detail {
+
+std::string_view object_field_key(const schema::model& m, std::size_t i) {
+  const schema::definition* d = m.resolve(m.root);
+  if (d == nullptr || d->object() == nullptr || i >= d->object()->fields.size()) return {};
+  return d->object()->fields[i].key;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The incremental reader
+
+namespace {
+
+constexpr std::uint32_t no_node = partial_states::none;
+
+/// Where the next value goes.
+struct slot {
+  const sink_ops* ops = nullptr;   // typed target's table (null: dynamic or nothing)
+  void* target = nullptr;          // typed target
+  json::value* jv = nullptr;       // dynamic target (also used for opaque typed values)
+  const schema::type* node = nullptr;
+  std::uint32_t state = no_node;
+  bool skip = false;               // read but not shown (an unknown key)
+  bool pushed = false;             // a step was added to the path for it
+};
+
+enum class frame_kind : std::uint8_t { object, array, skip };
+
+struct frame {
+  frame_kind kind = frame_kind::skip;
+  slot at;                                 // the container itself
+  const schema::object_def* def = nullptr;  // objects with a schema
+  std::string key;                         // the key being read
+  int field = -1;                          // the field of the next value (-1: unknown)
+  bool any_key = false;                    // maps / any: every key is kept (dynamic)
+  std::size_t count = 0;                   // list elements so far
+  // An opaque typed value (variant, map, ...) is built as JSON here and assigned at its end.
+  std::unique_ptr<json::value> scratch;
+  const sink_ops* opaque_ops = nullptr;
+  void* opaque_target = nullptr;
+  std::uint32_t opaque_state = no_node;
+};
+
+}  // namespace
+
+struct stream_core::impl {
+  impl(const schema::model& m, const decode_options& o, strictness lvl, const sink_ops* sink, void* root)
+      : model(m), options(o), level(lvl), root_sink(sink), root_target(root), tokens(*this, std::min<std::size_t>(o.max_depth, 1000)) {
+    options.coerce = level == strictness::coerce;
+    checks_options = options;
+  }
+
+  // --- schema helpers ---------------------------------------------------------------------
+
+  /// The type after following aliases (null when unknown).
+  [[nodiscard]] const schema::type* resolve(const schema::type* t) const {
+    return t == nullptr ? nullptr : model.unalias(*t);
+  }
+  [[nodiscard]] const schema::object_def* object_of(const schema::type* t) const {
+    if (t == nullptr || t->kind != schema::kind::ref) return nullptr;
+    const schema::definition* d = model.resolve(*t);
+    return d == nullptr ? nullptr : d->object();
+  }
+  [[nodiscard]] bool is_enum(const schema::type* t) const {
+    if (t == nullptr || t->kind != schema::kind::ref) return false;
+    const schema::definition* d = model.resolve(*t);
+    return d != nullptr && d->enumeration() != nullptr;
+  }
+  [[nodiscard]] static bool stream_done(const schema::type* t) {
+    return t != nullptr && (t->stream & schema::stream_flag::done) != 0;
+  }
+
+  /// The constraints of `t` no later text can change the verdict of, once the value is finished.
+  const std::vector<schema::constraint>& final_checks(const schema::type* t) {
+    auto it = check_cache.find(t);
+    if (it != check_cache.end()) return it->second;
+    std::vector<schema::constraint> keep;
+    if (t != nullptr) {
+      for (const schema::constraint& c : t->constraints) {
+        // Only checks whose failure is fed back or ends the call (not fixed, dropped or noted).
+        if (c.on_fail == fail_action::noop || c.on_fail == fail_action::fix || c.on_fail == fail_action::filter) continue;
+        switch (c.kind) {
+          case schema::constraint_kind::minimum:
+          case schema::constraint_kind::maximum:
+          case schema::constraint_kind::exclusive_minimum:
+          case schema::constraint_kind::exclusive_maximum:
+          case schema::constraint_kind::multiple_of:
+          case schema::constraint_kind::min_length:
+          case schema::constraint_kind::max_length:
+          case schema::constraint_kind::pattern:
+          case schema::constraint_kind::format:
+          case schema::constraint_kind::one_of: keep.push_back(c); break;
+          case schema::constraint_kind::predicate:
+            // A rule on the JSON value of a @stream.done value (schema files' @assert), or a C++
+            // predicate marked streaming_safe() (judged on the typed value, see native_of()).
+            if (c.custom && ((stream_done(t) && c.custom->has_json()) || (c.streaming_safe && c.custom->has_native())))
+              keep.push_back(c);
+            break;
+          default: break;
+        }
+      }
+    }
+    return check_cache.emplace(t, std::move(keep)).first->second;
+  }
+
+  /// The typed value a finished scalar was stored into, for a C++ predicate: the slot's target
+  /// when it is a string or number of the output type, else none (a JSON value, another shape).
+  static const void* native_of(const slot& s, sink_kind kind) noexcept {
+    if (s.ops == nullptr || s.ops->kind != kind) return nullptr;
+    if (kind != sink_kind::string && kind != sink_kind::integer && kind != sink_kind::floating) return nullptr;
+    return s.target;
+  }
+
+  /// Only the maximum (of a length or a count): already broken while the value grows.
+  const std::vector<schema::constraint>& growing_checks(const schema::type* t) {
+    auto it = growing_cache.find(t);
+    if (it != growing_cache.end()) return it->second;
+    std::vector<schema::constraint> keep;
+    if (t != nullptr)
+      for (const schema::constraint& c : t->constraints)
+        if (c.on_fail != fail_action::noop && c.on_fail != fail_action::fix && c.on_fail != fail_action::filter &&
+            (c.kind == schema::constraint_kind::max_length || c.kind == schema::constraint_kind::max_items))
+          keep.push_back(c);
+    return growing_cache.emplace(t, std::move(keep)).first->second;
+  }
+
+  // --- the path of the current value (for issues) -----------------------------------------
+
+  struct path_step {
+    std::string key;
+    std::size_t index = 0;
+    bool is_index = false;
+  };
+  std::vector<path_step> path;  // one step per open container's current member
+
+  /// Runs `check(ctx, at)` with the current value's path; its issues become violations.
+  template <class F>
+  void with_path(F&& check) {
+    if (!violations.empty()) return;  // the first violation is what stops the stream
+    std::vector<path_frame> frames(path.size());
+    const path_frame* at = nullptr;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+      frames[i].parent = at;
+      frames[i].key = path[i].key;
+      frames[i].index = path[i].index;
+      frames[i].is_index = path[i].is_index;
+      at = &frames[i];
+    }
+    issue_list found;
+    decode_context ctx{model, checks_options, found, nullptr};
+    check(ctx, at);
+    for (issue& i : found) violations.push_back(std::move(i));
+  }
+
+  /// The issues of a finished scalar, read alone the way the final decoder reads it.
+  void check_scalar_alone(const schema::type* t, std::string_view json_text) {
+    if (!violations.empty()) return;
+    issue_list found;
+    if (scalar_model.defs.empty() && !model.defs.empty()) scalar_model.defs = model.defs;
+    scalar_model.root = *t;
+    dynamic_result r = decode_dynamic(json_text, scalar_model, checks_options);
+    for (issue& i : r.issues) {
+      // Read with the final reader's own options (coercions included), a finished scalar that
+      // does not fit will not fit then either; a text it could not parse is not judged here.
+      if (i.code == issue_code::parse_error) return;
+      covenant::path full;
+      for (const path_step& s : path) {
+        if (s.is_index) full.index(s.index);
+        else full.key(s.key);
+      }
+      for (const path_segment& seg : i.path) {
+        if (seg.is_index) full.index(seg.index);
+        else full.key(seg.key);
+      }
+      i.path = std::move(full);
+      found.push_back(std::move(i));
+    }
+    for (issue& i : found) violations.push_back(std::move(i));
+  }
+
+  // --- values ----------------------------------------------------------------------------
+
+  /// The slot the next value goes to.
+  slot next_slot() {
+    slot s;
+    if (stack.empty()) {
+      if (root_used) {
+        s.skip = true;
+        return s;
+      }
+      root_used = true;
+      s.ops = root_sink;
+      s.target = root_sink != nullptr ? root_target : nullptr;
+      s.jv = root_sink == nullptr ? static_cast<json::value*>(root_target) : nullptr;
+      s.node = resolve(&model.root);
+      s.state = partial_states::root;
+      states.set(s.state, value_state::streaming);
+      changed = true;
+      return s;
+    }
+    frame& f = stack.back();
+    if (f.kind == frame_kind::skip || f.at.skip) {
+      s.skip = true;
+      return s;
+    }
+    if (f.kind == frame_kind::object) {
+      if (f.field < 0 && !f.any_key) {
+        s.skip = true;
+        return s;
+      }
+      const std::string& key = f.key;
+      if (f.def != nullptr && f.field >= 0) {
+        const schema::field& fd = f.def->fields[static_cast<std::size_t>(f.field)];
+        s.node = resolve(&fd.type);
+        if (f.at.ops != nullptr && f.at.ops->kind == sink_kind::object) {
+          const field_sink& fs = f.at.ops->fields[static_cast<std::size_t>(f.field)];
+          s.ops = &fs.ops();
+          s.target = fs.member(f.at.target);
+        } else if (f.at.jv != nullptr) {
+          s.jv = &f.at.jv->as_object()[fd.key];
+          *s.jv = nullptr;
+        }
+      } else if (f.at.jv != nullptr) {  // a map or an untyped object: keep every key
+        if (f.at.node != nullptr && f.at.node->kind == schema::kind::map && f.at.node->args.size() == 2)
+          s.node = resolve(&f.at.node->args[1]);
+        s.jv = &f.at.jv->as_object()[key];
+        *s.jv = nullptr;
+      } else {
+        s.skip = true;
+        return s;
+      }
+      s.state = states.add_member(f.at.state, key);
+      path.push_back({key, 0, false});
+      s.pushed = true;
+      changed = true;
+      return s;
+    }
+    // array
+    if (f.at.node != nullptr && f.at.node->kind == schema::kind::array && !f.at.node->args.empty())
+      s.node = resolve(&f.at.node->args[0]);
+    if (f.at.ops != nullptr && f.at.ops->kind == sink_kind::array) {
+      s.ops = &f.at.ops->item();
+      s.target = f.at.ops->emplace(f.at.target);
+    } else if (f.at.jv != nullptr) {
+      s.jv = &f.at.jv->as_array().emplace_back(nullptr);
+    }
+    s.state = states.add_item(f.at.state);
+    ++f.count;
+    changed = true;
+    // A list already longer than its maximum cannot get shorter.
+    if (!violations_frozen) {
+      const auto& grow = growing_checks(f.at.node);
+      for (const schema::constraint& c : grow) {
+        if (c.kind == schema::constraint_kind::max_items && f.count > c.count) {
+          with_path([&](decode_context& ctx, const path_frame* at) {
+            check_count(grow, f.count, false, "[...]", nullptr, ctx, at);
+          });
+          break;
+        }
+      }
+    }
+    path.push_back({{}, f.count - 1, true});
+    s.pushed = true;
+    return s;
+  }
+
+  /// The value at `s` is finished.
+  void finish_value(const slot& s) {
+    if (s.state != no_node) {
+      states.set(s.state, value_state::complete);
+      changed = true;
+    }
+    if (s.pushed && !path.empty()) path.pop_back();
+  }
+
+  /// Optional C++ values: engaged for a non-null value.
+  static void unwrap(slot& s) {
+    while (s.ops != nullptr && s.ops->kind == sink_kind::optional) {
+      s.target = s.ops->emplace(s.target);
+      s.ops = &s.ops->item();
+    }
+  }
+
+  void begin_container(bool object) {
+    slot s = next_slot();
+    frame f;
+    f.kind = object ? frame_kind::object : frame_kind::array;
+    if (s.skip) {
+      f.kind = frame_kind::skip;
+      f.at = s;
+      stack.push_back(std::move(f));
+      return;
+    }
+    unwrap(s);
+    if (s.ops != nullptr) {
+      const bool fits = object ? s.ops->kind == sink_kind::object : s.ops->kind == sink_kind::array;
+      if (!fits && s.ops->kind == sink_kind::opaque) {
+        // Build its JSON, assign it whole at its end.
+        f.scratch = std::make_unique<json::value>();
+        f.opaque_ops = s.ops;
+        f.opaque_target = s.target;
+        f.opaque_state = s.state;
+        s.ops = nullptr;
+        s.target = nullptr;
+        s.jv = f.scratch.get();
+      } else if (!fits) {
+        f.kind = frame_kind::skip;  // a value of the wrong shape: the final reader decides
+        f.at = s;
+        stack.push_back(std::move(f));
+        return;
+      }
+    }
+    if (s.jv != nullptr) {
+      if (object) *s.jv = json::object();
+      else *s.jv = json::array();
+    }
+    if (object) {
+      f.def = object_of(s.node);
+      f.any_key = f.def == nullptr && s.jv != nullptr;
+    }
+    f.at = s;
+    stack.push_back(std::move(f));
+  }
+
+  void end_container() {
+    frame f = std::move(stack.back());
+    stack.pop_back();
+    if (f.kind == frame_kind::skip) {
+      finish_value(f.at);
+      return;
+    }
+    if (f.scratch) {
+      f.opaque_ops->assign(f.opaque_target, *f.scratch, options);
+    }
+    finish_value(f.at);
+  }
+
+  void key_part(std::string_view s) {
+    frame& f = stack.back();
+    if (!key_open) {
+      f.key.clear();
+      key_open = true;
+    }
+    f.key.append(s);
+  }
+
+  void key_done() {
+    key_open = false;
+    frame& f = stack.back();
+    f.field = -1;
+    if (f.kind != frame_kind::object || f.def == nullptr) return;
+    for (std::size_t i = 0; i < f.def->fields.size(); ++i) {
+      const schema::field& fd = f.def->fields[i];
+      if (!fd.skip && fd.key == f.key) {
+        f.field = static_cast<int>(i);
+        return;
+      }
+    }
+  }
+
+  void string_part(std::string_view part, bool last) {
+    if (!string_open) {
+      string_open = true;
+      current = next_slot();
+      unwrap(current);
+      string_scratch.clear();
+      string_code_points = 0;
+      string_grow = current.skip ? nullptr : &growing_checks(current.node);
+      if (string_grow != nullptr && string_grow->empty()) string_grow = nullptr;
+      // Shown as it grows only for plain strings not marked @stream.done.
+      grow_visible = false;
+      if (!current.skip) {
+        const bool typed_string = current.ops != nullptr && current.ops->kind == sink_kind::string;
+        const bool dynamic_string = current.ops == nullptr && current.jv != nullptr &&
+                                    (current.node == nullptr || current.node->kind == schema::kind::string ||
+                                     current.node->kind == schema::kind::any);
+        grow_visible = (typed_string || dynamic_string) && !stream_done(current.node);
+        if (dynamic_string && grow_visible) *current.jv = json::string();
+      }
+    }
+    if (!current.skip) {
+      if (string_grow != nullptr) string_code_points += code_points(part);
+      if (grow_visible) {
+        if (current.ops != nullptr) current.ops->append(current.target, part);
+        else current.jv->as_string().append(json::string_view(part.data(), part.size()));
+        if (!part.empty()) changed = true;
+      } else {
+        string_scratch.append(part);
+      }
+      // A string already longer than its maximum cannot get shorter.
+      if (!last && !violations_frozen && grow_visible && string_grow != nullptr) {
+        const auto& grow = *string_grow;
+        for (const schema::constraint& c : grow) {
+          if (c.kind == schema::constraint_kind::max_length && string_code_points > c.count) {
+            const std::string_view so_far = current_string();
+            const std::string raw = json::serialize(json::string(json::string_view(so_far.data(), so_far.size())));
+            with_path([&](decode_context& ctx, const path_frame* at) {
+              check_string(grow, so_far, raw, nullptr, ctx, at);
+            });
+            break;
+          }
+        }
+      }
+    }
+    if (!last) return;
+    string_open = false;
+    if (current.skip) {
+      finish_value(current);
+      return;
+    }
+    const std::string_view value = current_string();
+    auto raw_of = [&] { return json::serialize(json::string(json::string_view(value.data(), value.size()))); };
+    if (!grow_visible) {
+      if (current.ops != nullptr) {
+        switch (current.ops->kind) {
+          case sink_kind::enumeration: {
+            issue_list issues;
+            current.ops->set_enum(current.target, raw_of(), options, issues);
+            changed = true;
+            break;
+          }
+          case sink_kind::opaque:
+            current.ops->assign(current.target, json::value(json::string(json::string_view(value.data(), value.size()))),
+                                options);
+            break;
+          default: break;  // another type: coercions are the final reader's business
+        }
+      } else if (current.jv != nullptr) {
+        *current.jv = json::string(json::string_view(value.data(), value.size()));
+        changed = true;
+      }
+    }
+    if (!violations_frozen && violations.empty() && current.node != nullptr) {
+      if (is_enum(current.node) || current.node->kind == schema::kind::literal) {
+        check_scalar_alone(current.node, raw_of());
+      } else if (current.node->kind == schema::kind::string) {
+        const auto& cs = final_checks(current.node);
+        if (!cs.empty() && !within_length_bounds(cs, value)) {
+          const std::string raw = raw_of();
+          with_path([&](decode_context& ctx, const path_frame* at) {
+            check_string(cs, value, raw, grow_visible ? native_of(current, sink_kind::string) : nullptr, ctx, at);
+          });
+        }
+      }
+    }
+    finish_value(current);
+  }
+
+  /// UTF-8 code points in `s` (bytes that do not continue a sequence).
+  static std::size_t code_points(std::string_view s) noexcept {
+    std::size_t n = 0;
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    for (std::size_t i = 0; i < s.size(); ++i) n += (p[i] & 0xC0u) != 0x80u;
+    return n;
+  }
+
+  /// The current string as read so far: its target's text when shown as it grows, else the scratch.
+  std::string_view current_string() const {
+    if (grow_visible) {
+      if (current.ops != nullptr) return *static_cast<const std::string*>(current.target);
+      const json::string& js = current.jv->as_string();
+      return {js.data(), js.size()};
+    }
+    return string_scratch;
+  }
+
+  /// True when `cs` holds only length bounds that `v` meets (the check would find nothing).
+  static bool within_length_bounds(const std::vector<schema::constraint>& cs, std::string_view v) {
+    std::size_t points = 0;
+    bool counted = false;
+    for (const schema::constraint& c : cs) {
+      if (c.kind != schema::constraint_kind::min_length && c.kind != schema::constraint_kind::max_length) return false;
+      if (!counted) {
+        for (char ch : v)
+          if ((static_cast<unsigned char>(ch) & 0xC0u) != 0x80u) ++points;
+        counted = true;
+      }
+      if (c.kind == schema::constraint_kind::min_length && points < c.count) return false;
+      if (c.kind == schema::constraint_kind::max_length && points > c.count) return false;
+    }
+    return true;
+  }
+
+  void number(const json::value& v) {
+    slot s = next_slot();
+    unwrap(s);
+    std::string raw;
+    raw.swap(number_text);
+    if (s.skip) {
+      finish_value(s);
+      return;
+    }
+    const double d = v.is_double() ? v.get_double() : v.is_int64() ? static_cast<double>(v.get_int64())
+                                                                     : static_cast<double>(v.get_uint64());
+    bool stored = false;
+    if (s.ops != nullptr) {
+      switch (s.ops->kind) {
+        case sink_kind::integer:
+          if (v.is_int64()) stored = s.ops->set_integer(s.target, v.get_int64());
+          else if (v.is_uint64()) stored = s.ops->set_unsigned(s.target, v.get_uint64());
+          break;
+        case sink_kind::floating:
+          s.ops->set_floating(s.target, d);
+          stored = true;
+          break;
+        case sink_kind::opaque: stored = s.ops->assign(s.target, v, options); break;
+        default: break;
+      }
+    } else if (s.jv != nullptr) {
+      *s.jv = v;
+      stored = true;
+    }
+    if (stored) changed = true;
+    const bool numeric_node =
+        s.node != nullptr && (s.node->kind == schema::kind::number || s.node->kind == schema::kind::integer);
+    if (!violations_frozen && stored && numeric_node && !(s.node->kind == schema::kind::integer && v.is_double())) {
+      const auto& cs = final_checks(s.node);
+      if (!cs.empty() && !number_within_bounds(cs, d))
+        with_path([&](decode_context& ctx, const path_frame* at) {
+          check_number(cs, d, raw, native_of(s, s.ops != nullptr ? s.ops->kind : sink_kind::opaque), ctx, at);
+        });
+    } else if (!violations_frozen && s.node != nullptr && s.node->kind == schema::kind::literal) {
+      check_scalar_alone(s.node, raw);
+    }
+    finish_value(s);
+  }
+
+  void boolean(bool b) {
+    slot s = next_slot();
+    unwrap(s);
+    if (!s.skip) {
+      if (s.ops != nullptr) {
+        if (s.ops->kind == sink_kind::boolean) s.ops->set_boolean(s.target, b);
+        else if (s.ops->kind == sink_kind::opaque) s.ops->assign(s.target, json::value(b), options);
+      } else if (s.jv != nullptr) {
+        *s.jv = b;
+      }
+      changed = true;
+    }
+    finish_value(s);
+  }
+
+  void null() {
+    slot s = next_slot();
+    if (!s.skip) {
+      if (s.ops != nullptr && s.ops->kind == sink_kind::optional) s.ops->reset(s.target);
+      else if (s.jv != nullptr) *s.jv = nullptr;
+      changed = true;
+    }
+    finish_value(s);
+  }
+
+  // --- feeding ---------------------------------------------------------------------------
+
+  void reset_reading() {
+    tokens.reset();
+    stack.clear();
+    path.clear();
+    states.clear();
+    number_text.clear();
+    string_scratch.clear();
+    string_open = false;
+    key_open = false;
+    root_used = false;
+    finished = false;
+    started = false;
+    consumed = 0;
+  }
+
+  bool feed(std::string_view delta) {
+    changed = false;
+    text.append(delta);
+    if (finished) return false;
+    if (fallback) return reread(false);
+    if (!started) {
+      // Skip what comes before the value (prose, a ```json fence line).
+      const std::size_t at = text.find_first_of("{[", consumed);
+      if (at == std::string::npos) {
+        consumed = text.size();
+        return false;
+      }
+      started = true;
+      consumed = at;
+    }
+    const bool ok = tokens.feed(std::string_view(text).substr(consumed));
+    consumed = text.size();
+    if (tokens.done()) finished = true;
+    if (finished) return changed;
+    if (!ok) {
+      // Not plain JSON: re-read the whole text leniently from now on, geometrically.
+      fallback = true;
+      violations_frozen = true;
+      return reread(true);
+    }
+    return changed;
+  }
+
+  /// The lenient reader over the whole text so far, when it has grown enough since the last time.
+  bool reread(bool now) {
+    if (!now && text.size() < last_reread + last_reread / 2 + 16) return false;
+    last_reread = text.size();
+    lenient_options lo;
+    lo.level = level == strictness::strict ? strictness::repair : level;
+    lo.partial = true;
+    lo.max_depth = options.max_depth;
+    lo.max_candidates = 1;
+    const std::vector<candidate> found = extract_candidates(text, lo);
+    if (found.empty()) return false;
+    json::error_code ec;
+    json::value value = json::parse(found.front().json, ec);
+    if (ec || !(value.is_object() || value.is_array())) return false;
+    // Replay the value into the target as if it had been parsed.
+    if (root_sink != nullptr) root_sink->clear(root_target);
+    else *static_cast<json::value*>(root_target) = nullptr;
+    stack.clear();
+    path.clear();
+    states.clear();
+    root_used = false;
+    // The tokenizer may have stopped inside a key or a string: its slot points into the value just
+    // cleared.
+    key_open = false;
+    string_open = false;
+    current = slot{};
+    replay(value);
+    states.complete_all();
+    for (const note& nt : found.front().notes) {
+      if (nt.kind != note_kind::incomplete) continue;
+      const std::uint32_t id = states.find(nt.path);
+      if (id != no_node) states.set(id, value_state::streaming);
+    }
+    return true;
+  }
+
+  void replay(const json::value& v) {
+    switch (v.kind()) {
+      case json::kind::object:
+        begin_container(true);
+        for (const auto& kv : v.get_object()) {
+          key_part(std::string_view(kv.key().data(), kv.key().size()));
+          key_done();
+          replay(kv.value());
+        }
+        end_container();
+        break;
+      case json::kind::array:
+        begin_container(false);
+        for (const auto& e : v.get_array()) replay(e);
+        end_container();
+        break;
+      case json::kind::string: {
+        const json::string& s = v.get_string();
+        string_part(std::string_view(s.data(), s.size()), true);
+        break;
+      }
+      case json::kind::int64:
+      case json::kind::uint64:
+      case json::kind::double_:
+        number_text = json::serialize(v);
+        number(v);
+        break;
+      case json::kind::bool_: boolean(v.get_bool()); break;
+      case json::kind::null: null(); break;
+    }
+  }
+
+  const schema::model& model;
+  decode_options options;
+  decode_options checks_options;
+  strictness level;
+  const sink_ops* root_sink;
+  void* root_target;
+  push_tokenizer<impl> tokens;
+
+  std::string text;
+  std::size_t consumed = 0;
+  bool started = false;
+  bool finished = false;
+  bool fallback = false;
+  std::size_t last_reread = 0;
+  bool changed = false;
+
+  partial_states states;
+  issue_list violations;
+  bool violations_frozen = false;  // the lenient fallback never reports violations
+
+  std::vector<frame> stack;
+  bool root_used = false;
+  bool key_open = false;
+  bool string_open = false;
+  bool grow_visible = false;
+  slot current;
+  std::string string_scratch;
+  std::size_t string_code_points = 0;
+  const std::vector<schema::constraint>* string_grow = nullptr;  // maxima of the current string
+  std::string number_text;
+
+  std::unordered_map<const schema::type*, std::vector<schema::constraint>> check_cache;
+  std::unordered_map<const schema::type*, std::vector<schema::constraint>> growing_cache;
+  schema::model scalar_model;
+};
+
+stream_core::stream_core(const schema::model& m, const decode_options& options, strictness level,
+                         const sink_ops* root_sink, void* root)
+    : impl_(std::make_unique<impl>(m, options, level, root_sink, root)) {}
+
+stream_core::~stream_core() = default;
+
+void stream_core::reset() {
+  impl_->reset_reading();
+  impl_->text.clear();
+  impl_->violations.clear();
+  impl_->violations_frozen = false;
+  impl_->fallback = false;
+  impl_->last_reread = 0;
+}
+
+bool stream_core::feed(std::string_view delta) {
+  try {
+    return impl_->feed(delta);
+  } catch (const std::exception&) {
+    // A value the sinks could not take (out of memory, ...): stop showing partials for this reply;
+    // the final reader judges the whole text.
+    impl_->finished = true;
+    return false;
+  }
+}
+
+const issue_list& stream_core::violations() const noexcept { return impl_->violations; }
+const partial_states& stream_core::states() const noexcept { return impl_->states; }
+const std::string& stream_core::text() const noexcept { return impl_->text; }
+bool stream_core::lenient() const noexcept { return impl_->fallback; }
+
+dynamic_stream_reader::dynamic_stream_reader(const schema::model& m, const decode_options& options, strictness level)
+    : model_(m), core_(std::make_unique<stream_core>(model_, options, level, nullptr, &value_)) {
+  view_.value_ = &value_;
+  view_.states_ = &core_->states();
+}
+
+dynamic_stream_reader::~dynamic_stream_reader() = default;
+
+void dynamic_stream_reader::reset() {
+  value_ = nullptr;
+  core_->reset();
+}
+
+}  // namespace detail
+
+}  // namespace covenant

@@ -1,0 +1,404 @@
+#include "covenant/runtime/dynamic_contract.hpp"
+
+#include "covenant/read/detail/drop_at.hpp"
+#include "read/dynamic_read.hpp"
+#include "covenant/read/detail/stream_reader.hpp"
+
+#include "covenant/types/json_schema.hpp"
+#include "covenant/types/prompt_format.hpp"
+
+namespace covenant {
+
+namespace {
+
+std::shared_ptr<const boost::json::value> strict_schema(const schema::model& m) {
+  try {
+    return std::make_shared<const boost::json::value>(to_openai_strict_schema(m));
+  } catch (const std::exception&) {
+    return nullptr;  // not expressible in strict mode: the prompt text carries the schema
+  }
+}
+
+// The on-fail action filter on a JSON value, as detail::drop_at() does it on a C++ value: drops
+// what `p` (from segment k on) points into inside `v` (of schema `node`): the deepest array item or
+// optional field on the way that holds the target. Returns the number of segments of the dropped
+// value's path (0: nothing dropped).
+std::size_t drop_json_at(boost::json::value& v, const schema::model& m, const schema::type& node, const path& p,
+                         std::size_t k) {
+  if (k >= p.size() || v.is_null()) return 0;
+  const path_segment& seg = p.segments()[k];
+  if (node.kind == schema::kind::array) {
+    boost::json::array* a = v.if_array();
+    if (a == nullptr || !seg.is_index || seg.index >= a->size() || node.args.empty()) return 0;
+    if (const std::size_t d = drop_json_at((*a)[seg.index], m, node.args[0], p, k + 1)) return d;
+    a->erase(a->begin() + static_cast<std::ptrdiff_t>(seg.index));
+    return k + 1;
+  }
+  boost::json::object* o = v.if_object();
+  if (o == nullptr || seg.is_index) return 0;
+  if (node.kind == schema::kind::map) {
+    auto it = o->find(seg.key);
+    return it == o->end() || node.args.size() < 2 ? 0 : drop_json_at(it->value(), m, node.args[1], p, k + 1);
+  }
+  if (node.kind != schema::kind::ref || node.def == schema::no_def || node.def >= m.defs.size()) return 0;
+  const schema::object_def* def = m.defs[node.def].object();
+  if (def == nullptr) return 0;
+  for (const schema::field& f : def->fields) {
+    if (f.key != seg.key) continue;
+    auto it = o->find(f.key);
+    if (it == o->end()) return 0;
+    if (const std::size_t d = drop_json_at(it->value(), m, f.type, p, k + 1)) return d;
+    if (!f.required) {
+      o->erase(it);
+      return k + 1;
+    }
+    if (f.type.nullable) {
+      it->value() = nullptr;
+      return k + 1;
+    }
+    return 0;
+  }
+  return 0;
+}
+
+// The number of items of the array at `p` inside `v`; -1 when there is none.
+long json_list_size_at(const boost::json::value& v, const path& p) {
+  const boost::json::value* at = &v;
+  for (const path_segment& seg : p.segments()) {
+    if (seg.is_index) {
+      const boost::json::array* a = at->if_array();
+      if (a == nullptr || seg.index >= a->size()) return -1;
+      at = &(*a)[seg.index];
+    } else {
+      const boost::json::object* o = at->if_object();
+      const boost::json::value* next = o != nullptr ? o->if_contains(seg.key) : nullptr;
+      if (next == nullptr) return -1;
+      at = next;
+    }
+  }
+  const boost::json::array* a = at->if_array();
+  return a != nullptr ? static_cast<long>(a->size()) : -1;
+}
+
+std::string input_message(const boost::json::value& input) {
+  std::string message = "<input>\n";
+  const std::size_t start = message.size();
+  message += json_text(input);
+  detail::seal_input_message(message, start);
+  return message;
+}
+
+}  // namespace
+
+struct dynamic_contract::core final : detail::contract_core {
+  core(engine& model, dynamic_task t, contract_options o)
+      : detail::contract_core(model, std::move(o), t.name.empty() ? std::string("task") : t.name), task(std::move(t)) {
+    options.retry.check();
+    schema_version = task.schema_version;
+    has_forward = false;
+    if (options.send_json_schema) response_schema = strict_schema(task.output);
+    schema_name = task.output.title();
+    const std::string input_format = options.describe_input && task.input && has_prompt_metadata(*task.input)
+                                         ? prompt_text(*task.input, {.header = false})
+                                         : std::string();
+    system_prompt = detail::output_system_prompt(task.prompt, prompt_text(task.output), input_format, task.rules);
+    if (task.input) repair_prompt = detail::input_repair_system_prompt(task.prompt, prompt_text(*task.input));
+  }
+  dynamic_task task;
+  std::string system_prompt;
+  std::string repair_prompt;
+};
+
+namespace {
+
+/// Checks a value read from a reply (post(), or pre() of a repaired input); may drop parts of it
+/// (on-fail action filter) with a note.
+using json_check = std::function<void(boost::json::value&, issue_list&, note_list&)>;
+
+/// Reads replies of one remedy phase against a runtime schema and checks them with `check`.
+class dynamic_reader final : public detail::reply_reader {
+ public:
+  dynamic_reader(const contract_options& options, const schema::model& m, attempt_kind kind,
+                 std::optional<boost::json::value>& destination, json_check check)
+      : options_(&options), model_(&m), repairing_(kind == attempt_kind::input_repair),
+        destination_(&destination), check_(std::move(check)) {}
+
+  stage read(attempt& a, call_timings& times, detail::time_point& mark) override {
+    std::chrono::nanoseconds parse_time{0};
+    std::chrono::nanoseconds validate_time{0};
+    lenient_options reading;
+    reading.level = options_->strictness;
+    reading.max_depth = options_->decode.max_depth;
+    decoded<boost::json::value> r = detail::read_dynamic_reply(
+        a.text, options_->decode, reading, a.notes, parse_time, validate_time, options_->clock,
+        [&](std::string_view t, const decode_options& o) {
+          dynamic_result d = decode_dynamic(t, *model_, o);
+          decoded<boost::json::value> out;
+          out.issues = std::move(d.issues);
+          out.notes = std::move(d.notes);
+          if (out.issues.empty()) out.value.emplace(std::move(d.value));
+          return out;
+        });
+    const detail::time_point t0 = now();
+    if (repairing_) {
+      if (parse_time.count() > 0 || validate_time.count() > 0)
+        times.add(perf_stage::pre_remedy, parse_time + validate_time);
+    } else {
+      if (parse_time.count() > 0) times.add_attempt(perf_stage::parse, parse_time);
+      if (validate_time.count() > 0) times.add_attempt(perf_stage::validate, validate_time);
+    }
+    mark = t0;
+    last_.reset();
+    if (!r.ok()) {
+      a.issues = std::move(r.issues);
+      return a.issues.front().code == issue_code::parse_error ? stage::parse : stage::validate;
+    }
+    stage failed_at = stage::validate;
+    if (check_) {
+      check_(*r.value, a.issues, a.notes);
+      const detail::time_point t = now();
+      times.add(repairing_ ? perf_stage::pre_remedy : perf_stage::post, t - mark);
+      mark = t;
+      if (!a.issues.empty() && !repairing_) failed_at = stage::post;
+    }
+    last_ = std::move(r.value);
+    return failed_at;
+  }
+
+  void accept() override { *destination_ = std::move(last_); }
+
+  void stream_start(int number, const attempt* rejected) override {
+    if (!stream_) stream_ = std::make_unique<detail::dynamic_stream_reader>(*model_, options_->decode, options_->strictness);
+    else stream_->reset();
+    number_ = number;
+    if (!on_update_) return;
+    stream_update<boost::json::value> u;
+    u.what = stream_update<boost::json::value>::kind::attempt_started;
+    u.attempt = number;
+    u.rejected = rejected;
+    on_update_(u);
+  }
+
+  bool stream_text(std::string_view delta, issue_list& violations) override {
+    if (!stream_) return false;
+    const bool changed = stream_->feed(delta);
+    if (changed && on_update_) {
+      stream_update<boost::json::value> u;
+      u.what = stream_update<boost::json::value>::kind::partial;
+      u.attempt = number_;
+      u.text = stream_->text();
+      u.partial = &stream_->view();
+      on_update_(u);
+    }
+    if (stream_->violations().empty()) return false;
+    violations = stream_->violations();
+    return true;
+  }
+
+  std::function<void(const stream_update<boost::json::value>&)> on_update_;
+
+ private:
+  [[nodiscard]] detail::time_point now() const {
+    return options_->clock ? options_->clock() : std::chrono::steady_clock::now();
+  }
+
+  const contract_options* options_;
+  const schema::model* model_;
+  bool repairing_;
+  std::optional<boost::json::value>* destination_;
+  json_check check_;
+  std::optional<boost::json::value> last_;
+  std::unique_ptr<detail::dynamic_stream_reader> stream_;
+  int number_ = 1;
+};
+
+/// One dynamic contract call.
+class dynamic_call final : public detail::call_steps {
+ public:
+  /// Blocking: the caller's input. Asynchronous: `owned` holds it, and the call completes `promise`.
+  dynamic_call(const dynamic_contract::core& c, const boost::json::value* input, boost::json::value owned = nullptr,
+               std::shared_ptr<detail::future_state<outcome<boost::json::value>>> promise = nullptr)
+      : c_(&c),
+        owned_(std::move(owned)),
+        input_(input != nullptr ? input : &owned_),
+        input_reader_(c.options, c.task.input ? *c.task.input : c.task.output, attempt_kind::input_repair, repaired_,
+                      [this](const boost::json::value& in, issue_list& found, note_list&) { run_pre(in, found); }),
+        output_reader_(c.options, c.task.output, attempt_kind::output, oc_.result, post_check()),
+        promise_(std::move(promise)) {
+    if (promise_) via = detail::call_via::run_async;
+    oc = &oc_;
+    start = c.now();
+    mark = start;
+  }
+
+  stage check_input(std::vector<message>& repair) override {
+    at = stage::input_validation;
+    const dynamic_task& task = c_->task;
+    issue_list input_issues;
+    current_ = input_;
+    if (task.input) {
+      dynamic_result v = validate_value(*input_, *task.input);
+      input_issues = std::move(v.issues);
+      if (input_issues.empty()) {
+        normalized_ = std::move(v.value);
+        current_ = &normalized_;
+      }
+    }
+    lap(perf_stage::input_validation);
+    stage input_stage = input_issues.empty() ? stage::none : stage::input_validation;
+    if (input_issues.empty() && task.pre) {
+      at = stage::pre;
+      run_pre(*current_, input_issues);
+      lap(perf_stage::pre);
+      if (!input_issues.empty()) input_stage = stage::pre;
+    }
+    if (input_issues.empty()) return stage::none;
+    oc_.input_issues = input_issues;
+    if (!c_->options.pre_remedy || !task.input) {
+      oc_.issues = std::move(input_issues);
+      return input_stage;
+    }
+    at = stage::pre_remedy;
+    repair.push_back({role::system, c_->repair_prompt});
+    repair.push_back({role::user, detail::input_repair_message(input_message(*input_), input_issues)});
+    return stage::pre_remedy;
+  }
+
+  detail::reply_reader& input_reader() override { return input_reader_; }
+
+  stage prepare(std::vector<message>& base) override {
+    if (repaired_) current_ = &*repaired_;
+    at = stage::render;
+    base.push_back({role::system, c_->system_prompt});
+    base.push_back({role::user, input_message(*current_)});
+    if (c_->options.verbose) {
+      detail::log_prompt(c_->name, "system prompt", base[0].content);
+      detail::log_prompt(c_->name, "user prompt", base[1].content);
+    }
+    lap(perf_stage::render);
+    return stage::none;
+  }
+
+  detail::reply_reader& output_reader() override { return output_reader_; }
+
+  void discard() override { oc_.result.reset(); }
+
+  void finish(stage failed) override {
+    if (failed == stage::none) oc_.success = true;
+    else oc_.failed_stage = failed;
+    if (!oc_.success) oc_.result.reset();
+    oc_.elapsed = c_->now() - start;
+    times.add(perf_stage::total, oc_.elapsed);
+    detail::call_finished(*c_, oc_, times, via);
+    if (promise_) promise_->set_value(std::move(oc_));
+    else result.emplace(std::move(oc_));
+  }
+
+  void on_update(std::function<void(const stream_update<boost::json::value>&)> f) {
+    output_reader_.on_update_ = std::move(f);
+  }
+
+  std::optional<outcome<boost::json::value>> result;
+
+ private:
+  void run_pre(const boost::json::value& in, issue_list& out) const {
+    if (c_->task.pre) detail::run_hook("pre", issue_code::precondition_violation, out, [&] { c_->task.pre(in); });
+  }
+
+  json_check post_check() {
+    if (!c_->task.post) return {};
+    return [this](boost::json::value& out, issue_list& issues, note_list& notes) {
+      detail::run_hook("post", issue_code::postcondition_violation, issues, [&] { c_->task.post(out, *current_); });
+      // on-fail action filter: the items post() pointed at are dropped; what is left is checked
+      // against the schema again (a list may now be too short).
+      const schema::model& m = c_->task.output;
+      if (!issues.empty() &&
+          detail::apply_filters_with(
+              issues, notes, [&](const path& p) { return drop_json_at(out, m, m.root, p, 0); },
+              [&](const path& p) { return json_list_size_at(out, p); })) {
+        for (issue& i : validate_value(out, m, c_->options.decode).issues) issues.push_back(std::move(i));
+      }
+    };
+  }
+
+  void lap(perf_stage s) {
+    const detail::time_point t = c_->now();
+    times.add(s, t - mark);
+    mark = t;
+  }
+
+  const dynamic_contract::core* c_;
+  boost::json::value owned_;
+  const boost::json::value* input_;
+  boost::json::value normalized_;
+  const boost::json::value* current_ = input_;
+  outcome<boost::json::value> oc_;
+  std::optional<boost::json::value> repaired_;
+  dynamic_reader input_reader_;
+  dynamic_reader output_reader_;
+  std::shared_ptr<detail::future_state<outcome<boost::json::value>>> promise_;
+};
+
+}  // namespace
+
+dynamic_contract::dynamic_contract(engine& model, dynamic_task task, contract_options options)
+    : core_(std::make_shared<core>(model, std::move(task), std::move(options))) {}
+
+namespace {
+
+outcome<boost::json::value> run_as(const dynamic_contract::core& core, const boost::json::value& input,
+                                   const call_options* options, detail::call_via via) {
+  dynamic_call c(core, &input);
+  c.via = via;
+  detail::run_blocking(c, core, options);
+  return std::move(*c.result);
+}
+
+}  // namespace
+
+outcome<boost::json::value> dynamic_contract::run(const boost::json::value& input) const {
+  return run_as(*core_, input, nullptr, detail::call_via::run);
+}
+
+outcome<boost::json::value> dynamic_contract::run(const boost::json::value& input, const call_options& options) const {
+  return run_as(*core_, input, &options, detail::call_via::run);
+}
+
+future<outcome<boost::json::value>> dynamic_contract::run_async(boost::json::value input, call_options options) const {
+  return start(std::move(input), std::move(options), nullptr);
+}
+
+future<outcome<boost::json::value>> dynamic_contract::stream(
+    boost::json::value input, std::function<void(const stream_update<boost::json::value>&)> on_update,
+    call_options options) const {
+  return start(std::move(input), std::move(options), std::move(on_update));
+}
+
+future<outcome<boost::json::value>> dynamic_contract::start(
+    boost::json::value input, call_options options,
+    std::function<void(const stream_update<boost::json::value>&)> on_update) const {
+  auto [f, promise] = detail::make_future<outcome<boost::json::value>>();
+  const std::stop_token cancel = promise->stop.get_token();
+  auto c = std::make_shared<dynamic_call>(*core_, nullptr, std::move(input), promise);
+  const bool streaming = static_cast<bool>(on_update);
+  if (streaming) c->on_update(std::move(on_update));
+  detail::start_async(std::shared_ptr<detail::call_steps>(c, c.get()),
+                      std::shared_ptr<const detail::contract_core>(core_, core_.get()), std::move(options), cancel,
+                      streaming);
+  return std::move(f);
+}
+
+boost::json::value dynamic_contract::operator()(const boost::json::value& input) const {
+  outcome<boost::json::value> o = run_as(*core_, input, nullptr, detail::call_via::call_operator);
+  if (o.success) return std::move(*o.result);
+  if (!core_->options.retry.graceful)
+    throw contract_failure<boost::json::value>(static_cast<outcome_base&>(o), boost::json::value());
+  return nullptr;
+}
+
+const covenant::perf_stats& dynamic_contract::stats() const noexcept { return core_->stats; }
+covenant::perf_stats& dynamic_contract::stats() noexcept { return core_->stats; }
+const dynamic_task& dynamic_contract::task() const noexcept { return core_->task; }
+const std::string& dynamic_contract::system_prompt() const noexcept { return core_->system_prompt; }
+
+}  // namespace covenant

@@ -1,0 +1,265 @@
+// Prometheus metrics of contract calls: an observer feeding covenant/metrics_text.hpp families.
+#include "covenant/telemetry/metrics.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "covenant/telemetry/metrics_text.hpp"
+
+namespace covenant {
+
+std::string metric_path(const path& p) {
+  std::string out;
+  for (const auto& s : p.segments()) {
+    if (s.is_index) {
+      out += "[]";
+    } else {
+      if (!out.empty()) out += '.';
+      out += s.key;
+    }
+  }
+  return out.empty() ? std::string("(root)") : out;
+}
+
+namespace {
+
+namespace prom = covenant::prometheus;
+
+struct text_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+// Distinct values of one label, at most `limit`; later ones read "other".
+class bounded_values {
+ public:
+  explicit bounded_values(std::size_t limit) : limit_(limit) {}
+  std::string_view admit(std::string_view v) {
+    if (!prom::is_valid_utf8(v)) return "invalid";
+    {
+      std::shared_lock lock(mutex_);
+      if (auto it = seen_.find(v); it != seen_.end()) return *it;
+      if (seen_.size() >= limit_) return "other";
+    }
+    std::unique_lock lock(mutex_);
+    if (seen_.size() >= limit_ && seen_.find(v) == seen_.end()) return "other";
+    return *seen_.emplace(v).first;
+  }
+
+ private:
+  std::size_t limit_;
+  std::shared_mutex mutex_;
+  std::unordered_set<std::string, text_hash, std::equal_to<>> seen_;  // node-based: references stay valid
+};
+
+std::vector<double> attempt_buckets() { return {1, 2, 3, 4, 5, 6, 8, 10, 15, 20}; }
+
+}  // namespace
+
+struct metrics::impl {
+  explicit impl(const metrics_options& o)
+      : contracts(o.max_label_values), fields(o.max_label_values), versions(o.max_label_values),
+        calls(reg.add_counter("covenant_calls_total", "Contract calls ended (forward ran).", {"contract"})),
+        successes(reg.add_counter("covenant_call_successes_total", "Contract calls that produced a validated output.",
+                                  {"contract"})),
+        failures(reg.add_counter("covenant_call_failures_total", "Contract calls that failed, by the stage that failed.",
+                                 {"contract", "stage"})),
+        failure_codes(reg.add_counter("covenant_call_failure_issues_total",
+                                      "Issues that decided failed calls, by issue code.", {"contract", "code"})),
+        failure_fields(reg.add_counter("covenant_call_failure_fields_total",
+                                       "Issues that decided failed calls, by field path (list indices dropped).",
+                                       {"contract", "field"})),
+        attempts(reg.add_histogram("covenant_call_attempts", "Model calls per contract call.", {"contract"},
+                                   attempt_buckets())),
+        call_seconds(reg.add_histogram("covenant_call_duration_seconds",
+                                       "Whole contract calls, from the call to forward, in seconds.", {"contract"})),
+        model_seconds(reg.add_histogram(
+            "covenant_model_call_duration_seconds",
+            "One model call (one attempt: request to reply, less its queue time), in seconds.", {"contract"})),
+        queue_seconds(reg.add_histogram("covenant_queue_seconds",
+                                        "Time one model call (one attempt) waited to be served: its turn under the rate "
+                                        "limiter, transport-retry backoff and Retry-After, in seconds.",
+                                        {"contract"})),
+        model_calls(reg.add_counter("covenant_model_calls_total", "Model calls (attempts) made.", {"contract"})),
+        issue_codes(reg.add_counter("covenant_attempt_issues_total",
+                                    "Issues of rejected attempts (fed back or ending the call), by issue code.",
+                                    {"contract", "code"})),
+        issue_fields(reg.add_counter("covenant_attempt_issue_fields_total",
+                                     "Issues of rejected attempts, by field path (list indices dropped).",
+                                     {"contract", "field"})),
+        retries(reg.add_counter("covenant_retries_total", "Times the model was asked again.", {"contract"})),
+        tokens_in(reg.add_counter("covenant_input_tokens_total", "Prompt tokens reported by the engine.", {"contract"})),
+        tokens_out(reg.add_counter("covenant_output_tokens_total", "Completion tokens reported by the engine.",
+                                   {"contract"})),
+        notes(reg.add_counter("covenant_notes_total",
+                              "Notes on attempts: extractions, repairs, coercions, truncations, fixes, filters, failed "
+                              "noop checks.",
+                              {"contract", "kind"})),
+        actions(reg.add_counter("covenant_actions_total",
+                                "On-fail actions taken other than reask (fix, filter, noop, refrain, exception).",
+                                {"contract", "action"})),
+        schema_versions(reg.add_counter("covenant_schema_version_calls_total",
+                                        "Calls of registry-backed contracts, by schema version.",
+                                        {"contract", "schema_version"})),
+        call_retries(reg.add_histogram("covenant_call_retries", "Times the model was asked again, per contract call.",
+                                       {"contract"}, {0, 1, 2, 3, 4, 5, 10})),
+        success_ratio(reg.add_gauge("covenant_call_success_ratio",
+                                    "Share of contract calls that succeeded so far (0 to 1).", {"contract"})),
+        retries_average(reg.add_gauge("covenant_call_retries_average",
+                                      "Times the model was asked again per contract call, on average so far.",
+                                      {"contract"})) {}
+
+  // The series of one contract that have no other label, looked up once per event.
+  struct series {
+    prom::counter* calls;
+    prom::counter* successes;
+    prom::histogram* attempts;
+    prom::histogram* call_seconds;
+    prom::histogram* model_seconds;
+    prom::histogram* queue_seconds;
+    prom::counter* model_calls;
+    prom::counter* retries;
+    prom::counter* tokens_in;
+    prom::counter* tokens_out;
+    prom::histogram* call_retries;
+    prom::gauge* success_ratio;
+    prom::gauge* retries_average;
+  };
+
+  series& of(std::string_view contract) {
+    // The last contract this thread reported for, to this instance: no lock, no hash.
+    struct last_used {
+      std::uint64_t instance = 0;
+      std::string name;
+      series* s = nullptr;
+    };
+    thread_local last_used last;
+    if (last.instance == id && last.s != nullptr && last.name == contract) return *last.s;
+    series& s = lookup(contract);
+    last.instance = id;
+    last.name.assign(contract.data(), contract.size());
+    last.s = &s;
+    return s;
+  }
+
+  series& lookup(std::string_view contract) {
+    {
+      std::shared_lock lock(by_contract_mutex);
+      if (auto it = by_contract.find(contract); it != by_contract.end()) return it->second;
+    }
+    const std::string_view c = contracts.admit(contract);
+    std::unique_lock lock(by_contract_mutex);
+    if (auto it = by_contract.find(contract); it != by_contract.end()) return it->second;
+    series s{&calls.with({c}),         &successes.with({c}),     &attempts.with({c}),
+             &call_seconds.with({c}),  &model_seconds.with({c}), &queue_seconds.with({c}),
+             &model_calls.with({c}),   &retries.with({c}),       &tokens_in.with({c}),
+             &tokens_out.with({c}),    &call_retries.with({c}),  &success_ratio.with({c}),
+             &retries_average.with({c})};
+    return by_contract.emplace(std::string(contract), s).first->second;
+  }
+
+  std::string_view contract_label(std::string_view contract) { return contracts.admit(contract); }
+
+  static std::uint64_t next_id() {
+    static std::atomic<std::uint64_t> n{0};
+    return ++n;
+  }
+
+  const std::uint64_t id = next_id();  // told apart from a later instance at the same address
+  prom::registry reg;
+  bounded_values contracts;
+  bounded_values fields;
+  bounded_values versions;
+  prom::counter_family& calls;
+  prom::counter_family& successes;
+  prom::counter_family& failures;
+  prom::counter_family& failure_codes;
+  prom::counter_family& failure_fields;
+  prom::histogram_family& attempts;
+  prom::histogram_family& call_seconds;
+  prom::histogram_family& model_seconds;
+  prom::histogram_family& queue_seconds;
+  prom::counter_family& model_calls;
+  prom::counter_family& issue_codes;
+  prom::counter_family& issue_fields;
+  prom::counter_family& retries;
+  prom::counter_family& tokens_in;
+  prom::counter_family& tokens_out;
+  prom::counter_family& notes;
+  prom::counter_family& actions;
+  prom::counter_family& schema_versions;
+  prom::histogram_family& call_retries;
+  prom::gauge_family& success_ratio;
+  prom::gauge_family& retries_average;
+  std::shared_mutex by_contract_mutex;
+  std::unordered_map<std::string, series, text_hash, std::equal_to<>> by_contract;
+};
+
+metrics::metrics(metrics_options options) : impl_(std::make_unique<impl>(options)) {}
+metrics::~metrics() = default;
+
+std::shared_ptr<metrics> metrics::process() {
+  static const std::shared_ptr<metrics> instance = std::make_shared<metrics>();
+  return instance;
+}
+
+std::string metrics::render() const { return impl_->reg.render(); }
+
+void metrics::on_attempt(const attempt_event& e) {
+  impl::series& s = impl_->of(e.call.contract);
+  s.model_calls->inc();
+  s.model_seconds->observe(std::chrono::duration<double>(e.a.latency).count());
+  s.queue_seconds->observe(std::chrono::duration<double>(e.a.queued).count());
+  if (e.a.usage.input_tokens > 0) s.tokens_in->inc(static_cast<double>(e.a.usage.input_tokens));
+  if (e.a.usage.output_tokens > 0) s.tokens_out->inc(static_cast<double>(e.a.usage.output_tokens));
+  if (e.a.notes.empty() && e.a.issues.empty()) return;
+  const std::string_view c = impl_->contract_label(e.call.contract);
+  for (const note& n : e.a.notes) impl_->notes.with({c, to_string(n.kind)}).inc();
+  for (const issue& i : e.a.issues) {
+    impl_->issue_codes.with({c, to_string(i.code)}).inc();
+    if (!i.path.empty()) impl_->issue_fields.with({c, impl_->fields.admit(metric_path(i.path))}).inc();
+  }
+}
+
+void metrics::on_action(const action_event& e) {
+  impl_->actions.with({impl_->contract_label(e.call.contract), to_string(e.action)}).inc();
+}
+
+void metrics::on_retry(const retry_event& e) { impl_->of(e.call.contract).retries->inc(); }
+
+void metrics::on_finished(const finished_event& e) {
+  impl::series& s = impl_->of(e.call.contract);
+  const outcome_base& o = e.outcome;
+  s.calls->inc();
+  s.attempts->observe(static_cast<double>(o.attempts.size()));
+  std::size_t asked_again = 0;
+  for (const attempt& a : o.attempts) asked_again += a.number > 1 ? 1 : 0;
+  s.call_retries->observe(static_cast<double>(asked_again));
+  if (o.success) s.successes->inc();
+  const double calls = s.calls->value();
+  if (calls > 0) {
+    s.success_ratio->set(s.successes->value() / calls);
+    s.retries_average->set(s.retries->value() / calls);
+  }
+  s.call_seconds->observe(std::chrono::duration<double>(o.elapsed).count());
+  if (o.success && e.call.schema_version.empty()) return;
+  const std::string_view c = impl_->contract_label(e.call.contract);
+  if (!e.call.schema_version.empty())
+    impl_->schema_versions.with({c, impl_->versions.admit(e.call.schema_version)}).inc();
+  if (o.success) return;
+  impl_->failures.with({c, to_string(o.failed_stage)}).inc();
+  for (const issue& i : o.issues) {
+    impl_->failure_codes.with({c, to_string(i.code)}).inc();
+    if (!i.path.empty()) impl_->failure_fields.with({c, impl_->fields.admit(metric_path(i.path))}).inc();
+  }
+}
+
+}  // namespace covenant
