@@ -1,4 +1,4 @@
-// The Anthropic Messages dialect (src/anthropic_wire.cpp): request bodies, endpoint and headers,
+// The Anthropic Messages dialect (src/engine/anthropic_wire.cpp): request bodies, endpoint and headers,
 // whole replies and streamed events, without a server.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

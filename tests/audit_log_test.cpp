@@ -207,7 +207,7 @@ std::vector<fs::path> journals_in(const fs::path& dir) {
   return out;
 }
 
-// A journal's header (src/line_journal.hpp): its generation, then 8 unused bytes.
+// A journal's header (src/telemetry/line_journal.hpp): its generation, then 8 unused bytes.
 void write_journal_header(std::ofstream& out, std::uint64_t generation) {
   out.write(reinterpret_cast<const char*>(&generation), sizeof generation);
   out << std::string(8, '\0');

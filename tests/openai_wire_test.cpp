@@ -1,4 +1,4 @@
-// The OpenAI dialect's request text (src/openai_wire.cpp): body_text() writes the body directly,
+// The OpenAI dialect's request text (src/engine/openai_wire.cpp): body_text() writes the body directly,
 // and must be exactly what serializing body()'s document gives, for every output mode, option and
 // message content.
 #include <gtest/gtest.h>

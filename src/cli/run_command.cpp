@@ -1,6 +1,6 @@
 // covenant run --schema FILE [--type TYPE] --prompt TEXT|@FILE [options] [INPUT.jsonl]
 //
-// A dynamic contract per record of a JSON Lines file, run as a batch (covenant/batch.hpp) against
+// A dynamic contract per record of a JSON Lines file, run as a batch (covenant/contract/batch.hpp) against
 // an OpenAI-compatible server, one JSON line out per record, written and flushed as records
 // finish; --resume skips what an earlier run already wrote. --metrics-file, --metrics-port and
 // --audit-log attach covenant::metrics and covenant::audit_log to the contract.

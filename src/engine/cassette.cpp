@@ -1,5 +1,5 @@
 // cassette_engine: records another engine's replies as JSON Lines and replays them (the format and
-// the matching rules are documented in include/covenant/cassette.hpp).
+// the matching rules are documented in include/covenant/engine/cassette.hpp).
 #include "covenant/engine/cassette.hpp"
 
 #include <boost/json.hpp>

@@ -10,7 +10,7 @@
 namespace covenant::detail {
 
 /// The library's logger, named "covenant" (created on first use unless the application
-/// registered its own logger of that name with spdlog first; see covenant/logging.hpp).
+/// registered its own logger of that name with spdlog first; see covenant/engine/logging.hpp).
 spdlog::logger& log();
 
 /// Logs at error level; a failure of the logging itself is swallowed (never breaks a call).

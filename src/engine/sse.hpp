@@ -1,4 +1,4 @@
-// covenant/detail/sse.hpp - an incremental parser of Server-Sent Events (the WHATWG HTML
+// src/engine/sse.hpp - an incremental parser of Server-Sent Events (the WHATWG HTML
 // "event stream" format), as streaming chat APIs send them.
 //
 // Bytes are fed as they arrive, split anywhere (inside a line, inside a UTF-8 character, between

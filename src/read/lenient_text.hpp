@@ -1,4 +1,4 @@
-// covenant/detail/lenient_text.hpp - byte-level helpers of the lenient reader: character
+// src/read/lenient_text.hpp - byte-level helpers of the lenient reader: character
 // classes, UTF-8 checks, JSON string escaping and unescaping, dedenting of code blocks.
 // Everything writes valid JSON string content (escaped, valid UTF-8) whatever the input bytes.
 #pragma once

@@ -1,4 +1,4 @@
-// The resumable JSON tokenizer of the stream readers (src/stream_reader.cpp): private to the
+// The resumable JSON tokenizer of the stream readers (src/read/stream_reader.cpp): private to the
 // library.
 #pragma once
 

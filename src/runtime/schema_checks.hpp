@@ -1,4 +1,4 @@
-// covenant/detail/schema_checks.hpp - structural checks shared by the schema-file reader, the
+// src/runtime/schema_checks.hpp - structural checks shared by the schema-file reader, the
 // JSON Schema importer and the registry (see covenant::check_model).
 #pragma once
 

@@ -1,4 +1,4 @@
-// covenant/detail/schema_expression.hpp - the expression language of schema-file @check/@assert
+// src/runtime/schema_expression.hpp - the expression language of schema-file @check/@assert
 // attributes (a small, Jinja-like subset), parsed once into an AST and evaluated on a
 // boost::json::value.
 //

@@ -1,4 +1,4 @@
-// covenant/health.hpp: schema files, registered schemas and the model server's endpoint checked
+// covenant/telemetry/health.hpp: schema files, registered schemas and the model server's endpoint checked
 // at once, each an item of a report.
 #include "covenant/telemetry/health.hpp"
 

@@ -1,4 +1,4 @@
-// Prometheus metrics of contract calls: an observer feeding covenant/metrics_text.hpp families.
+// Prometheus metrics of contract calls: an observer feeding covenant/telemetry/metrics_text.hpp families.
 #include "covenant/telemetry/metrics.hpp"
 
 #include <atomic>

@@ -1,4 +1,4 @@
-// The one equality of JSON values (covenant/json_equal.hpp).
+// The one equality of JSON values (covenant/types/json_equal.hpp).
 #include "covenant/types/json_equal.hpp"
 
 #include <boost/json/array.hpp>

@@ -1,4 +1,4 @@
-// covenant/batch.hpp - many contract calls with bounded concurrency, shared rate limits, a
+// covenant/contract/batch.hpp - many contract calls with bounded concurrency, shared rate limits, a
 // deadline, cancellation and progress; results in input order or as they finish.
 //
 //     covenant::batch_options o;

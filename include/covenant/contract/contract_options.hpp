@@ -1,4 +1,4 @@
-// covenant/contract_options.hpp - how a contract asks, reads and retries (contract_options), and
+// covenant/contract/contract_options.hpp - how a contract asks, reads and retries (contract_options), and
 // what one call may add (call_options: a stop token, a deadline, an executor).
 #pragma once
 
@@ -33,7 +33,7 @@ struct contract_options {
   bool accumulate_errors = false;
   /// Log prompts and corrective messages (at debug level of the "covenant" logger).
   bool verbose = false;
-  /// How many times to ask again, and when (see covenant/retry.hpp for the exact semantics).
+  /// How many times to ask again, and when (see covenant/engine/retry.hpp for the exact semantics).
   retry_policy retry{};
   /// How replies are read: strict (JSON only), repair (also extraction from prose and fences and
   /// syntax repairs), coerce (also schema-guided conversions such as "0.9" -> 0.9; the default).
@@ -71,7 +71,7 @@ struct contract_options {
   /// Injectable for tests: the clock stages are timed with (default std::chrono::steady_clock).
   /// Deadlines (call_options) always use the real steady clock.
   std::function<std::chrono::steady_clock::time_point()> clock{};
-  /// Receive every event of every call (covenant/observer.hpp): metrics, audit logs, tracing.
+  /// Receive every event of every call (covenant/contract/observer.hpp): metrics, audit logs, tracing.
   std::vector<std::shared_ptr<observer>> observers{};
 };
 
@@ -105,7 +105,7 @@ struct call_options {
   /// runtime's workers. Each call's work runs one piece at a time, in order. covenant::run_inline
   /// runs each piece at once on the thread that has it (see there).
   std::function<void(std::function<void()>)> executor{};
-  /// Client-side request and token limits shared with other calls (covenant/rate_limiter.hpp):
+  /// Client-side request and token limits shared with other calls (covenant/engine/rate_limiter.hpp):
   /// each model call waits for its turn (a timer, no sleeping thread) and reports its usage; the
   /// HTTP engine backs the whole limiter off on 429 / Retry-After.
   std::shared_ptr<covenant::rate_limiter> limiter{};

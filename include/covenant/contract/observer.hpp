@@ -1,4 +1,4 @@
-// covenant/observer.hpp - callbacks for each event of a contract call, to feed tracing, metrics
+// covenant/contract/observer.hpp - callbacks for each event of a contract call, to feed tracing, metrics
 // and audit logs without patching covenant.
 //
 //     struct tracer : covenant::observer {
@@ -13,8 +13,8 @@
 // arrive one at a time, in order. Observers shared by many contracts or calls are called from
 // several threads at once and must be thread-safe. An observer that throws is logged (warn level
 // of the "covenant" logger) and ignored: it never changes the call. The event objects are valid
-// only during the callback. covenant's own metrics (covenant/metrics.hpp) and audit log
-// (covenant/audit_log.hpp) are observers.
+// only during the callback. covenant's own metrics (covenant/telemetry/metrics.hpp) and audit log
+// (covenant/telemetry/audit_log.hpp) are observers.
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// covenant/outcome.hpp - what happened in one contract call, handed to forward() and returned
+// covenant/contract/outcome.hpp - what happened in one contract call, handed to forward() and returned
 // by contract::run(). It belongs to that call only.
 #pragma once
 

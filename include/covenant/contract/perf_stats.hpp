@@ -1,4 +1,4 @@
-// covenant/perf_stats.hpp - per-stage timing statistics of a contract, thread-safe and bounded.
+// covenant/contract/perf_stats.hpp - per-stage timing statistics of a contract, thread-safe and bounded.
 //
 // Each contract call records, per stage that ran, the time that stage took in that call (stages
 // that run once per attempt — engine, parse, validate, post — are summed over the call's attempts).

@@ -1,4 +1,4 @@
-// covenant/tool_check.hpp - checks that call out to the application: is this URL reachable, does
+// covenant/contract/tool_check.hpp - checks that call out to the application: is this URL reachable, does
 // this document id exist, is this product in stock.
 //
 //     bool reachable(const std::string& url);                       // the application's predicate

@@ -1,4 +1,4 @@
-// covenant/violation.hpp - how pre() and post() say "this is wrong".
+// covenant/contract/violation.hpp - how pre() and post() say "this is wrong".
 //
 //     void post(const Answer& a) const {
 //       covenant::violation v;

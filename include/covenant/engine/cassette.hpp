@@ -1,4 +1,4 @@
-// covenant/cassette.hpp - record the model's replies once, replay them in every later test run.
+// covenant/engine/cassette.hpp - record the model's replies once, replay them in every later test run.
 //
 //     // Record (talks to the real model, writes tests/cassettes/qa.jsonl):
 //     covenant::http_engine real{covenant::http_engine::from_env()};
@@ -9,7 +9,7 @@
 //     covenant::contract<QA> qa{model};
 //
 // GoogleTest helpers (replay_cassette(), cassette() reading COVENANT_CASSETTE_MODE, the
-// AllInteractionsUsed() matcher) live in covenant/cassette_gtest.hpp; docs/engines.md, "Cassettes".
+// AllInteractionsUsed() matcher) live in covenant/testing/cassette_gtest.hpp; docs/engines.md, "Cassettes".
 //
 // Modes
 //   record        every call goes to the inner engine; the file is truncated when the engine is

@@ -1,4 +1,4 @@
-// covenant/engine.hpp - what a contract needs from a model: one chat completion, blocking or
+// covenant/engine/engine.hpp - what a contract needs from a model: one chat completion, blocking or
 // asynchronous, whole or streamed.
 //
 // An engine turns a conversation into the model's reply text. Transport failures (HTTP 429/5xx,
@@ -96,7 +96,7 @@ struct chat_request {
   /// Deliver the reply as it is written (receiver::on_text) when the engine can stream. Engines
   /// that cannot stream ignore it and report the whole reply as one delta.
   bool stream = false;
-  /// The limiter the call runs under, if any (covenant/rate_limiter.hpp). The contract has already
+  /// The limiter the call runs under, if any (covenant/engine/rate_limiter.hpp). The contract has already
   /// waited for the request's turn; an engine that retries a transport failure itself waits for a
   /// turn again before each retry (acquire) and reports a server's 429 / Retry-After (back_off).
   std::shared_ptr<covenant::rate_limiter> limiter;

@@ -1,4 +1,4 @@
-// covenant/future.hpp - the result of an asynchronous call: wait for it, chain on it, await it in
+// covenant/engine/future.hpp - the result of an asynchronous call: wait for it, chain on it, await it in
 // a coroutine, or cancel it.
 //
 //     covenant::future<R> f = contract.run_async(input);

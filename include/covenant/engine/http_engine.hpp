@@ -1,4 +1,4 @@
-// covenant/http_engine.hpp - an engine for OpenAI-compatible Chat Completions servers (libcurl).
+// covenant/engine/http_engine.hpp - an engine for OpenAI-compatible Chat Completions servers (libcurl).
 //
 //     covenant::http_engine model{{.base_url = "https://api.openai.com/v1",
 //                                  .api_key = key, .model = "gpt-4o-mini"}};

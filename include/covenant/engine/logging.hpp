@@ -1,4 +1,4 @@
-// covenant/logging.hpp - the library's log level, without including spdlog.
+// covenant/engine/logging.hpp - the library's log level, without including spdlog.
 //
 // covenant logs through an spdlog logger named "covenant" (stderr by default). It starts at warn:
 // quiet unless something needs attention (a transport retry, a call the server failed, a hook or

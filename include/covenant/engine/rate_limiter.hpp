@@ -1,4 +1,4 @@
-// covenant/rate_limiter.hpp - client-side limits on requests and tokens per minute, shared by
+// covenant/engine/rate_limiter.hpp - client-side limits on requests and tokens per minute, shared by
 // every call that uses one limiter, backing off together when the server says "too many".
 //
 //     auto limits = std::make_shared<covenant::rate_limiter>(

@@ -1,4 +1,4 @@
-// covenant/retry.hpp - the remedy schedule: how many times a contract asks again, and when.
+// covenant/engine/retry.hpp - the remedy schedule: how many times a contract asks again, and when.
 //
 // Exact semantics:
 //  * `tries` is the number of remedy attempts after the first generation: a remedy phase makes

@@ -1,4 +1,4 @@
-// covenant/runtime.hpp - the threads asynchronous calls run on.
+// covenant/engine/runtime.hpp - the threads asynchronous calls run on.
 //
 // A runtime is one I/O loop and a small worker pool:
 //   * the I/O loop (a Boost.Asio io_context run by one thread of the runtime, or by the

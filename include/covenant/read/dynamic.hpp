@@ -1,4 +1,4 @@
-// covenant/dynamic.hpp - decoding and validation against a runtime schema (a schema::model from
+// covenant/read/dynamic.hpp - decoding and validation against a runtime schema (a schema::model from
 // a schema file, a JSON Schema document, the registry, or schema_of<T>()), producing a
 // boost::json::value instead of a C++ struct.
 //
@@ -106,7 +106,7 @@ struct read_result {
 };
 
 /// Reads a model's reply against the model's root type the way contracts do
-/// (covenant/contract.hpp): the text as strict JSON first; then, unless the level is strict, for
+/// (covenant/contract/contract.hpp): the text as strict JSON first; then, unless the level is strict, for
 /// well-formed JSON with issues the same text with schema-guided coercions (coerce level), and
 /// for text that is not JSON the candidates of the lenient reader (lenient.hpp), each decoded,
 /// keeping the first without issues (one that needed no change of a value's shape — a single

@@ -1,4 +1,4 @@
-// covenant/lenient.hpp - messy model text into candidate strict-JSON texts, every change noted.
+// covenant/read/lenient.hpp - messy model text into candidate strict-JSON texts, every change noted.
 //
 // Models wrap JSON in prose and markdown fences, think aloud before answering, leave trailing
 // commas, use single quotes, drop the quotes around keys, write Python dicts, and stop in the

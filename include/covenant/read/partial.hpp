@@ -1,4 +1,4 @@
-// covenant/partial.hpp - what a reply shows while it is still being written: the value so far
+// covenant/read/partial.hpp - what a reply shows while it is still being written: the value so far
 // and, for every part of it, whether it is finished, still being written, or not started.
 //
 //     contract.stream(input, [](const covenant::stream_update<Answer>& u) {

@@ -1,4 +1,4 @@
-// covenant/validate.hpp - check a C++ value against its schema model, without any JSON text.
+// covenant/read/validate.hpp - check a C++ value against its schema model, without any JSON text.
 //
 //     covenant::issue_list issues = covenant::validate(input);   // every constraint and rule
 //

@@ -1,4 +1,4 @@
-// covenant/dynamic_contract.hpp - a contract whose output type is a runtime schema (a schema file,
+// covenant/runtime/dynamic_contract.hpp - a contract whose output type is a runtime schema (a schema file,
 // a JSON Schema document, the registry), with the output as a validated boost::json::value.
 //
 //     auto types = covenant::schema_set::load("review.baml");
@@ -7,7 +7,7 @@
 //                                                .output = types.model("CodeReviewResult")}};
 //     covenant::outcome<boost::json::value> o = review.run(boost::json::value{{"code", source}});
 //
-// Everything works as in covenant::contract (covenant/contract.hpp): the prompt shows the output
+// Everything works as in covenant::contract (covenant/contract/contract.hpp): the prompt shows the output
 // schema's prompt text, replies are read strictly then leniently, validated with every issue, fed
 // back on the retry schedule, and every stage is timed. The hooks are functions: `pre` on the
 // input and `post` on the output (throwing covenant::violation); input validation uses `input`
@@ -57,7 +57,7 @@ class dynamic_contract {
   using input_type = boost::json::value;
   using call_result = outcome<boost::json::value>;
 
-  /// `model` must outlive the contract's blocking calls (see covenant/engine.hpp for asynchronous
+  /// `model` must outlive the contract's blocking calls (see covenant/engine/engine.hpp for asynchronous
   /// calls). Throws std::invalid_argument for an invalid retry policy.
   dynamic_contract(engine& model, dynamic_task task, contract_options options = {});
 

@@ -1,4 +1,4 @@
-// covenant/json_schema_import.hpp - JSON Schema documents (draft 2020-12; also the `definitions`
+// covenant/runtime/json_schema_import.hpp - JSON Schema documents (draft 2020-12; also the `definitions`
 // of older drafts and pydantic's output) into the schema model, so a schema written for another
 // tool drives prompts, JSON Schema export and validation (dynamic.hpp) like a C++ type.
 //

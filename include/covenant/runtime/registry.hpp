@@ -1,4 +1,4 @@
-// covenant/registry.hpp - named, versioned runtime schemas, and backward-compatibility checks
+// covenant/runtime/registry.hpp - named, versioned runtime schemas, and backward-compatibility checks
 // between versions.
 //
 //     covenant::schema_registry reg;

@@ -1,4 +1,4 @@
-// covenant/schema_diagnostic.hpp - problems found in a schema while it is loaded (schema files,
+// covenant/runtime/schema_diagnostic.hpp - problems found in a schema while it is loaded (schema files,
 // JSON Schema documents, models handed to the registry), and the structural checks every runtime
 // schema goes through.
 //

@@ -1,4 +1,4 @@
-// covenant/schema_file.hpp - schemas declared in a file, in the type-declaration part of BAML's
+// covenant/runtime/schema_file.hpp - schemas declared in a file, in the type-declaration part of BAML's
 // language, loaded at run time into the same schema model the C++ types use.
 //
 //     auto set = covenant::schema_set::parse(R"(   // throws schema_error; try_parse does not

@@ -1,4 +1,4 @@
-// covenant/audit_log.hpp - one JSON line per validation attempt, in daily files with retention,
+// covenant/telemetry/audit_log.hpp - one JSON line per validation attempt, in daily files with retention,
 // built on the observer interface.
 //
 //     auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = "/var/log/app"});

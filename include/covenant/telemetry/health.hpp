@@ -1,4 +1,4 @@
-// covenant/health.hpp - a health check of what a program needs at startup: its schema files
+// covenant/telemetry/health.hpp - a health check of what a program needs at startup: its schema files
 // load, its registered schemas resolve, and its model server answers.
 //
 //     covenant::health_options o;

@@ -1,4 +1,4 @@
-// covenant/metrics.hpp - Prometheus metrics of contract calls, built on the observer interface.
+// covenant/telemetry/metrics.hpp - Prometheus metrics of contract calls, built on the observer interface.
 //
 //     auto m = covenant::metrics::process();             // one set for the whole process
 //     covenant::contract_options o;

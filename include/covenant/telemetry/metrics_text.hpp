@@ -1,4 +1,4 @@
-// covenant/metrics_text.hpp - thread-safe metric primitives (counter, gauge, histogram) and a
+// covenant/telemetry/metrics_text.hpp - thread-safe metric primitives (counter, gauge, histogram) and a
 // writer for the Prometheus text exposition format, version 0.0.4. Everything lives in the
 // namespace covenant::prometheus.
 //

@@ -1,6 +1,6 @@
-// covenant/cassette_gtest.hpp - GoogleTest helpers for agent tests that replay recorded model calls.
+// covenant/testing/cassette_gtest.hpp - GoogleTest helpers for agent tests that replay recorded model calls.
 //
-//     #include <covenant/cassette_gtest.hpp>
+//     #include <covenant/testing/cassette_gtest.hpp>
 //
 //     TEST(Summarize, KeepsTheNumbers) {
 //       auto model = covenant::testing::replay_cassette(COVENANT_SOURCE_DIR "/tests/cassettes/summarize.jsonl");
@@ -23,7 +23,7 @@
 //     $ ./my_tests                                                             # replay (default)
 //
 // COVENANT_CASSETTE_DIR, when set, is the directory relative cassette paths are taken from.
-// Includes covenant/gtest.hpp (Succeeded(), FailedAt(), ...).
+// Includes covenant/testing/gtest.hpp (Succeeded(), FailedAt(), ...).
 #pragma once
 
 #include <gmock/gmock.h>

@@ -1,4 +1,4 @@
-// covenant/gtest.hpp - GoogleTest matchers for outcomes and issues.
+// covenant/testing/gtest.hpp - GoogleTest matchers for outcomes and issues.
 //
 //     using namespace covenant::testing;
 //     EXPECT_THAT(outcome, Succeeded());

@@ -1,4 +1,4 @@
-// covenant/testing.hpp - unit-test contracted code without a model.
+// covenant/testing/testing.hpp - unit-test contracted code without a model.
 //
 //     covenant::testing::scripted_engine model{
 //         R"({"answer": "x", "confidence": 1.7, "sources": ["a"]})",   // first reply: rejected
@@ -8,7 +8,7 @@
 //     EXPECT_EQ(model.calls(), 2u);
 //     EXPECT_THAT(model.request(1).messages.back().content, HasSubstr("confidence: must be <= 1 (got 1.7)"));
 //
-// Everything here is thread-safe. GoogleTest matchers live in covenant/gtest.hpp.
+// Everything here is thread-safe. GoogleTest matchers live in covenant/testing/gtest.hpp.
 #pragma once
 
 #include <chrono>

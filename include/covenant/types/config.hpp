@@ -1,4 +1,4 @@
-// covenant/config.hpp - compile-time configuration.
+// covenant/types/config.hpp - compile-time configuration.
 //
 // Two kinds of switches:
 //
@@ -35,7 +35,7 @@
     defined(COVENANT_SCHEMA_MAX_FIELDS) || defined(COVENANT_LENIENT_MAX_INPUT_BYTES) ||  \
     defined(COVENANT_LENIENT_MAX_CANDIDATES) || defined(COVENANT_LENIENT_MAX_NOTES)
 #error "covenant: this limit is fixed when the library is built (a CMake option of the same name, \
-see covenant/config.hpp); a definition in a program would not match the compiled library"
+see covenant/types/config.hpp); a definition in a program would not match the compiled library"
 #endif
 
 #include "covenant/build_config.hpp"

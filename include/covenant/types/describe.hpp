@@ -1,4 +1,4 @@
-// covenant/describe.hpp - side-car metadata for plain aggregates and enums.
+// covenant/types/describe.hpp - side-car metadata for plain aggregates and enums.
 //
 // Structs stay plain aggregates; what the model must know about them lives beside them, in a
 // specialization of covenant::describe<T>, keyed by pointer to member:

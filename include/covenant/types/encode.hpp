@@ -1,4 +1,4 @@
-// covenant/encode.hpp - a C++ value as JSON, with the keys and spellings of its schema model.
+// covenant/types/encode.hpp - a C++ value as JSON, with the keys and spellings of its schema model.
 //
 //     std::string text = covenant::to_json(answer);          // compact JSON
 //     boost::json::value v = covenant::to_value(answer);

@@ -1,4 +1,4 @@
-// covenant/formats.hpp - the string formats validators can require, as plain functions for your
+// covenant/types/formats.hpp - the string formats validators can require, as plain functions for your
 // own predicates and invariants (the url, uuid, iso8601, date and email validators use these).
 #pragma once
 

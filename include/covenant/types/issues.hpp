@@ -1,4 +1,4 @@
-// covenant/issues.hpp - problems found in model output (or input), as values with paths.
+// covenant/types/issues.hpp - problems found in model output (or input), as values with paths.
 //
 // An issue says where (a path such as `sources[1]` or `metadata.token_usage.input_tokens`), what
 // kind of problem (a code), what was expected, what was found (short; long values are elided)

@@ -1,4 +1,4 @@
-// covenant/json_equal.hpp - the one equality of JSON values covenant uses everywhere it compares
+// covenant/types/json_equal.hpp - the one equality of JSON values covenant uses everywhere it compares
 // decoded values: uniqueness (unique_items, unique_by), literal types, numeric one_of, the
 // expressions of schema files (==, !=, in, the unique filter) and the readers' own checks.
 #pragma once

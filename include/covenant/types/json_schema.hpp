@@ -1,4 +1,4 @@
-// covenant/json_schema.hpp - the schema model as JSON Schema (draft 2020-12), and the subset
+// covenant/types/json_schema.hpp - the schema model as JSON Schema (draft 2020-12), and the subset
 // OpenAI's structured outputs accept in strict mode.
 //
 //     const boost::json::value& js = covenant::json_schema_of<FinalAnswer>();

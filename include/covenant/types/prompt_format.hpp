@@ -1,4 +1,4 @@
-// covenant/prompt_format.hpp - the schema model as compact text for prompts.
+// covenant/types/prompt_format.hpp - the schema model as compact text for prompts.
 //
 // The text tells a model exactly which JSON to produce: field names, types, descriptions and every
 // constraint, so the model learns the bounds before its first answer:

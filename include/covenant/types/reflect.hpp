@@ -1,4 +1,4 @@
-// covenant/reflect.hpp - compile-time reflection of plain aggregates and enums.
+// covenant/types/reflect.hpp - compile-time reflection of plain aggregates and enums.
 //
 // Field count and field order come from Boost.PFR. Field *names* (which Boost 1.81's PFR does
 // not provide) are read from the compiler's __PRETTY_FUNCTION__ of a template instantiated with

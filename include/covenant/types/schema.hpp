@@ -1,4 +1,4 @@
-// covenant/schema.hpp - the one, format-neutral schema model.
+// covenant/types/schema.hpp - the one, format-neutral schema model.
 //
 // A schema describes the shape of a JSON document: types, fields, descriptions, constraints and
 // cross-field rules. It is built once per C++ type from reflection and side-car metadata
@@ -38,7 +38,7 @@ class custom_check {
   /// The check's own fix (on-fail action fix) on the C++ value: true when it changed the value so
   /// that it passes. Checks without a fix return false.
   virtual bool fix_native(void* value) const;
-  /// A tool check (covenant/tool_check.hpp): run by the contract after the value is read, never
+  /// A tool check (covenant/contract/tool_check.hpp): run by the contract after the value is read, never
   /// while it is decoded.
   [[nodiscard]] virtual bool is_tool() const noexcept { return false; }
 };

@@ -1,4 +1,4 @@
-// covenant/schema_of.hpp - the schema model of a C++ type, built once from reflection and
+// covenant/types/schema_of.hpp - the schema model of a C++ type, built once from reflection and
 // covenant::describe<T> metadata, then cached (later calls cost one static-guard check).
 //
 // Supported types: bool; every integer type (values outside the type's range are issues, never

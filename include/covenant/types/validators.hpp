@@ -1,4 +1,4 @@
-// covenant/validators.hpp - field validators.
+// covenant/types/validators.hpp - field validators.
 //
 // A validator is a small literal type that contributes a constraint to the schema model. The
 // same constraint is exported as a JSON Schema keyword, shown in the prompt text and checked when

@@ -1,4 +1,4 @@
-// Internal to the lenient reader (src/lenient/): the output buffer of the repairing reader.
+// Internal to the lenient reader (src/read/lenient/): the output buffer of the repairing reader.
 #pragma once
 
 #include <algorithm>

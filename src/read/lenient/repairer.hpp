@@ -1,4 +1,4 @@
-// Internal to the lenient reader (src/lenient/): the one-pass repairing reader, which reads one
+// Internal to the lenient reader (src/read/lenient/): the one-pass repairing reader, which reads one
 // JSON-like value and writes it as strict JSON, noting every change.
 #pragma once
 

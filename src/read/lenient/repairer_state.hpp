@@ -1,4 +1,4 @@
-// Internal to the lenient reader (src/lenient/): the state of the repairing reader
+// Internal to the lenient reader (src/read/lenient/): the state of the repairing reader
 // (repairer::impl) and its small inline helpers; its other methods are in repairer*.cpp.
 //
 // The repairing reader: one pass over a JSON-like value, writing strict JSON and recording every

@@ -1,4 +1,4 @@
-// Internal to the lenient reader (src/lenient/): byte-level scanning for the repairing reader
+// Internal to the lenient reader (src/read/lenient/): byte-level scanning for the repairing reader
 // (quote kinds, literal words, whitespace and comments, key bytes).
 #pragma once
 

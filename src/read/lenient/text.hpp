@@ -1,4 +1,4 @@
-// Internal to the lenient reader (src/lenient/): what the extractor and the repairer share (byte
+// Internal to the lenient reader (src/read/lenient/): what the extractor and the repairer share (byte
 // classes, the note writer, the result of one read).
 #pragma once
 

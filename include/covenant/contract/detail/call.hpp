@@ -1,4 +1,4 @@
-// covenant/detail/call.hpp - the type-erased core of a contract call, shared by typed and dynamic
+// covenant/contract/detail/call.hpp - the type-erased core of a contract call, shared by typed and dynamic
 // contracts, blocking and asynchronous calls.
 //
 // A call is a fixed sequence of steps (call_steps, implemented per contract kind): check the

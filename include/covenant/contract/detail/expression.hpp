@@ -1,4 +1,4 @@
-// covenant/detail/expression.hpp - compile-time inspection of an Expression's hooks.
+// covenant/contract/detail/expression.hpp - compile-time inspection of an Expression's hooks.
 #pragma once
 
 #include <iterator>

@@ -1,5 +1,5 @@
-// covenant/detail/tool_runs.hpp - finding the values of a typed output that tool checks apply to
-// (covenant/tool_check.hpp), running them, and turning the verdicts into issues.
+// covenant/contract/detail/tool_runs.hpp - finding the values of a typed output that tool checks apply to
+// (covenant/contract/tool_check.hpp), running them, and turning the verdicts into issues.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// covenant/detail/traits.hpp - classification of supported field types.
+// covenant/types/detail/traits.hpp - classification of supported field types.
 #pragma once
 
 #include <boost/json/value.hpp>

@@ -1,4 +1,4 @@
-// covenant/detail/utf8.hpp - UTF-8 sequences: checking one (the strict and the lenient readers),
+// covenant/types/detail/utf8.hpp - UTF-8 sequences: checking one (the strict and the lenient readers),
 // finding the first invalid one in a text, and writing a code point.
 #pragma once
 
