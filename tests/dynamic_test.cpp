@@ -283,7 +283,7 @@ TEST(DynamicValues, LiteralsSkippedEnumValuesAndMapKeysAreChecked) {
       R"({"Title": "t", "priority": "INTERNAL", "kind": "question", "estimate": 1.5, "labels": {"team": "a", "owner": "b"}})", m);
   EXPECT_EQ(covenant::render_feedback(r.issues),
             "priority: must be one of \"low\", \"high\" (got \"INTERNAL\")\n"
-            "kind: expected \"bug\" or \"feature\" (got \"question\")\n"
+            "kind: must be one of \"bug\", \"feature\" (got \"question\")\n"
             "estimate: expected integer or string (got 1.5)\n"
             "labels.owner: key must be one of \"team\", \"area\" (got \"owner\")\n");
 }

@@ -282,8 +282,8 @@ TEST(JsonSchemaImport, OtherDraftsAndFormsAreRead) {
   EXPECT_EQ(expr("inline"), "Event_inline");
   auto r = covenant::decode_dynamic(R"({"kind": "tap", "size": "XL", "by_key": {"c": 1}, "inline": {}})", m);
   EXPECT_EQ(covenant::render_feedback(r.issues),
-            "kind: expected \"click\" (got \"tap\")\n"
-            "size: expected \"S\" or \"M\" or \"L\" or null (got \"XL\")\n"
+            "kind: must be one of \"click\" (got \"tap\")\n"
+            "size: must be one of \"S\", \"M\", \"L\" (got \"XL\")\n"
             "by_key.c: key must be one of \"a\", \"b\" (got \"c\")\n"
             "inline.x: required field is missing\n");
 }

@@ -8,11 +8,13 @@
 #include <covenant/types/describe.hpp>
 #include <covenant/read/dynamic.hpp>
 #include <covenant/runtime/schema_file.hpp>
+#include <covenant/runtime/json_schema_import.hpp>
 #include <gtest/gtest.h>
 
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reading.hpp"
@@ -44,6 +46,11 @@ struct Window {
   int to = 0;
 };
 
+struct Pick {
+  Level level = Level::low;
+  std::string size;
+};
+
 }  // namespace rules_test
 
 template <>
@@ -65,6 +72,12 @@ struct covenant::describe<rules_test::Rec> {
       covenant::field<&rules_test::Rec::count>("Count.", covenant::range{0, 100}),
       covenant::field<&rules_test::Rec::items>("Items.", covenant::max_items{3}),
       covenant::field<&rules_test::Rec::retries>("Retries.", covenant::defaulted{}));
+};
+
+template <>
+struct covenant::describe<rules_test::Pick> {
+  static constexpr auto fields = covenant::fields<rules_test::Pick>(
+      covenant::field<&rules_test::Pick::size>("Size.", covenant::one_of{"S", "M"}));
 };
 
 template <>
@@ -311,6 +324,93 @@ class Window {
   const auto field = covenant::decode_dynamic(R"({"from": -5, "to": -9})", m);
   ASSERT_EQ(field.issues.size(), 1u);
   EXPECT_EQ(field.issues[0].path.to_string(), "from");
+}
+
+TEST(ReadingRules, AValueOfItsKindThatNamesNoChoiceIsAConstraintViolation) {
+  // An enum and a C++ one_of, in every reader.
+  const auto typed = expect_readers_agree<rules_test::Pick>(R"({"level": "mid", "size": "XL"})");
+  EXPECT_EQ(rendered(typed.typed.issues),
+            "level: must be one of \"low\", \"HIGH\" (got \"mid\")\n"
+            "size: must be one of \"S\", \"M\" (got \"XL\")\n");
+  for (const auto& i : typed.typed.issues) EXPECT_EQ(i.code, covenant::issue_code::constraint_violation);
+  // Literals and unions of literals in a schema file, and JSON Schema `enum` with or without
+  // `type`: the same check, the same issue, in the decoder, the reply reader and the stream.
+  const covenant::schema_set set = covenant::schema_set::parse(R"(
+enum Cur {
+  USD
+  EUR
+}
+class Price {
+  code "USD" | "EUR"
+  cur Cur
+  one "USD"
+  count 1 | 2 | 3
+  yes true
+  maybe ("USD" | "EUR")?
+}
+)");
+  const covenant::schema::model file = set.model_for("Price");
+  const covenant::schema::model imported = covenant::import_json_schema(boost::json::parse(R"({
+    "type": "object",
+    "properties": {
+      "code": {"enum": ["USD", "EUR"]},
+      "typed": {"type": "string", "enum": ["USD", "EUR"]},
+      "one": {"const": "USD"}
+    },
+    "required": ["code", "typed", "one"]
+  })"));
+  struct row {
+    const covenant::schema::model* model;
+    const char* text;
+    const char* issue;  // the one issue, as text
+    covenant::issue_code code;
+  };
+  const covenant::issue_code violation = covenant::issue_code::constraint_violation;
+  const covenant::issue_code mismatch = covenant::issue_code::type_mismatch;
+  // A valid Price with `member` in place of the member of the same key (or added).
+  const auto price = [](const std::string& member) {
+    const std::string key = member.substr(0, member.find(':'));
+    std::string out = "{";
+    for (const char* m : {R"("code": "USD")", R"("cur": "USD")", R"("one": "USD")", R"("count": 1)", R"("yes": true)"})
+      if (!std::string_view(m).starts_with(key)) out += std::string(m) + ", ";
+    return out + member + "}";
+  };
+  const auto event = [](const std::string& member) {
+    const std::string key = member.substr(0, member.find(':'));
+    std::string out = "{";
+    for (const char* m : {R"("code": "USD")", R"("typed": "USD")", R"("one": "USD")"})
+      if (!std::string_view(m).starts_with(key)) out += std::string(m) + ", ";
+    return out + member + "}";
+  };
+  const row rows[] = {
+      {&file, R"("code": "GBP")", "code: must be one of \"USD\", \"EUR\" (got \"GBP\")", violation},
+      {&file, R"("cur": "GBP")", "cur: must be one of \"USD\", \"EUR\" (got \"GBP\")", violation},
+      {&file, R"("one": "GBP")", "one: must be one of \"USD\" (got \"GBP\")", violation},
+      {&file, R"("count": 4)", "count: must be one of 1, 2, 3 (got 4)", violation},
+      {&file, R"("yes": false)", "yes: must be one of true (got false)", violation},
+      {&file, R"("maybe": "GBP")", "maybe: must be one of \"USD\", \"EUR\" (got \"GBP\")", violation},
+      {&file, R"("code": 5)", "code: expected \"USD\" or \"EUR\" (got 5)", mismatch},
+      {&file, R"("count": "4")", "count: expected 1 or 2 or 3 (got \"4\")", mismatch},
+      {&file, R"("one": 5)", "one: expected \"USD\" (got 5)", mismatch},
+      {&imported, R"("code": "GBP")", "code: must be one of \"USD\", \"EUR\" (got \"GBP\")", violation},
+      {&imported, R"("typed": "GBP")", "typed: must be one of \"USD\", \"EUR\" (got \"GBP\")", violation},
+      {&imported, R"("one": "GBP")", "one: must be one of \"USD\" (got \"GBP\")", violation},
+  };
+  for (const row& r : rows) {
+    const std::string text = r.model == &file ? price(r.text) : event(r.text);
+    SCOPED_TRACE(text);
+    for (const bool coerce_level : {false, true}) {
+      covenant::decode_options o;
+      o.coerce = coerce_level;
+      const auto decoded = covenant::decode_dynamic(text, *r.model, o);
+      ASSERT_EQ(decoded.issues.size(), 1u) << rendered(decoded.issues);
+      EXPECT_EQ(decoded.issues[0].to_string(), r.issue);
+      EXPECT_EQ(decoded.issues[0].code, r.code);
+      const auto read = covenant_test::reading::read_against(
+          text, *r.model, coerce_level ? covenant::strictness::coerce : covenant::strictness::strict);
+      EXPECT_EQ(rendered(read.issues), rendered(decoded.issues));
+    }
+  }
 }
 
 }  // namespace

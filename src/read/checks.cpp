@@ -599,16 +599,68 @@ void integer_out_of_range(decode_context& ctx, const path_frame* at, const schem
   ctx.add(at, issue_code::type_mismatch, expected, actual_of(raw), "must be an " + expected);
 }
 
-void enum_mismatch(decode_context& ctx, const path_frame* at, const schema::definition& def, std::string_view raw) {
-  std::string list;
-  if (const auto* e = def.enumeration()) {
-    for (const auto& v : e->values) {
-      if (v.skip) continue;
-      if (!list.empty()) list += ", ";
-      list += "\"" + v.name + "\"";
+namespace {
+
+bool add_choices(const schema::model& s, const schema::type& t, std::vector<boost::json::value>& out) {
+  const schema::type* u = s.unalias(t);
+  if (u == nullptr) return false;
+  switch (u->kind) {
+    case schema::kind::literal:
+      if (!u->literal.is_string() && !u->literal.is_bool() && !u->literal.is_number()) return false;
+      out.push_back(u->literal);
+      return true;
+    case schema::kind::ref: {
+      const schema::definition* d = s.resolve(*u);
+      const schema::enum_def* e = d == nullptr ? nullptr : d->enumeration();
+      if (e == nullptr) return false;
+      for (const auto& v : e->values)
+        if (!v.skip) out.emplace_back(boost::json::string(v.name));
+      return true;
     }
+    case schema::kind::union_: {
+      bool any = false;
+      for (const schema::type& a : u->args) {
+        const schema::type* x = s.unalias(a);
+        if (x != nullptr && x->kind == schema::kind::null) continue;
+        if (!add_choices(s, a, out)) return false;
+        any = true;
+      }
+      return any;
+    }
+    default: return false;
   }
+}
+
+}  // namespace
+
+std::optional<std::vector<boost::json::value>> choice_set(const schema::model& s, const schema::type& t) {
+  std::vector<boost::json::value> out;
+  if (!add_choices(s, t, out)) return std::nullopt;
+  return out;
+}
+
+bool choice_kind(const std::vector<boost::json::value>& values, std::string_view raw) noexcept {
+  const char c = raw.empty() ? '\0' : raw.front();
+  for (const auto& v : values) {
+    if (v.is_string() && c == '"') return true;
+    if (v.is_bool() && (c == 't' || c == 'f')) return true;
+    if (v.is_number() && (c == '-' || (c >= '0' && c <= '9'))) return true;
+  }
+  return false;
+}
+
+void choice_mismatch(decode_context& ctx, const path_frame* at, const std::vector<boost::json::value>& values,
+                     std::string_view raw) {
+  const std::string list = one_of_text(values);
   ctx.add(at, issue_code::constraint_violation, "one of " + list, actual_of(raw), "must be one of " + list);
+}
+
+void enum_mismatch(decode_context& ctx, const path_frame* at, const schema::definition& def, std::string_view raw) {
+  std::vector<boost::json::value> values;
+  if (const auto* e = def.enumeration())
+    for (const auto& v : e->values)
+      if (!v.skip) values.emplace_back(boost::json::string(v.name));
+  choice_mismatch(ctx, at, values, raw);
 }
 
 }  // namespace covenant::detail

@@ -559,6 +559,11 @@ class dynamic_decoder {
   // and `best_value` its value). The first alternative that fits wins unless it left keys of the
   // value unread or needed coercions: then the one that leaves the fewest keys unread, then needs
   // the fewest coercions, wins (in order of the alternatives among equals).
+  static bool is_literal(const schema::model& s, const schema::type& t) {
+    const schema::type* u = s.unalias(t);
+    return u != nullptr && u->kind == kind::literal;
+  }
+
   std::optional<json::value> try_alternatives(const schema::type& t, decode_context& c, const char* start,
                                               const covenant::path& here, issue_list& best, std::size_t& best_count,
                                               json::value& best_value, const path_frame* at) {
@@ -603,8 +608,11 @@ class dynamic_decoder {
         if (ignored == 0 && coerced == 0) break;
         continue;
       }
-      const bool wrong_type = (local.size() == 1 && local.front().code == issue_code::type_mismatch &&
-                               local.front().path == here) ||
+      // A literal that is another value of its kind ranks like a value of the wrong type.
+      const bool wrong_type = (local.size() == 1 && local.front().path == here &&
+                               (local.front().code == issue_code::type_mismatch ||
+                                (local.front().code == issue_code::constraint_violation && is_literal(c.s, alt) &&
+                                 local.front().expected.starts_with("one of ")))) ||
                               (watch && stats.keys > 0 && stats.matched == 0);
       const std::size_t score = wrong_type ? std::numeric_limits<std::size_t>::max() - 1 : local.size();
       if (score < best_count) {
@@ -644,7 +652,9 @@ class dynamic_decoder {
     std::string how;
     const std::size_t k = detail::match_name(names, s, how);
     if (k == detail::no_match) {
-      detail::type_mismatch(ctx, at, t, raw);
+      std::vector<json::value> choices;
+      for (const json::value* x : values) choices.push_back(*x);
+      detail::choice_mismatch(ctx, at, choices, raw);
       return json::value(nullptr);
     }
     ctx.note(at, note_kind::coerced, std::string(raw) + " read as " + json_text(*values[k]) + " (" + how + ")");
@@ -687,8 +697,14 @@ class dynamic_decoder {
     r_.rewind(start);
     std::string_view raw;
     if (!r_.skip_value(raw)) return nullptr;
-    if (best.size() == 1 && best.front().code == issue_code::type_mismatch && best.front().path == here) {
-      detail::type_mismatch(ctx, at, t, raw);
+    if (best.size() == 1 && best.front().path == here &&
+        (best.front().code == issue_code::type_mismatch ||
+         (best.front().code == issue_code::constraint_violation && best.front().expected.starts_with("one of ")))) {
+      // A union of choices (enums and literals) is one choice: a value of a kind it has names none of its values.
+      if (const auto choices = detail::choice_set(ctx.s, t); choices && detail::choice_kind(*choices, raw))
+        detail::choice_mismatch(ctx, at, *choices, raw);
+      else
+        detail::type_mismatch(ctx, at, t, raw);
       return nullptr;
     }
     for (auto& i : best) ctx.issues.push_back(std::move(i));
@@ -755,7 +771,9 @@ class dynamic_decoder {
     if (r_.failed()) return nullptr;
     const std::string_view raw = detail::span_from(r_, start);
     if (!match) {
-      detail::type_mismatch(ctx, at, t, raw);
+      // A literal is a one-value choice: a value of its kind that is another value breaks the choice.
+      if (lit.is_string() || lit.is_bool() || is_number(lit)) detail::choice_mismatch(ctx, at, {lit}, raw);
+      else detail::type_mismatch(ctx, at, t, raw);
       return nullptr;
     }
     json::value v = lit;

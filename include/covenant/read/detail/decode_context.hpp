@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -196,6 +197,16 @@ void unknown_field(decode_context& ctx, const path_frame* at);
 void parse_failure(decode_context& ctx, std::string_view text, std::size_t offset, const char* message);
 void integer_out_of_range(decode_context& ctx, const path_frame* at, const schema::type& t, std::string_view raw);
 void enum_mismatch(decode_context& ctx, const path_frame* at, const schema::definition& def, std::string_view raw);
+/// The values a closed choice accepts, in declared order: an enum's names, a string, number or
+/// boolean literal (a one-value choice), or a union whose non-null alternatives are all choices.
+/// nullopt when `t` is not a closed choice.
+std::optional<std::vector<boost::json::value>> choice_set(const schema::model& s, const schema::type& t);
+/// Whether the JSON text `raw` is of the JSON kind of one of `values` (string, number or boolean).
+bool choice_kind(const std::vector<boost::json::value>& values, std::string_view raw) noexcept;
+/// A value of the right kind that names none of `values`: constraint_violation "must be one of <list>",
+/// the check enums and `one_of` report. A value of another kind is a type_mismatch.
+void choice_mismatch(decode_context& ctx, const path_frame* at, const std::vector<boost::json::value>& values,
+                     std::string_view raw);
 
 }  // namespace detail
 }  // namespace covenant
