@@ -329,4 +329,40 @@ TEST_F(CliRun, StreamPrintsEachChangedPartialThenTheRecord) {
   EXPECT_EQ(out.back().at("value").at("label"), "Abcd");
 }
 
+TEST_F(CliRun, StreamStopsAtAFinishedValueOutsideALiteralUnion) {
+  write("review.baml", "class Review {\n  label \"positive\" | \"negative\" | \"neutral\"\n  summary string\n}\n");
+  const std::string bad = R"({"label": "furious", "summary": ")" + std::string(1800, 's') + R"("})";
+  std::vector<std::string> pieces;
+  for (std::size_t at = 0; at < bad.size(); at += 20) pieces.push_back(bad.substr(at, 20));
+  const std::vector<std::string> slow = covenant_test::openai_stream(pieces);
+  covenant_test::loopback_server server([&](const covenant_test::received_request&, std::size_t i) {
+    covenant_test::response_plan p;
+    p.content_type = "text/event-stream";
+    if (i == 0) {
+      p.chunks = slow;
+      p.chunk_delay = 10ms;
+    } else {
+      p.chunks = covenant_test::openai_stream({R"({"label": "negative", "summary": "ok"})"});
+    }
+    return p;
+  });
+  const std::string input = write("in.jsonl", records(1));
+  const auto r = run(server, {"run", "--schema", path("review.baml"), "--prompt", "Review.", "--stream", "--quiet", input});
+  EXPECT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(server.requests(), 2u);
+  // The first reply was cut off once "furious" was finished: its connection closed, most of the
+  // summary never sent.
+  for (int i = 0; i < 200 && !server.client_left_early(0); ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(server.client_left_early(0));
+  EXPECT_LT(server.chunks_sent(0), slow.size() / 4);
+  EXPECT_LT(server.bytes_sent(0), bad.size() / 2);
+  // The model was asked again with the issue that stopped the stream.
+  EXPECT_THAT(server.request(1).body, HasSubstr(R"(label: must be one of \"positive\", \"negative\", \"neutral\" (got \"furious\"))"));
+  const auto out = json_lines(r.out);
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.back().at("ok"), true);
+  EXPECT_EQ(out.back().at("attempts"), 2);
+  EXPECT_EQ(out.back().at("value").at("label"), "negative");
+}
+
 }  // namespace

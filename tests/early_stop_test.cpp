@@ -206,6 +206,21 @@ TEST(EarlyStop, DynamicContractsStopEarlyToo) {
   EXPECT_LT(o.attempts[0].text.size(), 100u);
 }
 
+TEST(EarlyStop, ALiteralUnionStopsLikeAnEnum) {
+  const auto set = covenant::schema_set::parse(
+      "class Out {\n  level \"LOW\" | \"HIGH\"\n  text string\n}\n");
+  scripted_engine model{R"({"level": "EXTREME", "text": ")" + long_tail + R"("})", R"({"level": "HIGH", "text": "ok"})"};
+  model.stream_in_chunks(6, 1ms);
+  covenant::dynamic_contract c{model, {.name = "levels", .prompt = "Rate.", .output = set.model("Out")},
+                               instant({.tries = 1})};
+  auto o = c.stream(boost::json::object{{"q", "x"}}, [](const covenant::stream_update<boost::json::value>&) {}).get();
+  ASSERT_TRUE(o.success) << o.summary();
+  ASSERT_EQ(o.attempts.size(), 2u);
+  EXPECT_EQ(o.attempts[0].issues.at(0).to_string(), "level: must be one of \"LOW\", \"HIGH\" (got \"EXTREME\")");
+  EXPECT_LT(o.attempts[0].text.size(), 100u);
+  EXPECT_EQ(c.stats().early_stops(), 1u);
+}
+
 TEST(EarlyStop, PredicatesMarkedStreamingSafeStopTheStream) {
   const std::string body(600, 'x');
   const std::string shouting = R"({"headline": "Rates cut!", "words": 2, "body": ")" + body + R"("})";

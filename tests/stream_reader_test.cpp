@@ -6,11 +6,13 @@
 #include <covenant/types/describe.hpp>
 #include <covenant/read/dynamic.hpp>
 #include <covenant/runtime/schema_file.hpp>
+#include <covenant/types/schema_of.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 
+#include <cstdint>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -28,6 +30,10 @@ struct Step {
   int minutes = 0;
 };
 
+struct Narrow {
+  std::int8_t x = 0;
+  Priority priority = Priority::low;
+};
 struct Plan {
   std::string summary;
   Priority priority = Priority::low;
@@ -46,6 +52,11 @@ struct covenant::describe<stream_test::Plan> {
       covenant::field<&stream_test::Plan::steps>("Steps.", covenant::item_count{1, 3}));
 };
 
+template <>
+struct covenant::describe<stream_test::Narrow> {
+  static constexpr auto fields = covenant::fields<stream_test::Narrow>(
+      covenant::field<&stream_test::Narrow::x>("X.", covenant::range{0, 100}));
+};
 template <>
 struct covenant::describe<stream_test::Step> {
   static constexpr auto fields = covenant::fields<stream_test::Step>(
@@ -337,6 +348,103 @@ TEST(DynamicStreamReader, AnEnumValueThatCannotBeReadIsAViolation) {
   const auto final_issues = covenant::decode_dynamic(R"({"tone": "furious"})", set.model("R")).issues;
   ASSERT_EQ(final_issues.size(), 1u);
   EXPECT_EQ(r.violations()[0], final_issues[0]);
+}
+
+TEST(DynamicStreamReader, ALiteralUnionValueOutsideItIsAViolation) {
+  // Every closed choice is judged as soon as its value is finished, like an enum: a literal, a
+  // union of literals (also with null), numbers and booleans.
+  const auto set = covenant::schema_set::parse(R"(
+class R {
+  label "positive" | "negative" | "neutral"
+  code ("USD" | "EUR")?
+  one "x"
+  count 1 | 2 | 3
+  yes true
+  summary string
+}
+)");
+  const covenant::schema::model m = set.model("R");
+  const std::string good = R"("label": "neutral", "code": null, "one": "x", "count": 2, "yes": true)";
+  for (const char* bad : {R"("label": "furious")", R"("code": "GBP")", R"("one": "y")", R"("count": 4)", R"("yes": false)"}) {
+    const std::string prefix = "{" + std::string(bad) + ", ";
+    SCOPED_TRACE(prefix);
+    for (const auto level : {covenant::strictness::strict, covenant::strictness::coerce}) {
+      covenant::detail::dynamic_stream_reader r(m, {}, level);
+      r.feed(prefix);
+      ASSERT_EQ(r.violations().size(), 1u);
+      EXPECT_EQ(r.violations()[0].code, covenant::issue_code::constraint_violation);
+      covenant::decode_options o;
+      o.coerce = level == covenant::strictness::coerce;
+      // The issue the final reader reports at that member (the others are missing there).
+      const auto final_issues = covenant::decode_dynamic("{" + std::string(bad) + "}", m, o).issues;
+      const std::string key = std::string(bad).substr(1, std::string(bad).find('"', 1) - 1);
+      const covenant::issue* same = nullptr;
+      for (const auto& i : final_issues)
+        if (i.path.to_string() == key) same = &i;
+      ASSERT_NE(same, nullptr);
+      EXPECT_EQ(r.violations()[0], *same);
+    }
+  }
+  covenant::detail::dynamic_stream_reader fine(m, {}, covenant::strictness::strict);
+  fine.feed("{" + good + R"(, "summary": ")");
+  EXPECT_TRUE(fine.violations().empty()) << fine.violations()[0].to_string();
+  covenant::detail::dynamic_stream_reader first(m, {}, covenant::strictness::strict);
+  first.feed(R"({"label": "furious", "summary": ")");
+  ASSERT_EQ(first.violations().size(), 1u);
+  EXPECT_EQ(first.violations()[0].to_string(), "label: must be one of \"positive\", \"negative\", \"neutral\" (got \"furious\")");
+}
+
+TEST(DynamicStreamReader, AFilterAssertOnAChoiceIsNotAViolation) {
+  // Only the checks whose failure is fed back or ends the call stop a stream: the final reader
+  // drops a filtered item, fixes or notes the others.
+  const auto set = covenant::schema_set::parse(R"(
+enum Kind {
+  NEWS
+  SPAM
+}
+class Src {
+  kind Kind @assert({{ this != "SPAM" }}, filter)
+  tag "a" | "b" @check(not_b, {{ this != "b" }})
+}
+class Out {
+  srcs Src[]
+}
+)");
+  const covenant::schema::model m = set.model("Out");
+  const std::string text = R"({"srcs": [{"kind": "SPAM", "tag": "b"}, {"kind": "NEWS", "tag": "b"}]})";
+  covenant::detail::dynamic_stream_reader r(m, {}, covenant::strictness::strict);
+  r.feed(text);
+  EXPECT_TRUE(r.violations().empty()) << r.violations()[0].to_string();
+  const auto final_reading = covenant::decode_dynamic(text, m);
+  EXPECT_TRUE(final_reading.issues.empty()) << covenant::render_feedback(final_reading.issues);
+}
+
+TEST(StreamReaders, ANarrowIntegerOutOfWidthIsNotJudged) {
+  // 300 does not fit an int8: that is the final reader's issue, not "must be <= 100".
+  const std::string prefix = R"({"x": 300, )";
+  const auto final_issues = covenant::decode<stream_test::Narrow>(prefix + R"("priority": "low"})").issues;
+  ASSERT_EQ(final_issues.size(), 1u);
+  EXPECT_EQ(final_issues[0].to_string(), "x: must be an integer between -128 and 127 (got 300)");
+  auto typed = make_reader<stream_test::Narrow>(covenant::strictness::strict);
+  typed.feed(prefix);
+  EXPECT_TRUE(typed.violations().empty());
+  covenant::detail::dynamic_stream_reader dynamic(covenant::schema_of<stream_test::Narrow>(), {}, covenant::strictness::strict);
+  dynamic.feed(prefix);
+  EXPECT_TRUE(dynamic.violations().empty()) << dynamic.violations()[0].to_string();
+  // In range of the type but not of the check: a violation in both, as decoded.
+  auto typed_over = make_reader<stream_test::Narrow>(covenant::strictness::strict);
+  typed_over.feed(R"({"x": 120, )");
+  covenant::detail::dynamic_stream_reader dynamic_over(covenant::schema_of<stream_test::Narrow>(), {},
+                                                       covenant::strictness::strict);
+  dynamic_over.feed(R"({"x": 120, )");
+  ASSERT_EQ(typed_over.violations().size(), 1u);
+  EXPECT_EQ(typed_over.violations()[0].to_string(), "x: must be <= 100 (got 120)");
+  EXPECT_EQ(dynamic_over.violations(), typed_over.violations());
+  // The typed stream judges an enum as soon as it is finished, as before.
+  auto typed_enum = make_reader<stream_test::Narrow>(covenant::strictness::strict);
+  typed_enum.feed(R"({"priority": "urgent", )");
+  ASSERT_EQ(typed_enum.violations().size(), 1u);
+  EXPECT_EQ(typed_enum.violations()[0].to_string(), "priority: must be one of \"low\", \"high\" (got \"urgent\")");
 }
 
 }  // namespace

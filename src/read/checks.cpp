@@ -655,6 +655,19 @@ void choice_mismatch(decode_context& ctx, const path_frame* at, const std::vecto
   ctx.add(at, issue_code::constraint_violation, "one of " + list, actual_of(raw), "must be one of " + list);
 }
 
+bool integer_fits(const schema::type& t, const boost::json::value& v) noexcept {
+  if (t.is_unsigned) {
+    if (v.is_int64()) return v.get_int64() >= 0 && (t.int_bits >= 64 || static_cast<std::uint64_t>(v.get_int64()) >> t.int_bits == 0);
+    if (v.is_uint64()) return t.int_bits >= 64 || v.get_uint64() >> t.int_bits == 0;
+    return false;
+  }
+  if (v.is_uint64()) return false;  // over INT64_MAX
+  if (!v.is_int64()) return false;
+  if (t.int_bits >= 64) return true;
+  const std::int64_t hi = (std::int64_t{1} << (t.int_bits - 1)) - 1;
+  return v.get_int64() >= -hi - 1 && v.get_int64() <= hi;
+}
+
 void enum_mismatch(decode_context& ctx, const path_frame* at, const schema::definition& def, std::string_view raw) {
   std::vector<boost::json::value> values;
   if (const auto* e = def.enumeration())

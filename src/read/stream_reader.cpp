@@ -185,10 +185,13 @@ struct stream_core::impl {
     const schema::definition* d = model.resolve(*t);
     return d == nullptr ? nullptr : d->object();
   }
-  [[nodiscard]] bool is_enum(const schema::type* t) const {
-    if (t == nullptr || t->kind != schema::kind::ref) return false;
-    const schema::definition* d = model.resolve(*t);
-    return d != nullptr && d->enumeration() != nullptr;
+  /// Whether `t` is a closed choice (an enum; a string, number or boolean literal; a union whose
+  /// non-null alternatives are all choices): a finished value of it is judged at once.
+  [[nodiscard]] bool is_choice(const schema::type* t) {
+    if (t == nullptr) return false;
+    auto it = choice_cache.find(t);
+    if (it == choice_cache.end()) it = choice_cache.emplace(t, detail::choice_set(model, *t).has_value()).first;
+    return it->second;
   }
   [[nodiscard]] static bool stream_done(const schema::type* t) {
     return t != nullptr && (t->stream & schema::stream_flag::done) != 0;
@@ -276,12 +279,22 @@ struct stream_core::impl {
     for (issue& i : found) violations.push_back(std::move(i));
   }
 
+  /// Keeps only the constraints whose failure is fed back or ends the call (reask, refrain,
+  /// exception): a fixed, dropped or noted value does not stop the stream.
+  static void judged_only(schema::type& t) {
+    std::erase_if(t.constraints, [](const schema::constraint& c) {
+      return c.on_fail == fail_action::noop || c.on_fail == fail_action::fix || c.on_fail == fail_action::filter;
+    });
+    for (schema::type& a : t.args) judged_only(a);
+  }
+
   /// The issues of a finished scalar, read alone the way the final decoder reads it.
   void check_scalar_alone(const schema::type* t, std::string_view json_text) {
     if (!violations.empty()) return;
     issue_list found;
     if (scalar_model.defs.empty() && !model.defs.empty()) scalar_model.defs = model.defs;
     scalar_model.root = *t;
+    judged_only(scalar_model.root);
     dynamic_result r = decode_dynamic(json_text, scalar_model, checks_options);
     for (issue& i : r.issues) {
       // Read with the final reader's own options (coercions included), a finished scalar that
@@ -555,7 +568,7 @@ struct stream_core::impl {
       }
     }
     if (!violations_frozen && violations.empty() && current.node != nullptr) {
-      if (is_enum(current.node) || current.node->kind == schema::kind::literal) {
+      if (is_choice(current.node) || current.node->kind == schema::kind::literal) {
         check_scalar_alone(current.node, raw_of());
       } else if (current.node->kind == schema::kind::string) {
         const auto& cs = final_checks(current.node);
@@ -637,13 +650,15 @@ struct stream_core::impl {
     if (stored) changed = true;
     const bool numeric_node =
         s.node != nullptr && (s.node->kind == schema::kind::number || s.node->kind == schema::kind::integer);
-    if (!violations_frozen && stored && numeric_node && !(s.node->kind == schema::kind::integer && v.is_double())) {
+    // An integer that does not fit its width is that issue alone: its constraints are not judged.
+    if (!violations_frozen && stored && numeric_node &&
+        !(s.node->kind == schema::kind::integer && (v.is_double() || !detail::integer_fits(*s.node, v)))) {
       const auto& cs = final_checks(s.node);
       if (!cs.empty() && !number_within_bounds(cs, d))
         with_path([&](decode_context& ctx, const path_frame* at) {
           check_number(cs, d, raw, native_of(s, s.ops != nullptr ? s.ops->kind : sink_kind::opaque), ctx, at);
         });
-    } else if (!violations_frozen && s.node != nullptr && s.node->kind == schema::kind::literal) {
+    } else if (!violations_frozen && s.node != nullptr && (s.node->kind == schema::kind::literal || is_choice(s.node))) {
       check_scalar_alone(s.node, raw);
     }
     finish_value(s);
@@ -660,6 +675,7 @@ struct stream_core::impl {
         *s.jv = b;
       }
       changed = true;
+      if (!violations_frozen && is_choice(s.node)) check_scalar_alone(s.node, b ? "true" : "false");
     }
     finish_value(s);
   }
@@ -790,6 +806,7 @@ struct stream_core::impl {
   const schema::model& model;
   decode_options options;
   decode_options checks_options;
+  std::unordered_map<const schema::type*, bool> choice_cache;
   strictness level;
   const sink_ops* root_sink;
   void* root_target;

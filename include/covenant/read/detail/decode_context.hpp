@@ -196,6 +196,9 @@ void missing_field(decode_context& ctx, const path_frame* at, std::string_view k
 void unknown_field(decode_context& ctx, const path_frame* at);
 void parse_failure(decode_context& ctx, std::string_view text, std::size_t offset, const char* message);
 void integer_out_of_range(decode_context& ctx, const path_frame* at, const schema::type& t, std::string_view raw);
+/// Whether the integer `v` (an int64 or uint64 JSON value) fits the width and sign of the integer
+/// type `t`; the constraints of one that does not are never judged (integer_out_of_range is the issue).
+bool integer_fits(const schema::type& t, const boost::json::value& v) noexcept;
 void enum_mismatch(decode_context& ctx, const path_frame* at, const schema::definition& def, std::string_view raw);
 /// The values a closed choice accepts, in declared order: an enum's names, a string, number or
 /// boolean literal (a one-value choice), or a union whose non-null alternatives are all choices.

@@ -11,7 +11,7 @@
 // the text has grown by half since the last reading, so the total work stays linear.
 //
 // Violations: as soon as a value that is finished in the stream breaks a constraint that no later
-// text can fix - a bound, an enum value, a pattern, a length (also a string already longer than
+// text can fix - a bound, a choice (an enum, a literal, a union of them), a pattern, a length (also a string already longer than
 // its maximum while still being written), a format, a list already longer than its maximum, or a
 // runtime schema's @assert on a @stream.done value - violations() holds the issues exactly as the
 // final decoder reports them (same path, code, message). A value of the wrong type, a missing
