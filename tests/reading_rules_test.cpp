@@ -413,4 +413,32 @@ class Price {
   }
 }
 
+TEST(ReadingRules, ReplyCandidatesThatKeepEveryShapeWin) {
+  // The lenient reader's candidates are ranked alike for the typed and the runtime-schema reader:
+  // the first that reads without issues and without changing the shape of a value wins.
+  using covenant_test::reading::read_against;
+  using covenant_test::reading::read_typed;
+  // Objects one after another, for a list: all of them as one list, not the first as a one-item list.
+  const std::string objects = R"({"name": "a"} {"name": "b"})";
+  const auto list = read_typed<std::vector<rules_test::Item>>(objects);
+  ASSERT_TRUE(list.ok()) << rendered(list.issues);
+  ASSERT_EQ(list.value->size(), 2u);
+  EXPECT_EQ((*list.value)[1].name, "b");
+  const auto list_dynamic = read_against(objects, covenant::schema_of<std::vector<rules_test::Item>>());
+  ASSERT_TRUE(list_dynamic.issues.empty()) << rendered(list_dynamic.issues);
+  EXPECT_TRUE(covenant::json_equal(list_dynamic.value, covenant::to_value(*list.value)));
+  // Prose around an object, for a string: the whole reply, not the object read as its text.
+  const std::string prose = R"(Here: {"a": 1})";
+  const auto text = read_typed<std::string>(prose);
+  ASSERT_TRUE(text.ok()) << rendered(text.issues);
+  EXPECT_EQ(*text.value, prose);
+  const auto text_dynamic = read_against(prose, covenant::schema_of<std::string>());
+  ASSERT_TRUE(text_dynamic.issues.empty()) << rendered(text_dynamic.issues);
+  EXPECT_EQ(text_dynamic.value, boost::json::value(prose));
+  // A candidate that reads as it is written still wins at once.
+  const auto fenced = read_typed<std::vector<rules_test::Item>>("```json\n[{\"name\": \"a\"}]\n```");
+  ASSERT_TRUE(fenced.ok()) << rendered(fenced.issues);
+  EXPECT_EQ(fenced.value->size(), 1u);
+}
+
 }  // namespace

@@ -5,26 +5,13 @@
 #include <utility>
 #include <vector>
 
-#include "dynamic_read.hpp"
+#include "covenant/read/detail/read_reply.hpp"
 #include "covenant/read/dynamic.hpp"
 #include "covenant/types/encode.hpp"
 #include "covenant/types/schema.hpp"
 #include "partial_rules.hpp"
 
 namespace covenant {
-
-namespace detail {
-
-bool shape_coercion(const note& n) noexcept {
-  if (n.kind != note_kind::coerced) return false;
-  if (is_written_text_note(n)) return true;
-  const std::string_view d = n.detail;
-  return d == "a single value read as a one-item list" || d == "a one-item list read as its item" ||
-         (d.starts_with("the only member ") && d.ends_with(" read as the value")) ||
-         d.starts_with("a single value read as the object's only field ");
-}
-
-}  // namespace detail
 
 read_result read_dynamic(std::string_view text, const schema::model& m, const read_options& options) {
   lenient_options reading;
@@ -35,7 +22,7 @@ read_result read_dynamic(std::string_view text, const schema::model& m, const re
   std::chrono::nanoseconds parse_time{0};
   std::chrono::nanoseconds validate_time{0};
   const output_keys keys = options.keys;
-  decoded<boost::json::value> r = detail::read_dynamic_reply(
+  decoded<boost::json::value> r = detail::read_reply_with<boost::json::value>(
       text, options.decode, reading, notes, parse_time, validate_time, {},
       [&](std::string_view t, const decode_options& o) {
         dynamic_result d = decode_dynamic(t, m, o, keys);

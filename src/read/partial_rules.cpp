@@ -9,7 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "dynamic_read.hpp"
+#include "covenant/read/detail/coerce.hpp"
+#include "covenant/read/detail/read_reply.hpp"
 #include "covenant/types/json_equal.hpp"
 
 namespace covenant {
@@ -202,6 +203,15 @@ namespace detail {
 bool keep_streamed(boost::json::value& v, const schema::model& m, std::vector<path> unfinished, note_list& notes) {
   stream_view view(m, std::move(unfinished), notes);
   return view.keep(v, m.root);
+}
+
+bool shape_coercion(const note& n) noexcept {
+  if (n.kind != note_kind::coerced) return false;
+  if (is_written_text_note(n)) return true;
+  const std::string_view d = n.detail;
+  return d == "a single value read as a one-item list" || d == "a one-item list read as its item" ||
+         (d.starts_with("the only member ") && d.ends_with(" read as the value")) ||
+         d.starts_with("a single value read as the object's only field ");
 }
 
 bool pending_issue(const issue& i, const std::vector<path>& unfinished, std::string* detail) {

@@ -1,7 +1,7 @@
 #include "covenant/runtime/dynamic_contract.hpp"
 
 #include "covenant/read/detail/drop_at.hpp"
-#include "read/dynamic_read.hpp"
+#include "covenant/read/detail/read_reply.hpp"
 #include "covenant/read/detail/stream_reader.hpp"
 
 #include "covenant/types/json_schema.hpp"
@@ -129,7 +129,7 @@ class dynamic_reader final : public detail::reply_reader {
     lenient_options reading;
     reading.level = options_->strictness;
     reading.max_depth = options_->decode.max_depth;
-    decoded<boost::json::value> r = detail::read_dynamic_reply(
+    decoded<boost::json::value> r = detail::read_reply_with<boost::json::value>(
         a.text, options_->decode, reading, a.notes, parse_time, validate_time, options_->clock,
         [&](std::string_view t, const decode_options& o) {
           dynamic_result d = decode_dynamic(t, *model_, o);

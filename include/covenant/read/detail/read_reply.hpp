@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -18,6 +19,19 @@
 namespace covenant::detail {
 
 using time_point = std::chrono::steady_clock::time_point;
+
+/// Whether a note records a coercion that changed the shape of a value (a single value read as a
+/// one-item list, a one-item list or a one-member object read as its item, a value read as the
+/// only field of an object, a list or object read as its text) rather than its spelling.
+bool shape_coercion(const note& n) noexcept;
+
+/// Partial mode: whether an issue is one only the rest of the stream can settle, given the paths
+/// of the unfinished values (a required field missing from an unfinished object, a constraint or
+/// rule failed by an unfinished value). Sets `detail` to the note that replaces it.
+bool pending_issue(const issue& i, const std::vector<path>& unfinished, std::string* detail = nullptr);
+
+/// Partial mode: how many of `issues` are not pending_issue()s, given a candidate's notes.
+std::size_t settled_issues(const issue_list& issues, const note_list& notes);
 
 /// Final mode, a candidate of a reply cut off inside the last item of a list (an item the path
 /// of its deepest `truncated` note runs through): when some of `issues` lie inside
@@ -46,9 +60,13 @@ void drop_unfinished_items(const candidate& c, R& d, const decode_options& optio
 /// Reads a model reply into T. Strict JSON first (one pass, the fast path); then, unless the
 /// strictness is `strict`: for well-formed JSON with issues, the same text with schema-guided
 /// coercions (coerce level); for text that is not JSON, the candidates of the lenient reader
-/// (fences, prose, repairs, truncation), each decoded, the best one kept: the first without
-/// issues, else the one with the fewest. Notes say what was extracted, repaired and coerced.
-/// `decode(text, options)` reads one JSON text into a decoded<T> (typed or dynamic decoding).
+/// (fences, prose, repairs, truncation), each decoded and ranked: the first that decodes without
+/// issues and without changing the shape of a value wins; else the one without issues that
+/// changes the fewest shapes (the earliest among equals); else the one with the fewest issues.
+/// In partial mode a candidate whose only issues are ones the rest of the stream can settle
+/// (settled_issues) ranks as one without issues. Notes say what was extracted, repaired and
+/// coerced. `decode(text, options)` reads one JSON text into a decoded<T> (typed or dynamic
+/// decoding; a value kept with issues, for partial mode).
 /// `reading` gives the strictness (`level`), partial mode and the lenient reader's limits.
 /// With `mark`, reading starts at *mark (no clock read) and *mark is set to when it ended.
 template <class T, class Decode>
@@ -94,6 +112,8 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
   auto decode_from = decode_through(source, decode);
   std::optional<decoded<T>> best;
   const candidate* chosen = nullptr;
+  std::size_t best_shapes = 0;
+  bool chosen_ok = false;  // the best so far reads without (settled) issues
   note_list dropped;       // unfinished list items dropped from the candidate being read
   note_list best_dropped;  // ... from the best one
   for (const candidate& c : candidates) {
@@ -101,12 +121,21 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
     decoded<T> d = decode_from(c.json, lenient);
     dropped.clear();
     if (!reading.partial) drop_unfinished_items(c, d, lenient, decode_from, dropped);
-    if (d.ok()) {
-      best = std::move(d);
-      chosen = &c;
-      best_dropped.swap(dropped);
-      break;
+    // Partial mode: a candidate whose only issues are pending ones (fields not written yet)
+    // ranks as one without issues; the partial reader sets them aside.
+    if (d.ok() || (reading.partial && d.value && settled_issues(d.issues, c.notes) == 0)) {
+      const auto shapes = static_cast<std::size_t>(std::count_if(d.notes.begin(), d.notes.end(), shape_coercion));
+      if (!best || !chosen_ok || shapes < best_shapes) {
+        best = std::move(d);
+        chosen = &c;
+        best_shapes = shapes;
+        chosen_ok = true;
+        best_dropped.swap(dropped);
+      }
+      if (shapes == 0) break;
+      continue;
     }
+    if (chosen_ok) continue;
     if (d.issues.front().code == issue_code::parse_error) continue;
     // A value of the wrong kind altogether (prose read as a string for an object) says less than
     // the parse error.
