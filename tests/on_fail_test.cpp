@@ -58,6 +58,11 @@ struct Found {
   std::vector<Link> resources;
 };
 
+struct Rated {
+  std::string summary;
+  int score = 5;
+};
+
 }  // namespace on_fail_test
 
 namespace of = covenant::on_fail;
@@ -104,6 +109,12 @@ struct covenant::describe<on_fail_test::Strict> {
   static constexpr auto fields = covenant::fields<on_fail_test::Strict>(
       covenant::field<&on_fail_test::Strict::value>("Value.", of::refrain(covenant::maximum{100}),
                                                     of::exception(covenant::minimum{0})));
+};
+
+template <>
+struct covenant::describe<on_fail_test::Rated> {
+  static constexpr auto fields = covenant::fields<on_fail_test::Rated>(
+      covenant::field<&on_fail_test::Rated::score>("Score.", covenant::defaulted{}));
 };
 
 template <>
@@ -388,6 +399,8 @@ TEST(OnFailPost, FiltersThatDropEveryItemRefrainWithTheirReasonButAnEmptyListIsF
   EXPECT_EQ(r.value, "no_valid_links");
   EXPECT_EQ(all_dead.calls(), 1u);
   EXPECT_EQ(r.outcome.failed_stage, covenant::stage::post);
+  ASSERT_FALSE(r.outcome.issues.empty());
+  EXPECT_EQ(r.outcome.issues.back().to_string(), "links: every item was dropped (got 2 dropped)");
 
   scripted_engine none{reply_with_links("s", {})};
   covenant::contract<AllDead> c2{none, instant()};
@@ -396,6 +409,35 @@ TEST(OnFailPost, FiltersThatDropEveryItemRefrainWithTheirReasonButAnEmptyListIsF
   scripted_engine some{reply_with_links("s", {"dead", "ok"})};
   covenant::contract<AllDead> c3{some, instant()};
   EXPECT_EQ(c3.run(Question{"q"}).value, "1 links");
+}
+
+struct RatedTask {
+  static constexpr std::string_view prompt = "Rate.";
+  void post(const Rated& r) const {
+    covenant::violation v;
+    if (r.score > 100) v.add("score", "is not a score", fail_action::filter);
+    if (r.summary.empty()) v.add("summary", "is empty", fail_action::filter);
+    v.raise_if_any();
+  }
+  Rated forward(const Question&, const covenant::outcome<Rated>& o) const { return o.result.value_or(Rated{}); }
+};
+
+TEST(OnFailPost, AFilteredDefaultedFieldTakesItsDefault) {
+  // A field that is not required goes as if it were absent: a defaulted one reads as its default.
+  scripted_engine model{R"({"summary": "s", "score": 500})"};
+  covenant::contract<RatedTask> c{model, instant()};
+  auto [value, outcome] = c.run(Question{"q"});
+  ASSERT_TRUE(outcome.success) << outcome.summary();
+  EXPECT_EQ(model.calls(), 1u);
+  EXPECT_EQ(value.score, 5);
+  EXPECT_THAT(notes_of(outcome.notes, note_kind::filtered),
+              ::testing::ElementsAre("score: dropped: score: is not a score"));
+  // A required field has nowhere to go: the issue stays and the model is asked again.
+  scripted_engine empty{R"({"summary": "", "score": 3})", R"({"summary": "s", "score": 3})"};
+  covenant::contract<RatedTask> c2{empty, instant()};
+  auto second = c2.run(Question{"q"});
+  ASSERT_TRUE(second.outcome.success) << second.outcome.summary();
+  EXPECT_EQ(empty.calls(), 2u);
 }
 
 TEST(OnFailPost, ADynamicContractsPostFiltersAsTheTypedOneDoes) {

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -16,12 +18,15 @@
 
 namespace covenant::detail {
 
-template <class F>
-std::size_t drop_field(F& f, const schema::model& m, const schema::type& node, const path& p, std::size_t k);
+template <class F, class Default>
+std::size_t drop_field(F& f, const schema::model& m, const schema::field& field, const path& p, std::size_t k,
+                       Default&& fresh);
 
 // Drops what `p` (from segment k on) points into, inside `v` (the value at p[0..k), of schema
-// `node`): the deepest list item or optional field on the way that holds the target. Returns the
-// number of segments of the dropped value's path (0: nothing dropped).
+// `node`): the deepest position on the way that holds the target and can go - a list item (erased)
+// or a field that is not required (an optional one reset, a defaulted one back to its default).
+// Map values never go. Returns the number of segments of the dropped value's path (0: nothing
+// dropped).
 template <class T>
 std::size_t drop_at(T& v, const schema::model& m, const schema::type& node, const path& p, std::size_t k) {
   if (k >= p.size()) return 0;
@@ -48,7 +53,13 @@ std::size_t drop_at(T& v, const schema::model& m, const schema::type& node, cons
     if (j == def->fields.size()) return 0;
     std::size_t dropped = 0;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (void)((I == j && (dropped = drop_field(boost::pfr::get<I>(v), m, def->fields[I].type, p, k), true)) || ...);
+      (void)((I == j && (dropped = drop_field(boost::pfr::get<I>(v), m, def->fields[I], p, k,
+                                               [] {
+                                                 if constexpr (std::is_default_constructible_v<T>) return std::optional(boost::pfr::get<I>(T{}));
+                                                 else return std::optional<std::remove_cvref_t<decltype(boost::pfr::get<I>(std::declval<T&>()))>>();
+                                               }),
+                         true)) ||
+             ...);
     }(std::make_index_sequence<field_count_v<T>>{});
     return dropped;
   } else {
@@ -57,16 +68,27 @@ std::size_t drop_at(T& v, const schema::model& m, const schema::type& node, cons
   }
 }
 
-// A field of an object at p[k]: inside it first; else the field itself when it is optional.
-template <class F>
-std::size_t drop_field(F& f, const schema::model& m, const schema::type& node, const path& p, std::size_t k) {
-  if (const std::size_t d = drop_at(f, m, node, p, k + 1)) return d;
+// A field of an object at p[k]: inside it first; else the field itself when it is optional (reset)
+// or defaulted (back to the value `fresh()` gives, the field of a default-made object), as a
+// field that is absent reads.
+template <class F, class Default>
+std::size_t drop_field(F& f, const schema::model& m, const schema::field& field, const path& p, std::size_t k,
+                       Default&& fresh) {
+  if (const std::size_t d = drop_at(f, m, field.type, p, k + 1)) return d;
   if constexpr (is_optional<F>::value) {
     if (!f.has_value()) return 0;
     f.reset();
     return k + 1;
   } else {
-    return 0;
+    if (field.required) return 0;
+    auto made = fresh();
+    if (!made) return 0;
+    if constexpr (std::is_move_assignable_v<F>) {
+      f = std::move(*made);
+      return k + 1;
+    } else {
+      return 0;
+    }
   }
 }
 
@@ -164,10 +186,14 @@ bool apply_filters_with(issue_list& issues, note_list& notes, Drop&& drop, ListS
   // A list that lost every item to filters with a reason: the call refrains with it.
   for (auto& [list, reason] : emptied) {
     if (list_size(list) != 0) continue;
+    const auto items = std::count_if(dropped.begin(), dropped.end(), [&](const path& d) {
+      return d.size() == list.size() + 1 && std::equal(list.begin(), list.end(), d.begin());
+    });
     issue i;
     i.path = list;
     i.code = issue_code::constraint_violation;
     i.expected = "at least one valid item";
+    i.actual = std::to_string(items) + " dropped";
     i.message = "every item was dropped";
     i.action = fail_action::refrain;
     i.reason = std::move(reason);
