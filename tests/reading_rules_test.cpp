@@ -51,6 +51,19 @@ struct Pick {
   std::string size;
 };
 
+struct Sparse {
+  std::vector<std::optional<int>> xs;
+  std::optional<int> maybe;
+};
+
+struct Step {
+  int minutes = 5;
+};
+
+struct Steps {
+  std::vector<Step> steps;
+};
+
 }  // namespace rules_test
 
 template <>
@@ -78,6 +91,19 @@ template <>
 struct covenant::describe<rules_test::Pick> {
   static constexpr auto fields = covenant::fields<rules_test::Pick>(
       covenant::field<&rules_test::Pick::size>("Size.", covenant::one_of{"S", "M"}));
+};
+
+template <>
+struct covenant::describe<rules_test::Sparse> {
+  static constexpr auto fields = covenant::fields<rules_test::Sparse>(
+      covenant::field<&rules_test::Sparse::xs>("Xs.", covenant::each{covenant::on_fail::filter(covenant::range{0, 9})}),
+      covenant::field<&rules_test::Sparse::maybe>("Maybe.", covenant::on_fail::filter(covenant::range{0, 9})));
+};
+
+template <>
+struct covenant::describe<rules_test::Step> {
+  static constexpr auto fields = covenant::fields<rules_test::Step>(covenant::field<&rules_test::Step::minutes>(
+      "Minutes.", covenant::defaulted{}, covenant::on_fail::filter(covenant::range{1, 120})));
 };
 
 template <>
@@ -439,6 +465,22 @@ TEST(ReadingRules, ReplyCandidatesThatKeepEveryShapeWin) {
   const auto fenced = read_typed<std::vector<rules_test::Item>>("```json\n[{\"name\": \"a\"}]\n```");
   ASSERT_TRUE(fenced.ok()) << rendered(fenced.issues);
   EXPECT_EQ(fenced.value->size(), 1u);
+}
+
+TEST(ReadingRules, AFilterDropsTheListItemOrTheFieldThatIsNotRequired) {
+  // A list item is erased (an optional item too, not read as null); a field that is not required
+  // reads as absent (an optional one empty, a defaulted one its default). Never a map value.
+  const auto sparse = expect_readers_agree<rules_test::Sparse>(R"({"xs": [1, 50, 2], "maybe": 70})");
+  ASSERT_TRUE(sparse.typed.ok()) << rendered(sparse.typed.issues);
+  EXPECT_EQ(covenant::json_text(sparse.dynamic.value), R"({"xs":[1,2]})");
+  ASSERT_EQ(sparse.typed.notes.size(), 2u);
+  EXPECT_EQ(sparse.typed.notes[0].to_string(), "filtered at xs[1]: dropped: xs[1]: must be <= 9 (got 50)");
+  EXPECT_EQ(sparse.typed.notes[1].path.to_string(), "maybe");
+  const auto steps = expect_readers_agree<rules_test::Steps>(R"({"steps": [{"minutes": 500}, {"minutes": 30}]})");
+  ASSERT_TRUE(steps.typed.ok()) << rendered(steps.typed.issues);
+  ASSERT_EQ(steps.typed.value->steps.size(), 2u);
+  EXPECT_EQ(steps.typed.value->steps[0].minutes, 5);
+  EXPECT_EQ(steps.typed.notes.at(0).path.to_string(), "steps[0].minutes");
 }
 
 }  // namespace

@@ -410,8 +410,20 @@ struct object_codec {
   COVENANT_NOINLINE static void read_field(std::size_t j, json_reader& r, S& s, const schema::object_def& def,
                                            decode_context& ctx, const path_frame* f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (void)((j == I ? (read_value(r, boost::pfr::get<I>(s), def.fields[I].type, ctx, f), true) : false) || ...);
+      (void)((j == I ? (read_member<I>(r, s, def, ctx, f), true) : false) || ...);
     }(std::make_index_sequence<N>{});
+  }
+
+  // Field I: on-fail action filter, a field that is not required and fails such a check is
+  // dropped: it reads as absent (its default). A required one leaves the issue to what holds it.
+  template <std::size_t I>
+  COVENANT_ALWAYS_INLINE static void read_member(json_reader& r, S& out, const schema::object_def& def,
+                                                 decode_context& ctx, const path_frame* f) {
+    const std::size_t before = ctx.issues.size();
+    read_value(r, boost::pfr::get<I>(out), def.fields[I].type, ctx, f);
+    if (COVENANT_UNLIKELY(ctx.issues.size() != before) && !r.failed() && !def.fields[I].required &&
+        take_filtered(ctx, before, f))
+      reset_field<I>(out);
   }
 
   // The JSON keys of S (the same in every schema model S appears in), kept here for the hot
@@ -460,7 +472,7 @@ struct object_codec {
                                                const key_table& table, decode_context& ctx, path_frame& f) {
     if (!table.plain[I] || !r.expect_key(I == 0, table.quoted[I].data(), table.quoted[I].size())) return false;
     f.key = table.keys[I];
-    read_value(r, boost::pfr::get<I>(out), def.fields[I].type, ctx, &f);
+    read_member<I>(r, out, def, ctx, &f);
     return !r.failed();
   }
 
@@ -699,10 +711,8 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
       return;
     }
     if (!out.has_value()) out.emplace();
-    const std::size_t before = ctx.issues.size();
+    // (the on-fail action filter drops the list item or the field that holds it, not the value)
     read_value(r, *out, node, ctx, at);
-    // on-fail action filter: an optional value that fails such a check is dropped
-    if (COVENANT_UNLIKELY(ctx.issues.size() != before) && !r.failed() && take_filtered(ctx, before, at)) out.reset();
   } else if constexpr (std::is_same_v<T, bool>) {
     const char c = r.peek();
     if (c == '"' && ctx.opts.coerce) {
