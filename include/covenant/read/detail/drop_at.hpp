@@ -184,7 +184,9 @@ bool apply_filters_with(issue_list& issues, note_list& notes, Drop&& drop, ListS
   issues = std::move(rest);
   std::reverse(notes.begin() + static_cast<std::ptrdiff_t>(first_note), notes.end());  // in document order
   // A list that lost every item to filters with a reason: the call refrains with it.
-  for (auto& [list, reason] : emptied) {
+  for (auto& entry : emptied) {
+    const path& list = entry.first;
+    std::string& reason = entry.second;
     if (list_size(list) != 0) continue;
     const auto items = std::count_if(dropped.begin(), dropped.end(), [&](const path& d) {
       return d.size() == list.size() + 1 && std::equal(list.begin(), list.end(), d.begin());
