@@ -414,23 +414,28 @@ TEST(WaitAlone, ARateLimiterBackOffAfterA429EndsByItself) {
   EXPECT_EQ(server.requests(), 4u);
 }
 
-TEST(WaitAlone, TheRemedyDelayOfAnAsynchronousCallIsARealTimer) {
-  wait_setup s;
-  s.client.remedy_delay = 50ms;
-  s.server.dialect = dialect::openai;
-  std::atomic<int> asked{0};
-  s.server.answer = [&](const std::string& key) {
-    return asked++ == 0 ? std::string(R"({"label": "wrong"})") : answer_for(key);
-  };
-  fault_server server(s.server);
-  covenant::http_engine engine(engine_options(server, s.client));
-  ledger book;
-  const contract_t c{engine, contract_options(s.client), Classify{&book}};
-  const watchdog guard(std::chrono::seconds(30));
-  const result_t r = c.run_async(Ticket{"t1", 1}).get();
-  EXPECT_TRUE(r.outcome.success) << r.outcome.summary();
-  ASSERT_EQ(server.requests(), 2u);
-  EXPECT_GE(server.server().request(1).at - server.server().request(0).at, 50ms);
+// The remedy delay with nothing injected: a runtime timer for run_async(), the calling thread's
+// sleep for run(). Each call is alone: one server, one engine, one call.
+TEST(WaitAlone, TheRemedyDelayIsARealWaitForABlockingAndAnAsynchronousCall) {
+  for (const bool async : {false, true}) {
+    SCOPED_TRACE(async ? "run_async" : "run");
+    wait_setup s;
+    s.client.remedy_delay = 50ms;
+    s.server.dialect = dialect::openai;
+    std::atomic<int> asked{0};
+    s.server.answer = [&](const std::string& key) {
+      return asked++ == 0 ? std::string(R"({"label": "wrong"})") : answer_for(key);
+    };
+    fault_server server(s.server);
+    covenant::http_engine engine(engine_options(server, s.client));
+    ledger book;
+    const contract_t c{engine, contract_options(s.client), Classify{&book}};
+    const watchdog guard(std::chrono::seconds(30));
+    const result_t r = async ? c.run_async(Ticket{"t1", 1}).get() : c.run(Ticket{"t1", 1});
+    EXPECT_TRUE(r.outcome.success) << r.outcome.summary();
+    ASSERT_EQ(server.requests(), 2u);
+    EXPECT_GE(server.server().request(1).at - server.server().request(0).at, 50ms);
+  }
 }
 
 TEST(WaitAlone, AHeldRequestTimesOutAfterAShorterConnectTimeoutWasArmed) {
