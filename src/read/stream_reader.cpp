@@ -1,5 +1,5 @@
 // Partial results of streamed replies: the state tree, and the incremental reader (a resumable
-// JSON tokenizer writing into C++ values through sink tables, or into JSON values).
+// JSON tokenizer writing into C++ values through value_ops tables, or into JSON values).
 #include "covenant/read/detail/stream_reader.hpp"
 
 #include <boost/json/parse.hpp>
@@ -139,7 +139,7 @@ constexpr std::uint32_t no_node = partial_states::none;
 
 /// Where the next value goes.
 struct slot {
-  const sink_ops* ops = nullptr;   // typed target's table (null: dynamic or nothing)
+  const value_ops* ops = nullptr;   // typed target's table (null: dynamic or nothing)
   void* target = nullptr;          // typed target
   json::value* jv = nullptr;       // dynamic target (also used for opaque typed values)
   const schema::type* node = nullptr;
@@ -160,7 +160,7 @@ struct frame {
   std::size_t count = 0;                   // list elements so far
   // An opaque typed value (variant, map, ...) is built as JSON here and assigned at its end.
   std::unique_ptr<json::value> scratch;
-  const sink_ops* opaque_ops = nullptr;
+  const value_ops* opaque_ops = nullptr;
   void* opaque_target = nullptr;
   std::uint32_t opaque_state = no_node;
 };
@@ -168,8 +168,8 @@ struct frame {
 }  // namespace
 
 struct stream_core::impl {
-  impl(const schema::model& m, const decode_options& o, strictness lvl, const sink_ops* sink, void* root)
-      : model(m), options(o), level(lvl), root_sink(sink), root_target(root), tokens(*this, std::min<std::size_t>(o.max_depth, 1000)) {
+  impl(const schema::model& m, const decode_options& o, strictness lvl, const value_ops* ops, void* root)
+      : model(m), options(o), level(lvl), root_ops(ops), root_target(root), tokens(*this, std::min<std::size_t>(o.max_depth, 1000)) {
     options.coerce = level == strictness::coerce;
     checks_options = options;
   }
@@ -232,9 +232,9 @@ struct stream_core::impl {
 
   /// The typed value a finished scalar was stored into, for a C++ predicate: the slot's target
   /// when it is a string or number of the output type, else none (a JSON value, another shape).
-  static const void* native_of(const slot& s, sink_kind kind) noexcept {
+  static const void* native_of(const slot& s, value_kind kind) noexcept {
     if (s.ops == nullptr || s.ops->kind != kind) return nullptr;
-    if (kind != sink_kind::string && kind != sink_kind::integer && kind != sink_kind::floating) return nullptr;
+    if (kind != value_kind::string && kind != value_kind::integer && kind != value_kind::floating) return nullptr;
     return s.target;
   }
 
@@ -326,9 +326,9 @@ struct stream_core::impl {
         return s;
       }
       root_used = true;
-      s.ops = root_sink;
-      s.target = root_sink != nullptr ? root_target : nullptr;
-      s.jv = root_sink == nullptr ? static_cast<json::value*>(root_target) : nullptr;
+      s.ops = root_ops;
+      s.target = root_ops != nullptr ? root_target : nullptr;
+      s.jv = root_ops == nullptr ? static_cast<json::value*>(root_target) : nullptr;
       s.node = resolve(&model.root);
       s.state = partial_states::root;
       states.set(s.state, value_state::streaming);
@@ -349,8 +349,8 @@ struct stream_core::impl {
       if (f.def != nullptr && f.field >= 0) {
         const schema::field& fd = f.def->fields[static_cast<std::size_t>(f.field)];
         s.node = resolve(&fd.type);
-        if (f.at.ops != nullptr && f.at.ops->kind == sink_kind::object) {
-          const field_sink& fs = f.at.ops->fields[static_cast<std::size_t>(f.field)];
+        if (f.at.ops != nullptr && f.at.ops->kind == value_kind::object) {
+          const field_ops& fs = f.at.ops->fields[static_cast<std::size_t>(f.field)];
           s.ops = &fs.ops();
           s.target = fs.member(f.at.target);
         } else if (f.at.jv != nullptr) {
@@ -375,7 +375,7 @@ struct stream_core::impl {
     // array
     if (f.at.node != nullptr && f.at.node->kind == schema::kind::array && !f.at.node->args.empty())
       s.node = resolve(&f.at.node->args[0]);
-    if (f.at.ops != nullptr && f.at.ops->kind == sink_kind::array) {
+    if (f.at.ops != nullptr && f.at.ops->kind == value_kind::array) {
       s.ops = &f.at.ops->item();
       s.target = f.at.ops->emplace(f.at.target);
     } else if (f.at.jv != nullptr) {
@@ -412,7 +412,7 @@ struct stream_core::impl {
 
   /// Optional C++ values: engaged for a non-null value.
   static void unwrap(slot& s) {
-    while (s.ops != nullptr && s.ops->kind == sink_kind::optional) {
+    while (s.ops != nullptr && s.ops->kind == value_kind::optional) {
       s.target = s.ops->emplace(s.target);
       s.ops = &s.ops->item();
     }
@@ -430,8 +430,8 @@ struct stream_core::impl {
     }
     unwrap(s);
     if (s.ops != nullptr) {
-      const bool fits = object ? s.ops->kind == sink_kind::object : s.ops->kind == sink_kind::array;
-      if (!fits && s.ops->kind == sink_kind::opaque) {
+      const bool fits = object ? s.ops->kind == value_kind::object : s.ops->kind == value_kind::array;
+      if (!fits && s.ops->kind == value_kind::opaque) {
         // Build its JSON, assign it whole at its end.
         f.scratch = std::make_unique<json::value>();
         f.opaque_ops = s.ops;
@@ -507,7 +507,7 @@ struct stream_core::impl {
       // Shown as it grows only for plain strings not marked @stream.done.
       grow_visible = false;
       if (!current.skip) {
-        const bool typed_string = current.ops != nullptr && current.ops->kind == sink_kind::string;
+        const bool typed_string = current.ops != nullptr && current.ops->kind == value_kind::string;
         const bool dynamic_string = current.ops == nullptr && current.jv != nullptr &&
                                     (current.node == nullptr || current.node->kind == schema::kind::string ||
                                      current.node->kind == schema::kind::any);
@@ -550,13 +550,13 @@ struct stream_core::impl {
     if (!grow_visible) {
       if (current.ops != nullptr) {
         switch (current.ops->kind) {
-          case sink_kind::enumeration: {
+          case value_kind::enumeration: {
             issue_list issues;
             current.ops->set_enum(current.target, raw_of(), options, issues);
             changed = true;
             break;
           }
-          case sink_kind::opaque:
+          case value_kind::opaque:
             current.ops->assign(current.target, json::value(json::string(json::string_view(value.data(), value.size()))),
                                 options);
             break;
@@ -575,7 +575,7 @@ struct stream_core::impl {
         if (!cs.empty() && !within_length_bounds(cs, value)) {
           const std::string raw = raw_of();
           with_path([&](decode_context& ctx, const path_frame* at) {
-            check_string(cs, value, raw, grow_visible ? native_of(current, sink_kind::string) : nullptr, ctx, at);
+            check_string(cs, value, raw, grow_visible ? native_of(current, value_kind::string) : nullptr, ctx, at);
           });
         }
       }
@@ -632,15 +632,15 @@ struct stream_core::impl {
     bool stored = false;
     if (s.ops != nullptr) {
       switch (s.ops->kind) {
-        case sink_kind::integer:
+        case value_kind::integer:
           if (v.is_int64()) stored = s.ops->set_integer(s.target, v.get_int64());
           else if (v.is_uint64()) stored = s.ops->set_unsigned(s.target, v.get_uint64());
           break;
-        case sink_kind::floating:
+        case value_kind::floating:
           s.ops->set_floating(s.target, d);
           stored = true;
           break;
-        case sink_kind::opaque: stored = s.ops->assign(s.target, v, options); break;
+        case value_kind::opaque: stored = s.ops->assign(s.target, v, options); break;
         default: break;
       }
     } else if (s.jv != nullptr) {
@@ -656,7 +656,7 @@ struct stream_core::impl {
       const auto& cs = final_checks(s.node);
       if (!cs.empty() && !number_within_bounds(cs, d))
         with_path([&](decode_context& ctx, const path_frame* at) {
-          check_number(cs, d, raw, native_of(s, s.ops != nullptr ? s.ops->kind : sink_kind::opaque), ctx, at);
+          check_number(cs, d, raw, native_of(s, s.ops != nullptr ? s.ops->kind : value_kind::opaque), ctx, at);
         });
     } else if (!violations_frozen && s.node != nullptr && (s.node->kind == schema::kind::literal || is_choice(s.node))) {
       check_scalar_alone(s.node, raw);
@@ -669,8 +669,8 @@ struct stream_core::impl {
     unwrap(s);
     if (!s.skip) {
       if (s.ops != nullptr) {
-        if (s.ops->kind == sink_kind::boolean) s.ops->set_boolean(s.target, b);
-        else if (s.ops->kind == sink_kind::opaque) s.ops->assign(s.target, json::value(b), options);
+        if (s.ops->kind == value_kind::boolean) s.ops->set_boolean(s.target, b);
+        else if (s.ops->kind == value_kind::opaque) s.ops->assign(s.target, json::value(b), options);
       } else if (s.jv != nullptr) {
         *s.jv = b;
       }
@@ -683,7 +683,7 @@ struct stream_core::impl {
   void null() {
     slot s = next_slot();
     if (!s.skip) {
-      if (s.ops != nullptr && s.ops->kind == sink_kind::optional) s.ops->reset(s.target);
+      if (s.ops != nullptr && s.ops->kind == value_kind::optional) s.ops->reset(s.target);
       else if (s.jv != nullptr) *s.jv = nullptr;
       changed = true;
     }
@@ -750,7 +750,7 @@ struct stream_core::impl {
     json::value value = json::parse(found.front().json, ec);
     if (ec || !(value.is_object() || value.is_array())) return false;
     // Replay the value into the target as if it had been parsed.
-    if (root_sink != nullptr) root_sink->clear(root_target);
+    if (root_ops != nullptr) root_ops->clear(root_target);
     else *static_cast<json::value*>(root_target) = nullptr;
     stack.clear();
     path.clear();
@@ -808,7 +808,7 @@ struct stream_core::impl {
   decode_options checks_options;
   std::unordered_map<const schema::type*, bool> choice_cache;
   strictness level;
-  const sink_ops* root_sink;
+  const value_ops* root_ops;
   void* root_target;
   push_tokenizer<impl> tokens;
 
@@ -841,8 +841,8 @@ struct stream_core::impl {
 };
 
 stream_core::stream_core(const schema::model& m, const decode_options& options, strictness level,
-                         const sink_ops* root_sink, void* root)
-    : impl_(std::make_unique<impl>(m, options, level, root_sink, root)) {}
+                         const value_ops* root_ops, void* root)
+    : impl_(std::make_unique<impl>(m, options, level, root_ops, root)) {}
 
 stream_core::~stream_core() = default;
 
@@ -859,7 +859,7 @@ bool stream_core::feed(std::string_view delta) {
   try {
     return impl_->feed(delta);
   } catch (const std::exception&) {
-    // A value the sinks could not take (out of memory, ...): stop showing partials for this reply;
+    // A value the tables could not take (out of memory, ...): stop showing partials for this reply;
     // the final reader judges the whole text.
     impl_->finished = true;
     return false;

@@ -4,7 +4,7 @@
 // A stream reader is fed the reply piece by piece. It reads the JSON with a resumable push
 // tokenizer of its own (src/push_tokenizer.hpp: a piece may end anywhere, inside a string, an
 // escape, a number or a UTF-8 character) and writes each value straight into the partial value (a C++ object through its
-// type's sink table, or a boost::json::value), keeping the state of every part. Each piece costs
+// type's value_ops table, or a boost::json::value), keeping the state of every part. Each piece costs
 // about its own length: nothing is parsed twice. Text before the value (prose, a ```json fence)
 // is skipped. Text that is not JSON (single quotes, unquoted keys, ...) switches the reader to
 // re-reading the whole text so far with the lenient reader in partial mode, but only each time
@@ -26,7 +26,7 @@
 #include <string_view>
 
 #include "covenant/read/detail/decode_context.hpp"
-#include "covenant/read/detail/stream_sink.hpp"
+#include "covenant/read/detail/value_ops.hpp"
 #include "covenant/types/issues.hpp"
 #include "covenant/read/lenient.hpp"
 #include "covenant/read/partial.hpp"
@@ -38,9 +38,9 @@ namespace covenant::detail {
 /// The compiled core of both readers.
 class stream_core {
  public:
-  /// Typed: `root_sink` and `root` (the C++ value). Dynamic: `root_sink` null and `root` a
+  /// Typed: `root_ops` and `root` (the C++ value). Dynamic: `root_ops` null and `root` a
   /// boost::json::value.
-  stream_core(const schema::model& m, const decode_options& options, strictness level, const sink_ops* root_sink,
+  stream_core(const schema::model& m, const decode_options& options, strictness level, const value_ops* root_ops,
               void* root);
   ~stream_core();
   stream_core(const stream_core&) = delete;
@@ -67,7 +67,7 @@ template <class T>
 class stream_reader {
  public:
   stream_reader(const decode_options& options, strictness level)
-      : core_(schema_of<T>(), options, level, &sink_of<T>(), &view_.value_) {
+      : core_(schema_of<T>(), options, level, &ops_of<T>(), &view_.value_) {
     view_.states_ = &core_.states();
   }
   stream_reader(const stream_reader&) = delete;

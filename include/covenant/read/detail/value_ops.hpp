@@ -1,7 +1,7 @@
-// covenant/detail/stream_sink.hpp - how a streamed reply is written into a C++ value piece by
-// piece: one small table of functions per type (built at compile time from the type's shape),
-// used by the compiled stream reader (detail/stream_reader.hpp). Types without a table of their
-// own (variants, maps, ...) are filled once their whole JSON value is there (from_value).
+// covenant/read/detail/value_ops.hpp - a C++ value as the readers see it: one small table of
+// functions per type (built at compile time from the type's shape) through which the stream
+// reader (detail/stream_reader.hpp) writes a streamed reply piece by piece. Types without a table
+// of their own (variants, maps, ...) are filled once their whole JSON value is there (from_value).
 #pragma once
 
 #include <boost/json/fwd.hpp>
@@ -27,25 +27,25 @@ namespace covenant {
 
 namespace detail {
 
-enum class sink_kind : std::uint8_t { object, array, optional, string, integer, floating, boolean, enumeration, opaque };
+enum class value_kind : std::uint8_t { object, array, optional, string, integer, floating, boolean, enumeration, opaque };
 
-struct sink_ops;
-using sink_ref = const sink_ops& (*)();
+struct value_ops;
+using ops_ref = const value_ops& (*)();
 
 /// One field of an aggregate: where it is in the object, and how to fill it.
-struct field_sink {
+struct field_ops {
   void* (*member)(void* object);
-  sink_ref ops;
+  ops_ref ops;
 };
 
-struct sink_ops {
-  sink_kind kind = sink_kind::opaque;
+struct value_ops {
+  value_kind kind = value_kind::opaque;
   // object
-  const field_sink* fields = nullptr;
+  const field_ops* fields = nullptr;
   std::size_t field_count = 0;
   // array (a new element) and optional (the value, engaged)
   void* (*emplace)(void* self) = nullptr;
-  sink_ref item = nullptr;
+  ops_ref item = nullptr;
   // optional: disengage (null)
   void (*reset)(void* self) = nullptr;
   // every kind: back to a default-constructed value
@@ -66,28 +66,28 @@ struct sink_ops {
 };
 
 template <class T>
-const sink_ops& sink_of() noexcept;
+const value_ops& ops_of() noexcept;
 
 template <class T, std::size_t... I>
-const field_sink* field_sinks(std::index_sequence<I...>) noexcept {
-  static const field_sink fields[] = {
-      field_sink{[](void* o) -> void* { return &boost::pfr::get<I>(*static_cast<T*>(o)); },
-                 &sink_of<boost::pfr::tuple_element_t<I, T>>}...};
+const field_ops* field_ops_of(std::index_sequence<I...>) noexcept {
+  static const field_ops fields[] = {
+      field_ops{[](void* o) -> void* { return &boost::pfr::get<I>(*static_cast<T*>(o)); },
+                 &ops_of<boost::pfr::tuple_element_t<I, T>>}...};
   return fields;
 }
 
 template <class T>
-sink_ops make_sink() noexcept {
-  sink_ops o;
+value_ops make_ops() noexcept {
+  value_ops o;
   o.clear = [](void* p) { *static_cast<T*>(p) = T{}; };
   if constexpr (std::is_same_v<T, std::string>) {
-    o.kind = sink_kind::string;
+    o.kind = value_kind::string;
     o.append = [](void* p, std::string_view s) { static_cast<std::string*>(p)->append(s); };
   } else if constexpr (std::is_same_v<T, bool>) {
-    o.kind = sink_kind::boolean;
+    o.kind = value_kind::boolean;
     o.set_boolean = [](void* p, bool v) { *static_cast<bool*>(p) = v; };
   } else if constexpr (std::is_integral_v<T>) {
-    o.kind = sink_kind::integer;
+    o.kind = value_kind::integer;
     o.set_integer = [](void* p, std::int64_t v) {
       if constexpr (std::is_signed_v<T>) {
         if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) return false;
@@ -103,10 +103,10 @@ sink_ops make_sink() noexcept {
       return true;
     };
   } else if constexpr (std::is_floating_point_v<T>) {
-    o.kind = sink_kind::floating;
+    o.kind = value_kind::floating;
     o.set_floating = [](void* p, double v) { *static_cast<T*>(p) = static_cast<T>(v); };
   } else if constexpr (std::is_enum_v<T>) {
-    o.kind = sink_kind::enumeration;
+    o.kind = value_kind::enumeration;
     o.set_enum = [](void* p, std::string_view json, const decode_options& options, issue_list& issues) {
       auto r = decode<T>(json, options);
       if (r.value) *static_cast<T*>(p) = *r.value;
@@ -114,25 +114,25 @@ sink_ops make_sink() noexcept {
     };
   } else if constexpr (is_optional<T>::value) {
     using U = typename T::value_type;
-    o.kind = sink_kind::optional;
+    o.kind = value_kind::optional;
     o.emplace = [](void* p) -> void* {
       auto& opt = *static_cast<T*>(p);
       if (!opt) opt.emplace();
       return &*opt;
     };
     o.reset = [](void* p) { static_cast<T*>(p)->reset(); };
-    o.item = &sink_of<U>;
+    o.item = &ops_of<U>;
   } else if constexpr (is_vector<T>::value) {
     using U = typename T::value_type;
-    o.kind = sink_kind::array;
+    o.kind = value_kind::array;
     o.emplace = [](void* p) -> void* { return &static_cast<T*>(p)->emplace_back(); };
-    o.item = &sink_of<U>;
+    o.item = &ops_of<U>;
   } else if constexpr (reflectable_aggregate<T>) {
-    o.kind = sink_kind::object;
-    o.fields = field_sinks<T>(std::make_index_sequence<field_count_v<T>>{});
+    o.kind = value_kind::object;
+    o.fields = field_ops_of<T>(std::make_index_sequence<field_count_v<T>>{});
     o.field_count = field_count_v<T>;
   } else {
-    o.kind = sink_kind::opaque;
+    o.kind = value_kind::opaque;
     o.assign = [](void* p, const boost::json::value& v, const decode_options& options) {
       auto r = from_value<T>(v, options);
       if (!r.value) return false;
@@ -144,8 +144,8 @@ sink_ops make_sink() noexcept {
 }
 
 template <class T>
-const sink_ops& sink_of() noexcept {
-  static const sink_ops ops = make_sink<T>();
+const value_ops& ops_of() noexcept {
+  static const value_ops ops = make_ops<T>();
   return ops;
 }
 
