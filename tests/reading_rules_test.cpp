@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "reading.hpp"
+#include "read/json_ops.hpp"
+#include <covenant/read/detail/filter.hpp>
 
 namespace rules_test {
 
@@ -481,6 +483,45 @@ TEST(ReadingRules, AFilterDropsTheListItemOrTheFieldThatIsNotRequired) {
   ASSERT_EQ(steps.typed.value->steps.size(), 2u);
   EXPECT_EQ(steps.typed.value->steps[0].minutes, 5);
   EXPECT_EQ(steps.typed.notes.at(0).path.to_string(), "steps[0].minutes");
+}
+
+TEST(ReadingRules, TheFilterAfterHooksIsOneWalkOnACppAndAJsonValue) {
+  // The same filter violations on the typed value and on its JSON twin: the same drops, notes and
+  // left issues. An empty field has nothing to drop, so its filter goes to the list item around
+  // it; a map value never goes, and a required field neither: that issue stays.
+  const std::string text =
+      R"({"name": "n", "count": 1, "ratio": 0.5, "flag": true, "level": "high", "note": "x",)"
+      R"( "items": [{"name": "a"}, {"name": "b", "qty": 2}, {"name": "c"}], "counts": {"k": 1}, "tags": ["t", "u"]})";
+  auto typed = covenant::decode<rules_test::Rec>(text);
+  ASSERT_TRUE(typed.ok()) << rendered(typed.issues);
+  auto dynamic = covenant::decode_dynamic(text, covenant::schema_of<rules_test::Rec>());
+  ASSERT_TRUE(dynamic.ok()) << rendered(dynamic.issues);
+  covenant::issue_list filters;
+  for (const char* at : {"items[0].qty", "items[1].qty", "counts.k", "note", "tags[1]", "tags[7]", "name"}) {
+    covenant::issue i;
+    i.path = covenant::path::parse(at);
+    i.code = covenant::issue_code::postcondition_violation;
+    i.message = "is not wanted";
+    i.action = covenant::fail_action::filter;
+    filters.push_back(std::move(i));
+  }
+  covenant::issue_list typed_left = filters, dynamic_left = filters;
+  covenant::note_list typed_notes, dynamic_notes;
+  EXPECT_TRUE(covenant::detail::apply_filters(*typed.value, typed_left, typed_notes));
+  EXPECT_TRUE(covenant::detail::apply_filters(
+      covenant::detail::value_ref{&dynamic.value, &covenant::detail::json_ops()},
+      covenant::schema_of<rules_test::Rec>(), dynamic_left, dynamic_notes));
+  EXPECT_TRUE(covenant::json_equal(covenant::to_value(*typed.value), dynamic.value))
+      << covenant::json_text(covenant::to_value(*typed.value)) << "\n" << covenant::json_text(dynamic.value);
+  EXPECT_EQ(covenant::json_text(dynamic.value),
+            R"({"name":"n","count":1,"ratio":0.5,"flag":true,"level":"HIGH","retries":3,)"
+            R"("items":[{"name":"b"},{"name":"c"}],"counts":{"k":1},"tags":["t"]})");
+  EXPECT_EQ(typed_notes, dynamic_notes);
+  std::vector<std::string> dropped;
+  for (const auto& n : typed_notes) dropped.push_back(n.path.to_string());
+  EXPECT_EQ(dropped, (std::vector<std::string>{"tags[1]", "note", "items[0]", "items[1].qty"}));
+  EXPECT_EQ(rendered(typed_left), rendered(dynamic_left));
+  EXPECT_EQ(rendered(typed_left), "counts.k: is not wanted\nname: is not wanted\ntags[7]: is not wanted\n");
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 #include "covenant/runtime/dynamic_contract.hpp"
 
-#include "covenant/read/detail/drop_at.hpp"
+#include "covenant/read/detail/filter.hpp"
 #include "covenant/read/detail/read_reply.hpp"
 #include "covenant/read/detail/stream_reader.hpp"
 
 #include "covenant/types/json_schema.hpp"
 #include "covenant/types/prompt_format.hpp"
+
+#include "read/json_ops.hpp"
 
 namespace covenant {
 
@@ -17,67 +19,6 @@ std::shared_ptr<const boost::json::value> strict_schema(const schema::model& m) 
   } catch (const std::exception&) {
     return nullptr;  // not expressible in strict mode: the prompt text carries the schema
   }
-}
-
-// The on-fail action filter on a JSON value, as detail::drop_at() does it on a C++ value: drops
-// what `p` (from segment k on) points into inside `v` (of schema `node`): the deepest array item or
-// optional field on the way that holds the target. Returns the number of segments of the dropped
-// value's path (0: nothing dropped).
-std::size_t drop_json_at(boost::json::value& v, const schema::model& m, const schema::type& node, const path& p,
-                         std::size_t k) {
-  if (k >= p.size() || v.is_null()) return 0;
-  const path_segment& seg = p.segments()[k];
-  if (node.kind == schema::kind::array) {
-    boost::json::array* a = v.if_array();
-    if (a == nullptr || !seg.is_index || seg.index >= a->size() || node.args.empty()) return 0;
-    if (const std::size_t d = drop_json_at((*a)[seg.index], m, node.args[0], p, k + 1)) return d;
-    a->erase(a->begin() + static_cast<std::ptrdiff_t>(seg.index));
-    return k + 1;
-  }
-  boost::json::object* o = v.if_object();
-  if (o == nullptr || seg.is_index) return 0;
-  if (node.kind == schema::kind::map) {
-    auto it = o->find(seg.key);
-    return it == o->end() || node.args.size() < 2 ? 0 : drop_json_at(it->value(), m, node.args[1], p, k + 1);
-  }
-  if (node.kind != schema::kind::ref || node.def == schema::no_def || node.def >= m.defs.size()) return 0;
-  const schema::object_def* def = m.defs[node.def].object();
-  if (def == nullptr) return 0;
-  for (const schema::field& f : def->fields) {
-    if (f.key != seg.key) continue;
-    auto it = o->find(f.key);
-    if (it == o->end()) return 0;
-    if (const std::size_t d = drop_json_at(it->value(), m, f.type, p, k + 1)) return d;
-    if (!f.required) {
-      o->erase(it);
-      return k + 1;
-    }
-    if (f.type.nullable) {
-      it->value() = nullptr;
-      return k + 1;
-    }
-    return 0;
-  }
-  return 0;
-}
-
-// The number of items of the array at `p` inside `v`; -1 when there is none.
-long json_list_size_at(const boost::json::value& v, const path& p) {
-  const boost::json::value* at = &v;
-  for (const path_segment& seg : p.segments()) {
-    if (seg.is_index) {
-      const boost::json::array* a = at->if_array();
-      if (a == nullptr || seg.index >= a->size()) return -1;
-      at = &(*a)[seg.index];
-    } else {
-      const boost::json::object* o = at->if_object();
-      const boost::json::value* next = o != nullptr ? o->if_contains(seg.key) : nullptr;
-      if (next == nullptr) return -1;
-      at = next;
-    }
-  }
-  const boost::json::array* a = at->if_array();
-  return a != nullptr ? static_cast<long>(a->size()) : -1;
 }
 
 std::string input_message(const boost::json::value& input) {
@@ -313,9 +254,7 @@ class dynamic_call final : public detail::call_steps {
       // against the schema again (a list may now be too short).
       const schema::model& m = c_->task.output;
       if (!issues.empty() &&
-          detail::apply_filters_with(
-              issues, notes, [&](const path& p) { return drop_json_at(out, m, m.root, p, 0); },
-              [&](const path& p) { return json_list_size_at(out, p); })) {
+          detail::apply_filters(detail::value_ref{&out, &detail::json_ops()}, m, issues, notes)) {
         for (issue& i : validate_value(out, m, c_->options.decode).issues) issues.push_back(std::move(i));
       }
     };

@@ -67,7 +67,7 @@
 #include "covenant/contract/contract_options.hpp"
 #include "covenant/read/decode.hpp"
 #include "covenant/contract/detail/call.hpp"
-#include "covenant/read/detail/drop_at.hpp"
+#include "covenant/read/detail/filter.hpp"
 #include "covenant/contract/detail/expression.hpp"
 #include "covenant/read/detail/read_reply.hpp"
 #include "covenant/contract/detail/tool_runs.hpp"

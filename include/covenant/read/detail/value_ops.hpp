@@ -27,15 +27,27 @@ namespace covenant {
 
 namespace detail {
 
-enum class value_kind : std::uint8_t { object, array, optional, string, integer, floating, boolean, enumeration, opaque };
+/// What a table's value is. `json`: a boost::json::value, whatever its schema says (the runtime
+/// schemas' target: its operations look at the value's own kind).
+enum class value_kind : std::uint8_t { object, array, optional, string, integer, floating, boolean, enumeration, opaque, json };
 
 struct value_ops;
 using ops_ref = const value_ops& (*)();
+
+/// A value and its table; `p` null: no value there.
+struct value_ref {
+  void* p = nullptr;
+  const value_ops* ops = nullptr;
+};
+
+inline constexpr std::size_t not_a_list = static_cast<std::size_t>(-1);
 
 /// One field of an aggregate: where it is in the object, and how to fill it.
 struct field_ops {
   void* (*member)(void* object);
   ops_ref ops;
+  // back to the value the field has in a default-made object; false when the type has none
+  bool (*restore)(void* object);
 };
 
 struct value_ops {
@@ -63,17 +75,65 @@ struct value_ops {
   void (*set_enum)(void* self, std::string_view json, const decode_options& options, issue_list& issues) = nullptr;
   // opaque: the whole JSON value; false when it does not fit
   bool (*assign)(void* self, const boost::json::value& v, const decode_options& options) = nullptr;
+
+  // Walking a value already read (the on-fail filter, read/detail/filter.hpp). Null where the
+  // kind has no such part.
+  // optional: the value inside, or null when empty
+  void* (*value)(void* self) = nullptr;
+  // array: the number of items (not_a_list: the value is no list), an item, erase an item
+  std::size_t (*size)(const void* self) = nullptr;
+  void* (*item_at)(void* self, std::size_t i) = nullptr;
+  void (*erase)(void* self, std::size_t i) = nullptr;
+  // map with string keys: the value at `key`, or null (`item` is the values' table)
+  void* (*find)(void* self, std::string_view key) = nullptr;
+  // object: field j of `def` (null p: absent), and dropping it as an absent field reads (an
+  // optional one emptied, a defaulted one back to its default, a required nullable one null);
+  // false when it is required, or empty already
+  value_ref (*field)(void* self, const schema::object_def& def, std::size_t j) = nullptr;
+  bool (*drop_field)(void* self, const schema::object_def& def, std::size_t j) = nullptr;
 };
 
 template <class T>
 const value_ops& ops_of() noexcept;
 
+template <class T, std::size_t I>
+bool restore_field(void* o) {
+  using F = boost::pfr::tuple_element_t<I, T>;
+  if constexpr (std::is_default_constructible_v<T> && std::is_move_assignable_v<F>) {
+    T fresh{};
+    boost::pfr::get<I>(*static_cast<T*>(o)) = std::move(boost::pfr::get<I>(fresh));
+    return true;
+  } else {
+    (void)o;
+    return false;
+  }
+}
+
 template <class T, std::size_t... I>
 const field_ops* field_ops_of(std::index_sequence<I...>) noexcept {
   static const field_ops fields[] = {
       field_ops{[](void* o) -> void* { return &boost::pfr::get<I>(*static_cast<T*>(o)); },
-                 &ops_of<boost::pfr::tuple_element_t<I, T>>}...};
+                &ops_of<boost::pfr::tuple_element_t<I, T>>, &restore_field<T, I>}...};
   return fields;
+}
+
+template <class T>
+value_ref typed_field(void* self, const schema::object_def&, std::size_t j) {
+  const field_ops& f = field_ops_of<T>(std::make_index_sequence<field_count_v<T>>{})[j];
+  return {f.member(self), &f.ops()};
+}
+
+template <class T>
+bool drop_typed_field(void* self, const schema::object_def& def, std::size_t j) {
+  const field_ops& f = field_ops_of<T>(std::make_index_sequence<field_count_v<T>>{})[j];
+  void* member = f.member(self);
+  const value_ops& ops = f.ops();
+  if (ops.kind == value_kind::optional) {
+    if (ops.value(member) == nullptr) return false;
+    ops.reset(member);
+    return true;
+  }
+  return !def.fields[j].required && f.restore(self);
 }
 
 template <class T>
@@ -122,15 +182,27 @@ value_ops make_ops() noexcept {
     };
     o.reset = [](void* p) { static_cast<T*>(p)->reset(); };
     o.item = &ops_of<U>;
+    o.value = [](void* p) -> void* {
+      auto& opt = *static_cast<T*>(p);
+      return opt ? &*opt : nullptr;
+    };
   } else if constexpr (is_vector<T>::value) {
     using U = typename T::value_type;
     o.kind = value_kind::array;
     o.emplace = [](void* p) -> void* { return &static_cast<T*>(p)->emplace_back(); };
     o.item = &ops_of<U>;
+    o.size = [](const void* p) { return static_cast<const T*>(p)->size(); };
+    o.item_at = [](void* p, std::size_t i) -> void* { return &(*static_cast<T*>(p))[i]; };
+    o.erase = [](void* p, std::size_t i) {
+      auto& v = *static_cast<T*>(p);
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+    };
   } else if constexpr (reflectable_aggregate<T>) {
     o.kind = value_kind::object;
     o.fields = field_ops_of<T>(std::make_index_sequence<field_count_v<T>>{});
     o.field_count = field_count_v<T>;
+    o.field = &typed_field<T>;
+    o.drop_field = &drop_typed_field<T>;
   } else {
     o.kind = value_kind::opaque;
     o.assign = [](void* p, const boost::json::value& v, const decode_options& options) {
@@ -139,6 +211,14 @@ value_ops make_ops() noexcept {
       *static_cast<T*>(p) = std::move(*r.value);
       return true;
     };
+    if constexpr (is_string_map<T>::value) {
+      o.item = &ops_of<typename T::mapped_type>;
+      o.find = [](void* p, std::string_view key) -> void* {
+        auto& m = *static_cast<T*>(p);
+        auto it = m.find(std::string(key));
+        return it == m.end() ? nullptr : &it->second;
+      };
+    }
   }
   return o;
 }
