@@ -619,14 +619,16 @@ TEST(StreamedContract, DynamicContractsStreamToo) {
   model.stream_in_chunks(5);
   covenant::dynamic_contract c{model, {.name = "qa", .prompt = "Answer.", .output = types.model("Answer")}};
   std::string seen;
-  auto o = c.stream(boost::json::object{{"text", "capital of France?"}},
-                    [&](const covenant::stream_update<boost::json::value>& u) { seen = std::string(u.text); })
-               .get();
+  auto [value, o] = c.stream(boost::json::object{{"text", "capital of France?"}},
+                             [&](const covenant::stream_update<boost::json::value>& u) { seen = std::string(u.text); })
+                        .get();
   EXPECT_THAT(o, Succeeded());
+  EXPECT_EQ(value, *o.result);  // run(), run_async() and stream() return the value beside the outcome
   EXPECT_EQ(seen, good);
   EXPECT_EQ(o.result->at("answer").as_string(), "Paris");
   auto o2 = c.run_async(boost::json::object{{"text", "again"}}).get();
   EXPECT_THAT(o2, covenant::testing::FailedAt(covenant::stage::engine));  // the script is exhausted
+  EXPECT_TRUE(o2.value.is_null());  // a failed call has no value
 }
 
 }  // namespace

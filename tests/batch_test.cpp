@@ -412,8 +412,8 @@ TEST(Batch, DynamicContractsBatchToo) {
   std::vector<boost::json::value> in;
   for (int i = 0; i < 30; ++i) in.push_back(boost::json::object{{"id", i}, {"delay_ms", i % 3}});
   std::vector<std::int64_t> ids;
-  auto summary = covenant::run_batch(c, in, [&](std::size_t, covenant::outcome<boost::json::value>&& o) {
-    ids.push_back(o.result->at("id").as_int64());
+  auto summary = covenant::run_batch(c, in, [&](std::size_t, covenant::dynamic_contract::call_result&& r) {
+    ids.push_back(r.value.at("id").as_int64());
   });
   EXPECT_EQ(summary.succeeded, 30u);
   for (std::size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ids[i], static_cast<std::int64_t>(i));

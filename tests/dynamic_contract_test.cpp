@@ -51,9 +51,10 @@ TEST(DynamicContract, PromptExpectingASchemaFromAFile) {
 ```)",
       R"({"summary": "Unchecked index.", "severity": "high", "issues": [{"line": 3, "message": "out of range"}]})"};
   const covenant::dynamic_contract review{model, review_task(), instant()};
-  auto o = review.run(boost::json::value{{"code", "int f(int* a) { return a[9]; }"}});
+  auto [value, o] = review.run(boost::json::value{{"code", "int f(int* a) { return a[9]; }"}});
   ASSERT_THAT(o, covenant::testing::Succeeded());
-  EXPECT_EQ(o.result->at("issues").at(0).at("line"), 3);
+  EXPECT_EQ(value.at("issues").at(0).at("line"), 3);
+  EXPECT_EQ(value, *o.result);
   EXPECT_EQ(model.calls(), 3u);
   const auto first = model.request(0);
   EXPECT_THAT(first.messages[0].content, HasSubstr("Review the code and report findings."));

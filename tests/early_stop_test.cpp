@@ -200,7 +200,7 @@ void expect_level_stops_the_stream(const char* schema) {
   model.stream_in_chunks(6, 1ms);
   covenant::dynamic_contract c{model, {.name = "levels", .prompt = "Rate.", .output = set.model("Out")},
                                instant({.tries = 1})};
-  auto o = c.stream(boost::json::object{{"q", "x"}}, [](const covenant::stream_update<boost::json::value>&) {}).get();
+  auto o = c.stream(boost::json::object{{"q", "x"}}, [](const covenant::stream_update<boost::json::value>&) {}).get().outcome;
   ASSERT_TRUE(o.success) << o.summary();
   ASSERT_EQ(o.attempts.size(), 2u);
   EXPECT_EQ(o.attempts[0].issues.at(0).to_string(), "level: must be one of \"LOW\", \"HIGH\" (got \"EXTREME\")");

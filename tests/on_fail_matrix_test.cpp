@@ -143,7 +143,7 @@ observed run_dynamic(kind k, fail_action a) {
   covenant::contract_options o = instant();
   o.retry.graceful = true;
   const covenant::dynamic_contract c{model, task, o};
-  const auto r = c.run(boost::json::object{{"text", "q"}});
+  const auto r = c.run(boost::json::object{{"text", "q"}}).outcome;
   observed out;
   out.calls = model.calls();
   out.success = r.success;

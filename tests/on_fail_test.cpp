@@ -471,8 +471,9 @@ TEST(OnFailPost, ADynamicContractsPostFiltersAsTheTypedOneDoes) {
       R"( {"title": "b", "url": "u3"}]})";
   scripted_engine model{reply};
   covenant::dynamic_contract c{model, task, instant()};
-  const auto outcome = c.run(boost::json::object{{"q", 1}});
+  const auto [value, outcome] = c.run(boost::json::object{{"q", 1}});
   ASSERT_TRUE(outcome.success) << outcome.summary();
+  EXPECT_EQ(value, *outcome.result);
   EXPECT_EQ(model.calls(), 1u);  // a filter never costs a model call
   EXPECT_EQ(boost::json::serialize(outcome.result->at("links")),
             R"([{"title":"a","url":"u1"},{"title":"b","url":"u3"}])");
@@ -485,7 +486,7 @@ TEST(OnFailPost, ADynamicContractsPostFiltersAsTheTypedOneDoes) {
   scripted_engine all_dead{R"({"summary": "s", "links": [{"title": "dead", "url": "u"}]})",
                            R"({"summary": "s", "links": [{"title": "ok", "url": "u"}]})"};
   covenant::dynamic_contract c2{all_dead, task, instant({.tries = 1})};
-  const auto second = c2.run(boost::json::object{{"q", 1}});
+  const auto second = c2.run(boost::json::object{{"q", 1}}).outcome;
   ASSERT_TRUE(second.success) << second.summary();
   EXPECT_EQ(all_dead.calls(), 2u);
   EXPECT_THAT(all_dead.last_message(1), HasSubstr("links"));

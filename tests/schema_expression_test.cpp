@@ -339,7 +339,7 @@ TEST(SchemaExpressionFile, DynamicContractAsksAgainUntilTheTotalMatches) {
   task.prompt = "Read the invoice.";
   task.output = set.model("Invoice");
   const covenant::dynamic_contract read{model, task, covenant::testing::instant({.tries = 3})};
-  const auto o = read.run(json::value{{"text", "pens 10.25, ink 5.50, total 15.75"}});
+  const auto o = read.run(json::value{{"text", "pens 10.25, ink 5.50, total 15.75"}}).outcome;
   ASSERT_THAT(o, covenant::testing::Succeeded());
   EXPECT_EQ(o.result->at("total"), json::value(15.75));
   EXPECT_EQ(model.calls(), 2u);

@@ -394,7 +394,7 @@ class answer_validator {
     sleep(options_.first_delay);
     covenant::call_options call;
     call.query_id = id;
-    covenant::outcome<boost::json::value> o = regenerate.run(input, call);
+    covenant::outcome<boost::json::value> o = regenerate.run(input, call).outcome;
     out.retry_count = static_cast<int>(o.calls());
     for (const auto& a : o.attempts) out.attempts.push_back({a.text, to_validation_errors(a.issues)});
     if (o.success) {

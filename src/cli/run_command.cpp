@@ -712,7 +712,7 @@ int run_run(const std::vector<std::string>& args) {
             write_failed = !out.write(json_text(line)) || write_failed;
           },
           std::move(this_call));
-      outcome<json::value> o = f.get();
+      outcome<json::value> o = f.get().outcome;
       write_failed = !out.write(result_line(in_flight[index], o)) || write_failed;
       in_flight.erase(index);
       ++summary.started;
@@ -733,7 +733,8 @@ int run_run(const std::vector<std::string>& args) {
     };
     summary = run_batch(
         contract, next_record,
-        [&](std::size_t index, outcome<json::value>&& o) {
+        [&](std::size_t index, dynamic_contract::call_result&& r) {
+          const outcome<json::value>& o = r.outcome;
           auto it = in_flight.find(index);
           if (it == in_flight.end()) return;
           if (o.failed_stage == stage::cancelled && interrupted.load()) {

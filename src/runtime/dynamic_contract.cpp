@@ -158,7 +158,7 @@ class dynamic_call final : public detail::call_steps {
  public:
   /// Blocking: the caller's input. Asynchronous: `owned` holds it, and the call completes `promise`.
   dynamic_call(const dynamic_contract::core& c, const boost::json::value* input, boost::json::value owned = nullptr,
-               std::shared_ptr<detail::future_state<outcome<boost::json::value>>> promise = nullptr)
+               std::shared_ptr<detail::future_state<dynamic_contract::call_result>> promise = nullptr)
       : c_(&c),
         owned_(std::move(owned)),
         input_(input != nullptr ? input : &owned_),
@@ -231,15 +231,17 @@ class dynamic_call final : public detail::call_steps {
     oc_.elapsed = c_->now() - start;
     times.add(perf_stage::total, oc_.elapsed);
     detail::call_finished(*c_, oc_, times, via);
-    if (promise_) promise_->set_value(std::move(oc_));
-    else result.emplace(std::move(oc_));
+    boost::json::value value = oc_.success && oc_.result ? *oc_.result : boost::json::value();
+    dynamic_contract::call_result r{std::move(value), std::move(oc_)};
+    if (promise_) promise_->set_value(std::move(r));
+    else result.emplace(std::move(r));
   }
 
   void on_update(std::function<void(const stream_update<boost::json::value>&)> f) {
     output_reader_.on_update_ = std::move(f);
   }
 
-  std::optional<outcome<boost::json::value>> result;
+  std::optional<dynamic_contract::call_result> result;
 
  private:
   void run_pre(const boost::json::value& in, issue_list& out) const {
@@ -275,7 +277,7 @@ class dynamic_call final : public detail::call_steps {
   std::optional<boost::json::value> repaired_;
   dynamic_reader input_reader_;
   dynamic_reader output_reader_;
-  std::shared_ptr<detail::future_state<outcome<boost::json::value>>> promise_;
+  std::shared_ptr<detail::future_state<dynamic_contract::call_result>> promise_;
 };
 
 }  // namespace
@@ -285,7 +287,7 @@ dynamic_contract::dynamic_contract(engine& model, dynamic_task task, contract_op
 
 namespace {
 
-outcome<boost::json::value> run_as(const dynamic_contract::core& core, const boost::json::value& input,
+dynamic_contract::call_result run_as(const dynamic_contract::core& core, const boost::json::value& input,
                                    const call_options* options, detail::call_via via) {
   dynamic_call c(core, &input);
   c.via = via;
@@ -295,28 +297,28 @@ outcome<boost::json::value> run_as(const dynamic_contract::core& core, const boo
 
 }  // namespace
 
-outcome<boost::json::value> dynamic_contract::run(const boost::json::value& input) const {
+dynamic_contract::call_result dynamic_contract::run(const boost::json::value& input) const {
   return run_as(*core_, input, nullptr, detail::call_via::run);
 }
 
-outcome<boost::json::value> dynamic_contract::run(const boost::json::value& input, const call_options& options) const {
+dynamic_contract::call_result dynamic_contract::run(const boost::json::value& input, const call_options& options) const {
   return run_as(*core_, input, &options, detail::call_via::run);
 }
 
-future<outcome<boost::json::value>> dynamic_contract::run_async(boost::json::value input, call_options options) const {
+future<dynamic_contract::call_result> dynamic_contract::run_async(boost::json::value input, call_options options) const {
   return start(std::move(input), std::move(options), nullptr);
 }
 
-future<outcome<boost::json::value>> dynamic_contract::stream(
+future<dynamic_contract::call_result> dynamic_contract::stream(
     boost::json::value input, std::function<void(const stream_update<boost::json::value>&)> on_update,
     call_options options) const {
   return start(std::move(input), std::move(options), std::move(on_update));
 }
 
-future<outcome<boost::json::value>> dynamic_contract::start(
+future<dynamic_contract::call_result> dynamic_contract::start(
     boost::json::value input, call_options options,
     std::function<void(const stream_update<boost::json::value>&)> on_update) const {
-  auto [f, promise] = detail::make_future<outcome<boost::json::value>>();
+  auto [f, promise] = detail::make_future<call_result>();
   const std::stop_token cancel = promise->stop.get_token();
   auto c = std::make_shared<dynamic_call>(*core_, nullptr, std::move(input), promise);
   const bool streaming = static_cast<bool>(on_update);
@@ -328,8 +330,9 @@ future<outcome<boost::json::value>> dynamic_contract::start(
 }
 
 boost::json::value dynamic_contract::operator()(const boost::json::value& input) const {
-  outcome<boost::json::value> o = run_as(*core_, input, nullptr, detail::call_via::call_operator);
-  if (o.success) return std::move(*o.result);
+  call_result r = run_as(*core_, input, nullptr, detail::call_via::call_operator);
+  outcome<boost::json::value>& o = r.outcome;
+  if (o.success) return std::move(r.value);
   if (!core_->options.retry.graceful)
     throw contract_failure<boost::json::value>(static_cast<outcome_base&>(o), boost::json::value());
   return nullptr;

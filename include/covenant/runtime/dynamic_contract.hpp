@@ -55,21 +55,25 @@ struct dynamic_task {
 class dynamic_contract {
  public:
   using input_type = boost::json::value;
-  using call_result = outcome<boost::json::value>;
+  /// What run() returns, as contract::run() does: the value (the validated output; null when the
+  /// contract failed) and the call's outcome.
+  using call_result = contract_result<boost::json::value, boost::json::value>;
 
   /// `model` must outlive the contract's blocking calls (see covenant/engine/engine.hpp for asynchronous
   /// calls). Throws std::invalid_argument for an invalid retry policy.
   dynamic_contract(engine& model, dynamic_task task, contract_options options = {});
 
   /// Runs the contract. Never throws for a failed contract: see the outcome.
-  [[nodiscard]] outcome<boost::json::value> run(const boost::json::value& input) const;
+  ///
+  ///     auto [value, outcome] = c.run(input);
+  [[nodiscard]] call_result run(const boost::json::value& input) const;
   /// run() with a stop token or a deadline (see contract::run).
-  [[nodiscard]] outcome<boost::json::value> run(const boost::json::value& input, const call_options& options) const;
+  [[nodiscard]] call_result run(const boost::json::value& input, const call_options& options) const;
 
   /// Starts the contract and returns at once (see contract::run_async).
-  [[nodiscard]] future<outcome<boost::json::value>> run_async(boost::json::value input, call_options options = {}) const;
+  [[nodiscard]] future<call_result> run_async(boost::json::value input, call_options options = {}) const;
   /// run_async() with the reply streamed to `on_update` (see contract::stream).
-  [[nodiscard]] future<outcome<boost::json::value>> stream(
+  [[nodiscard]] future<call_result> stream(
       boost::json::value input, std::function<void(const stream_update<boost::json::value>&)> on_update,
       call_options options = {}) const;
 
@@ -86,7 +90,7 @@ class dynamic_contract {
   struct core;
 
  private:
-  future<outcome<boost::json::value>> start(boost::json::value input, call_options options,
+  future<call_result> start(boost::json::value input, call_options options,
                                             std::function<void(const stream_update<boost::json::value>&)> on_update) const;
   std::shared_ptr<core> core_;
 };

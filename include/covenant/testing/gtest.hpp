@@ -29,16 +29,24 @@ inline void PrintTo(stage s, std::ostream* os) { *os << to_string(s); }
 
 namespace testing {
 
-/// The outcome succeeded.
+namespace detail {
+inline const outcome_base& outcome_of(const outcome_base& o) { return o; }
+template <class Result, class Output>
+const outcome_base& outcome_of(const contract_result<Result, Output>& r) {
+  return r.outcome;
+}
+}  // namespace detail
+
+/// The outcome succeeded (an outcome, or what a contract's run() returns).
 MATCHER(Succeeded, "the contract succeeded") {
-  const covenant::outcome_base& o = arg;
+  const covenant::outcome_base& o = covenant::testing::detail::outcome_of(arg);
   if (!o.success) *result_listener << o.summary();
   return o.success;
 }
 
-/// The outcome failed at the given stage.
+/// The outcome failed at the given stage (an outcome, or what a contract's run() returns).
 MATCHER_P(FailedAt, where, "the contract failed at stage " + std::string(covenant::to_string(where))) {
-  const covenant::outcome_base& o = arg;
+  const covenant::outcome_base& o = covenant::testing::detail::outcome_of(arg);
   if (o.success) {
     *result_listener << "it succeeded";
     return false;
