@@ -3,7 +3,7 @@
 // expressions of schema files (==, !=, in, the unique filter), numeric one_of and literal types.
 #include <covenant/read/decode.hpp>
 #include <covenant/types/describe.hpp>
-#include "runtime/schema_expression.hpp"
+#include "runtime/schema_formula.hpp"
 #include <covenant/read/dynamic.hpp>
 #include <covenant/types/json_equal.hpp>
 #include <covenant/runtime/schema_file.hpp>
@@ -129,7 +129,7 @@ TEST(JsonEqual, EveryComparisonOfASchemaFileAgrees) {
   EXPECT_FALSE(read(points_schema, "Listed", R"({"v": 3})").ok());
   std::string error;
   std::size_t offset = 0;
-  const auto numbers = covenant::detail::expression::parse("this|unique|length", error, offset);
+  const auto numbers = covenant::detail::formula::parse("this|unique|length", error, offset);
   ASSERT_TRUE(numbers) << error;
   EXPECT_EQ(numbers->evaluate(json::parse("[1, 1.0, 2]")), json::value(2));
 }

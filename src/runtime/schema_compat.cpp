@@ -12,7 +12,7 @@
 
 #include "covenant/types/config.hpp"
 #include "schema_checks.hpp"
-#include "schema_expression.hpp"
+#include "schema_formula.hpp"
 #include "covenant/runtime/registry.hpp"
 #include "types/number_text.hpp"
 
@@ -76,7 +76,7 @@ std::string json_text(const boost::json::value& v) {
 
 bool soft(const constraint& c) {
   if (c.on_fail == fail_action::noop) return true;
-  const auto* e = dynamic_cast<const detail::expression_check*>(c.custom.get());
+  const auto* e = dynamic_cast<const detail::formula_check*>(c.custom.get());
   return e != nullptr && e->soft();
 }
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "schema_checks.hpp"
-#include "schema_expression.hpp"
+#include "schema_formula.hpp"
 #include "schema_file_syntax.hpp"
 #include "text_file.hpp"
 
@@ -86,7 +86,7 @@ struct detail::schema_file_access {
         const schema::type* base = set.all_.unalias(t);
         const kind k = base == nullptr ? kind::any : base->kind;
         for (auto& c : t.constraints) {
-          const auto* check = dynamic_cast<const detail::expression_check*>(c.custom.get());
+          const auto* check = dynamic_cast<const detail::formula_check*>(c.custom.get());
           if (c.kind == schema::constraint_kind::predicate && check != nullptr && c.on_fail != fail_action::noop) {
             const std::size_t before = out.size();
             if (check->expr().to_constraints(k, out)) {

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "schema_expression.hpp"
+#include "schema_formula.hpp"
 #include "schema_file_syntax.hpp"
 
 namespace covenant::schema_file_impl {
@@ -420,7 +420,7 @@ class parser {
         (*st_.enum_rules)[idx].push_back(std::move(c));
       } else {
         schema::invariant inv;
-        const auto* check = static_cast<const detail::expression_check*>(c.custom.get());
+        const auto* check = static_cast<const detail::formula_check*>(c.custom.get());
         inv.description = check->expr().source();
         if (!c.label.empty()) inv.description += " (" + c.label + ")";
         inv.check = c.custom;
@@ -656,14 +656,14 @@ class parser {
     }
     std::string err;
     std::size_t off = 0;
-    auto e = detail::expression::parse(body->text, err, off, st_.limits.max_depth);
+    auto e = detail::formula::parse(body->text, err, off, st_.limits.max_depth);
     if (!e) error_at(schema_error_code::invalid_constraint, map_.at(body->content + off), at + ": " + err);
     schema::constraint c;
     c.kind = schema::constraint_kind::predicate;
     c.label = label;
     c.on_fail = action;
-    c.text = detail::expression_rule_text(*e, label);
-    c.custom = std::make_shared<detail::expression_check>(std::move(e), action == fail_action::noop, label);
+    c.text = detail::formula_rule_text(*e, label);
+    c.custom = std::make_shared<detail::formula_check>(std::move(e), action == fail_action::noop, label);
     return c;
   }
 

@@ -1,5 +1,5 @@
 // The @check/@assert expression language: parser, evaluator, translation to keyword constraints.
-#include "schema_expression.hpp"
+#include "schema_formula.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -22,7 +22,7 @@ namespace covenant::detail {
 
 namespace json = boost::json;
 
-struct expression::node {
+struct formula::node {
   enum class op : std::uint8_t {
     literal,
     this_,
@@ -56,12 +56,12 @@ struct expression::node {
   std::shared_ptr<const schema::compiled_pattern> regex;
 };
 
-expression::expression() = default;
-expression::~expression() = default;
+formula::formula() = default;
+formula::~formula() = default;
 
 namespace {
 
-using node = expression::node;
+using node = formula::node;
 using op = node::op;
 
 // ---- tokenizer ----------------------------------------------------------------------------------
@@ -1304,12 +1304,12 @@ std::string fold_spaces(std::string_view s) {
 
 }  // namespace
 
-std::shared_ptr<const expression> expression::parse(std::string_view source, std::string& error,
+std::shared_ptr<const formula> formula::parse(std::string_view source, std::string& error,
                                                      std::size_t& error_offset, std::size_t max_depth) {
   try {
     parser p(source, max_depth);
     node root = p.parse_all();
-    std::shared_ptr<expression> e(new expression());
+    std::shared_ptr<formula> e(new formula());
     e->root_ = std::make_unique<node>(std::move(root));
     e->source_ = fold_spaces(source);
     return e;
@@ -1320,18 +1320,18 @@ std::shared_ptr<const expression> expression::parse(std::string_view source, std
   }
 }
 
-json::value expression::evaluate(const json::value& self) const { return eval(*root_, self); }
+json::value formula::evaluate(const json::value& self) const { return eval(*root_, self); }
 
-bool expression::holds(const json::value& self) const { return truthy(eval(*root_, self)); }
+bool formula::holds(const json::value& self) const { return truthy(eval(*root_, self)); }
 
-bool expression::to_constraints(schema::kind k, std::vector<schema::constraint>& out) const {
+bool formula::to_constraints(schema::kind k, std::vector<schema::constraint>& out) const {
   std::vector<schema::constraint> tmp;
   if (!conjunction(*root_, k, tmp)) return false;
   for (auto& c : tmp) out.push_back(std::move(c));
   return true;
 }
 
-std::optional<std::string> expression_check::check_json(const json::value& value) const {
+std::optional<std::string> formula_check::check_json(const json::value& value) const {
   try {
     if (expr_->holds(value)) return std::nullopt;
     return std::string();
@@ -1344,7 +1344,7 @@ std::optional<std::string> expression_check::check_json(const json::value& value
   }
 }
 
-std::string expression_rule_text(const expression& e, std::string_view label) {
+std::string formula_rule_text(const formula& e, std::string_view label) {
   std::string out = "must satisfy " + e.source();
   if (!label.empty()) {
     out += " (";

@@ -1,7 +1,7 @@
-// The @check/@assert expression language: sum, map and round, keyword arguments in filter calls,
+// The formulas of @check/@assert (their Jinja-like expression language): sum, map and round, keyword arguments in filter calls,
 // evaluation errors and load-time diagnostics, on their own and through schema files, the
 // dynamic reader and a dynamic contract.
-#include "runtime/schema_expression.hpp"
+#include "runtime/schema_formula.hpp"
 #include <covenant/read/dynamic.hpp>
 #include <covenant/runtime/dynamic_contract.hpp>
 #include <covenant/testing/gtest.hpp>
@@ -21,13 +21,13 @@ namespace {
 
 namespace json = boost::json;
 using covenant::detail::evaluation_error;
-using covenant::detail::expression;
+using covenant::detail::formula;
 using ::testing::HasSubstr;
 
-std::shared_ptr<const expression> parsed(std::string_view source) {
+std::shared_ptr<const formula> parsed(std::string_view source) {
   std::string error;
   std::size_t offset = 0;
-  auto e = expression::parse(source, error, offset);
+  auto e = formula::parse(source, error, offset);
   if (!e) throw std::runtime_error(std::to_string(offset) + ": " + error);
   return e;
 }
@@ -41,7 +41,7 @@ json::value eval(std::string_view source, std::string_view self = "null") {
 std::string parse_error(std::string_view source) {
   std::string error;
   std::size_t offset = 0;
-  if (expression::parse(source, error, offset)) return "(none)";
+  if (formula::parse(source, error, offset)) return "(none)";
   return std::to_string(offset) + ": " + error;
 }
 
@@ -55,7 +55,7 @@ std::string eval_error(std::string_view source, std::string_view self) {
   return "(none)";
 }
 
-TEST(SchemaExpressionSum, IntegersSumToAnInteger) {
+TEST(SchemaFormulaSum, IntegersSumToAnInteger) {
   const json::value v = eval("this|sum", "[1, 2, 3]");
   ASSERT_TRUE(v.is_int64());
   EXPECT_EQ(v.get_int64(), 6);
@@ -66,7 +66,7 @@ TEST(SchemaExpressionSum, IntegersSumToAnInteger) {
   EXPECT_DOUBLE_EQ(big.get_double(), 9223372036854775808.0);
 }
 
-TEST(SchemaExpressionSum, AnyFloatMakesAFloat) {
+TEST(SchemaFormulaSum, AnyFloatMakesAFloat) {
   const json::value v = eval("this|sum", "[1, 2.5]");
   ASSERT_TRUE(v.is_double());
   EXPECT_EQ(v.get_double(), 3.5);
@@ -80,7 +80,7 @@ TEST(SchemaExpressionSum, AnyFloatMakesAFloat) {
   EXPECT_EQ(eval("this|sum", "[1e16, 1.0, -1e16, 1.0]"), json::value(2.0));
 }
 
-TEST(SchemaExpressionSum, StartIsAddedFirst) {
+TEST(SchemaFormulaSum, StartIsAddedFirst) {
   EXPECT_EQ(eval("this|sum(start=10)", "[1, 2]"), json::value(13));
   EXPECT_TRUE(eval("this|sum(start=10)", "[1, 2]").is_int64());
   EXPECT_EQ(eval("this|sum(start=0.5)", "[1, 2]"), json::value(3.5));
@@ -96,7 +96,7 @@ TEST(SchemaExpressionSum, StartIsAddedFirst) {
             "sum: start must be a number, got a string (\"4.50\")");
 }
 
-TEST(SchemaExpressionSum, EmptyListIsTheStart) {
+TEST(SchemaFormulaSum, EmptyListIsTheStart) {
   const json::value zero = eval("this|sum", "[]");
   ASSERT_TRUE(zero.is_int64());
   EXPECT_EQ(zero.get_int64(), 0);
@@ -104,7 +104,7 @@ TEST(SchemaExpressionSum, EmptyListIsTheStart) {
   EXPECT_EQ(eval("this|sum(start=2.5)", "[]"), json::value(2.5));
 }
 
-TEST(SchemaExpressionSum, AttributeOfEachItem) {
+TEST(SchemaFormulaSum, AttributeOfEachItem) {
   const std::string items = R"([{"amount": 1.5, "price": {"net": 2}, "lines": [7, 8]},
                                 {"amount": 2, "price": {"net": 3}, "lines": [1]}])";
   EXPECT_EQ(eval(R"(this|sum(attribute="amount"))", items), json::value(3.5));
@@ -115,7 +115,7 @@ TEST(SchemaExpressionSum, AttributeOfEachItem) {
   EXPECT_EQ(eval(R"(this|sum(attribute="amount",))", items), json::value(3.5));  // trailing comma
 }
 
-TEST(SchemaExpressionSum, MissingAttributesAndNonNumbersAreEvaluationErrors) {
+TEST(SchemaFormulaSum, MissingAttributesAndNonNumbersAreEvaluationErrors) {
   EXPECT_EQ(eval_error(R"(this|sum(attribute="amount"))", R"([{"amount": 1}, {"amt": 2}])"),
             "sum: item [1] has no attribute \"amount\"");
   EXPECT_EQ(eval_error(R"(this|sum(attribute="amount"))", R"([{"amount": 1}, {"amount": "12.50"}])"),
@@ -138,7 +138,7 @@ TEST(SchemaExpressionSum, MissingAttributesAndNonNumbersAreEvaluationErrors) {
   EXPECT_EQ(eval("(this.items or [])|sum", "{}"), json::value(0));
 }
 
-TEST(SchemaExpressionMap, AttributeOfEachItem) {
+TEST(SchemaFormulaMap, AttributeOfEachItem) {
   const std::string items = R"([{"amount": 1.5}, {"amount": 2}, {"amount": null}])";
   EXPECT_EQ(eval(R"(this|map(attribute="amount"))", items), json::parse("[1.5, 2, null]"));
   EXPECT_EQ(eval(R"(this|map(attribute="amount")|sum)", R"([{"amount": 1.5}, {"amount": 2}])"), json::value(3.5));
@@ -150,7 +150,7 @@ TEST(SchemaExpressionMap, AttributeOfEachItem) {
             json::parse("[1, 0, null]"));
 }
 
-TEST(SchemaExpressionMap, MissingAttributeIsAnEvaluationError) {
+TEST(SchemaFormulaMap, MissingAttributeIsAnEvaluationError) {
   EXPECT_EQ(eval_error(R"(this|map(attribute="amount"))", R"([{"amount": 1}, {"amt": 2}])"),
             "map: item [1] has no attribute \"amount\"");
   EXPECT_EQ(eval_error(R"(this|map(attribute="amount"))", R"(["12"])"),
@@ -161,7 +161,7 @@ TEST(SchemaExpressionMap, MissingAttributeIsAnEvaluationError) {
             "sum: item [0] is a string (\"1\"), not a number");
 }
 
-TEST(SchemaExpressionMap, AFilterOnEachItem) {
+TEST(SchemaFormulaMap, AFilterOnEachItem) {
   EXPECT_EQ(eval(R"(this|map("lower"))", R"(["A", "b"])"), json::parse(R"(["a", "b"])"));
   EXPECT_EQ(eval(R"(this|map("lower")|unique|length)", R"(["Red", "RED", "blue"])"), json::value(2));
   EXPECT_EQ(eval(R"(this|map("abs")|sum)", "[-1, 2, -3]"), json::value(6));
@@ -170,7 +170,7 @@ TEST(SchemaExpressionMap, AFilterOnEachItem) {
   EXPECT_EQ(eval(R"(this|map("sum", attribute="n"))", R"([[{"n": 1}, {"n": 2}], []])"), json::parse("[3, 0]"));
 }
 
-TEST(SchemaExpressionRound, AsJinja) {
+TEST(SchemaFormulaRound, AsJinja) {
   // common: Python's round, halves of the exact binary value to even.
   EXPECT_EQ(eval("this|round(2)", "2.675"), json::value(2.67));  // 2.675 is 2.67499999...
   EXPECT_EQ(eval("this|round(2)", "0.125"), json::value(0.12));
@@ -189,7 +189,7 @@ TEST(SchemaExpressionRound, AsJinja) {
   EXPECT_EQ(eval("this|round(2) == 0.3", "0.30000000000000004"), json::value(true));
 }
 
-TEST(SchemaExpressionKeywords, JinjaSpellingsWork) {
+TEST(SchemaFormulaKeywords, JinjaSpellingsWork) {
   EXPECT_EQ(eval(R"(this|unique(attribute="id")|length)", R"([{"id": 1}, {"id": 1}, {"id": 2}])"), json::value(2));
   EXPECT_EQ(eval(R"(this|unique("id")|length)", R"([{"id": 1}, {"id": 1}, {"id": 2}])"), json::value(2));
   EXPECT_EQ(eval(R"(this|regex_match(pattern="^a"))", R"("abc")"), json::value(true));
@@ -197,7 +197,7 @@ TEST(SchemaExpressionKeywords, JinjaSpellingsWork) {
   EXPECT_EQ(eval(R"(this|sum( attribute = "n" ))", R"([{"n": 1}])"), json::value(1));
 }
 
-TEST(SchemaExpressionKeywords, ProblemsAreParseErrorsAtTheArgument) {
+TEST(SchemaFormulaKeywords, ProblemsAreParseErrorsAtTheArgument) {
   // The offset is where the argument (its keyword) starts.
   EXPECT_EQ(parse_error(R"(this|sum(atribute="amount"))"),
             "9: filter 'sum' has no argument 'atribute' (its arguments: attribute, start)");
@@ -259,7 +259,7 @@ class Loose {
 }
 )";
 
-TEST(SchemaExpressionFile, InvoiceTotalMustMatchItsItems) {
+TEST(SchemaFormulaFile, InvoiceTotalMustMatchItsItems) {
   const auto set = covenant::schema_set::parse(invoice_schema, {.file = "invoice.baml"});
   const auto invoice = set.model("Invoice");
   const auto ok = covenant::read_dynamic(
@@ -280,7 +280,7 @@ TEST(SchemaExpressionFile, InvoiceTotalMustMatchItsItems) {
   EXPECT_FALSE(covenant::read_dynamic(R"({"items": [], "total": 1})", invoice).ok());
 }
 
-TEST(SchemaExpressionFile, ToleranceForFloatingTotals) {
+TEST(SchemaFormulaFile, ToleranceForFloatingTotals) {
   const auto set = covenant::schema_set::parse(invoice_schema);
   const std::string items = R"({"items": [{"description": "a", "amount": 0.1}, {"description": "b", "amount": 0.2}], )";
   // 0.1 + 0.2 is 0.30000000000000004: exact equality refuses it, the tolerance accepts it.
@@ -291,7 +291,7 @@ TEST(SchemaExpressionFile, ToleranceForFloatingTotals) {
   EXPECT_THAT(off.issues[0].to_string(), HasSubstr("(adds_up)"));
 }
 
-TEST(SchemaExpressionFile, EvaluationErrorsFailTheCheckWithTheirReason) {
+TEST(SchemaFormulaFile, EvaluationErrorsFailTheCheckWithTheirReason) {
   const auto set = covenant::schema_set::parse(invoice_schema);
   const auto r = covenant::read_dynamic(R"({"amounts": [1, "2"], "notes": []})", set.model("Loose"));
   ASSERT_EQ(r.issues.size(), 1u);
@@ -306,7 +306,7 @@ TEST(SchemaExpressionFile, EvaluationErrorsFailTheCheckWithTheirReason) {
   EXPECT_EQ(soft.notes[0].path.to_string(), "notes");
 }
 
-TEST(SchemaExpressionFile, UnknownKeywordIsReportedWhenTheFileLoads) {
+TEST(SchemaFormulaFile, UnknownKeywordIsReportedWhenTheFileLoads) {
   const auto r = covenant::schema_set::try_parse(R"(class Item {
   amount float
 }
@@ -329,7 +329,7 @@ class Invoice {
             "default) [invalid_constraint]");
 }
 
-TEST(SchemaExpressionFile, DynamicContractAsksAgainUntilTheTotalMatches) {
+TEST(SchemaFormulaFile, DynamicContractAsksAgainUntilTheTotalMatches) {
   covenant::testing::scripted_engine model{
       R"({"items": [{"description": "pens", "amount": 10.25}, {"description": "ink", "amount": 5.5}], "total": 16})",
       R"({"items": [{"description": "pens", "amount": 10.25}, {"description": "ink", "amount": 5.5}], "total": 15.75})"};
