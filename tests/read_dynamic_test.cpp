@@ -97,4 +97,26 @@ TEST(ReadDynamic, PartialModeStillReportsFinishedValuesThatAreWrong) {
   EXPECT_EQ(r.issues[0].path.to_string(), "confidence");
 }
 
+TEST(ReadDynamic, PartialModeLeavesOutAnUnfinishedStringOfEveryChoiceAStringCanName) {
+  // A cut string cannot be judged against a closed choice yet: an enum, a string literal, a union
+  // of literals (with null too) all leave it out (null); a plain string shows it.
+  const auto set = covenant::schema_set::parse(R"(
+    enum Tone { calm tense }
+    class Pick {
+      a Tone
+      b "low" | "high"
+      c "low" | "high" | null
+      d "yes"
+      e string
+    }
+  )");
+  for (const char* field : {"a", "b", "c", "d", "e"}) {
+    const std::string text = std::string(R"({")") + field + R"(": "lo)";
+    const auto r = covenant::read_dynamic(text, set.model("Pick"), {.partial = true});
+    const auto* got = r.value.is_object() ? r.value.as_object().if_contains(field) : nullptr;
+    const bool shown = got != nullptr && got->is_string();
+    EXPECT_EQ(shown, std::string(field) == "e") << field << ": " << covenant::json_text(r.value);
+  }
+}
+
 }  // namespace

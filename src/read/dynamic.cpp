@@ -608,11 +608,12 @@ class dynamic_decoder {
         if (ignored == 0 && coerced == 0) break;
         continue;
       }
-      // A literal that is another value of its kind ranks like a value of the wrong type.
+      // A literal that is another value of its kind ranks like a value of the wrong type (a literal
+      // without constraints of its own has one constraint: its choice).
       const bool wrong_type = (local.size() == 1 && local.front().path == here &&
                                (local.front().code == issue_code::type_mismatch ||
                                 (local.front().code == issue_code::constraint_violation && is_literal(c.s, alt) &&
-                                 local.front().expected.starts_with("one of ")))) ||
+                                 c.s.unalias(alt)->constraints.empty()))) ||
                               (watch && stats.keys > 0 && stats.matched == 0);
       const std::size_t score = wrong_type ? std::numeric_limits<std::size_t>::max() - 1 : local.size();
       if (score < best_count) {

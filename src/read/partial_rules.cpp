@@ -107,17 +107,11 @@ class stream_view {
   }
 
   // Whether `t` accepts only a fixed set of strings (an enum, string literals).
+  // A closed choice with strings among its choices (an enum, a string literal, a union of
+  // literals): what a string can name.
   bool closed_choice(const schema::type& t) const {
-    if (t.kind == schema::kind::literal) return t.literal.is_string();
-    if (t.kind == schema::kind::ref) {
-      const schema::definition* d = m_.resolve(t);
-      if (d == nullptr) return false;
-      if (d->alias() != nullptr) return closed_choice(d->alias()->target);
-      return d->enumeration() != nullptr;
-    }
-    if (t.kind == schema::kind::union_)
-      return !t.args.empty() && std::all_of(t.args.begin(), t.args.end(), [&](const schema::type& a) { return closed_choice(a); });
-    return false;
+    const auto choices = detail::choice_set(m_, t);
+    return choices && detail::choice_kind(*choices, "\"");
   }
 
   // The alternative of a union that `v` was read as: for an object, the class that knows most of
