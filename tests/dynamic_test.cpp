@@ -352,9 +352,11 @@ TEST(DynamicRules, AssertsAreIssuesAndChecksAreNotes) {
   ASSERT_EQ(ok.notes.size(), 2u);
   EXPECT_EQ(ok.notes[0].kind, covenant::note_kind::check_failed);
   EXPECT_EQ(ok.notes[0].path.to_string(), "label");
-  EXPECT_EQ(ok.notes[0].detail, "check failed: must satisfy this|length < 5 (short_label)");
+  // A noop rule's note reads as every failed check's: "check failed: <message> (got <actual>)", and
+  // an object's rule as a C++ invariant's, "check failed: must satisfy: <rule>".
+  EXPECT_EQ(ok.notes[0].detail, "check failed: must satisfy this|length < 5 (short_label) (got \"longer\")");
   EXPECT_EQ(ok.notes[1].path.to_string(), "");
-  EXPECT_EQ(ok.notes[1].detail, "check failed: this.end - this.start < 100 (small)");
+  EXPECT_EQ(ok.notes[1].detail, "check failed: must satisfy: this.end - this.start < 100 (small)");
 
   auto bad = covenant::decode_dynamic(R"({"start": 5, "stop": 1, "code": "ab", "counts": {}})", m);
   EXPECT_EQ(covenant::render_feedback(bad.issues),

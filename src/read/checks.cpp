@@ -499,16 +499,31 @@ void check_native(const std::vector<schema::constraint>& cs, std::string_view ra
     if (c.kind == schema::constraint_kind::predicate) custom(c, raw, native, ctx, at);
 }
 
+namespace {
+
+// An invariant that does not hold (`r`: its check's message, or empty), on its anchor field.
+void invariant_failed(const schema::invariant& inv, std::string&& r, decode_context& ctx, const path_frame* at) {
+  path_frame anchor{at, inv.anchor, 0, false};
+  const path_frame* where = inv.anchor.empty() ? at : &anchor;
+  std::string message = r.empty() ? "must satisfy: " + inv.description : std::move(r);
+  ctx.failed(where, inv.on_fail, issue_code::invariant_violation, inv.description, "", std::move(message));
+}
+
+}  // namespace
+
 void check_invariants_native(const schema::object_def& def, const void* object, decode_context& ctx,
                              const path_frame* at) {
   for (const auto& inv : def.invariants) {
     if (!inv.check || !inv.check->has_native()) continue;
-    auto r = inv.check->check_native(object);
-    if (!r) continue;
-    path_frame anchor{at, inv.anchor, 0, false};
-    const path_frame* where = inv.anchor.empty() ? at : &anchor;
-    std::string message = r->empty() ? "must satisfy: " + inv.description : std::move(*r);
-    ctx.failed(where, inv.on_fail, issue_code::invariant_violation, inv.description, "", std::move(message));
+    if (auto r = inv.check->check_native(object)) invariant_failed(inv, std::move(*r), ctx, at);
+  }
+}
+
+void check_invariants_json(const schema::object_def& def, const boost::json::value& object, decode_context& ctx,
+                           const path_frame* at) {
+  for (const auto& inv : def.invariants) {
+    if (!inv.check || !inv.check->has_json()) continue;
+    if (auto r = inv.check->check_json(object)) invariant_failed(inv, std::move(*r), ctx, at);
   }
 }
 

@@ -928,19 +928,7 @@ class dynamic_decoder {
                     decode_context& ctx, const path_frame* at) {
     if (def.invariants.empty() && t.constraints.empty()) return;
     const json::value view = rule_view(def, v);
-    for (const auto& inv : def.invariants) {
-      if (!inv.check || !inv.check->has_json()) continue;
-      auto r = inv.check->check_json(view);
-      if (!r) continue;
-      path_frame anchor{at, inv.anchor, 0, false};
-      const path_frame* where = inv.anchor.empty() ? at : &anchor;
-      if (inv.on_fail == fail_action::noop) {
-        ctx.note(where, note_kind::check_failed, "check failed: " + inv.description);
-        continue;
-      }
-      std::string message = r->empty() ? "must satisfy: " + inv.description : std::move(*r);
-      ctx.failed(where, inv.on_fail, issue_code::invariant_violation, inv.description, "", std::move(message));
-    }
+    detail::check_invariants_json(def, view, ctx, at);
     if (!t.constraints.empty()) rules(t.constraints, view, detail::span_from(r_, start), false, false, ctx, at);
   }
 
@@ -1062,10 +1050,6 @@ class dynamic_decoder {
       if (c.kind != constraint_kind::predicate || !c.custom || !c.custom->has_json()) continue;
       auto r = c.custom->check_json(v);
       if (!r) continue;
-      if (c.on_fail == fail_action::noop) {
-        ctx.note(at, note_kind::check_failed, "check failed: " + c.text);
-        continue;
-      }
       if (container) {
         std::string message = r->empty() ? (c.text.empty() ? schema::describe(c) : c.text) : std::move(*r);
         ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(message));

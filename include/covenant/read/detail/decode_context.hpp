@@ -125,6 +125,10 @@ void check_native(const std::vector<schema::constraint>& cs, std::string_view ra
 /// Cross-field rules of an object, on the C++ object.
 void check_invariants_native(const schema::object_def& def, const void* object, decode_context& ctx,
                              const path_frame* at);
+/// Cross-field rules of an object, on its JSON value (runtime schemas). Both report alike: a noop
+/// rule is a check_failed note "check failed: must satisfy: <rule>".
+void check_invariants_json(const schema::object_def& def, const boost::json::value& object, decode_context& ctx,
+                           const path_frame* at);
 
 // Inline screens in front of the checks above: true when the constraints are plain bounds that
 // the value meets, so the check would report nothing and need not be called. False means "call
