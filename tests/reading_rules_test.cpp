@@ -66,6 +66,16 @@ struct Steps {
   std::vector<Step> steps;
 };
 
+struct Narrow {
+  std::int8_t x = 0;
+};
+
+struct Unlucky {
+  int x = 0;
+};
+
+inline bool not_thirteen(int v) { return v != 13; }
+
 }  // namespace rules_test
 
 template <>
@@ -106,6 +116,18 @@ template <>
 struct covenant::describe<rules_test::Step> {
   static constexpr auto fields = covenant::fields<rules_test::Step>(covenant::field<&rules_test::Step::minutes>(
       "Minutes.", covenant::defaulted{}, covenant::on_fail::filter(covenant::range{1, 120})));
+};
+
+template <>
+struct covenant::describe<rules_test::Narrow> {
+  static constexpr auto fields = covenant::fields<rules_test::Narrow>(
+      covenant::field<&rules_test::Narrow::x>("X.", covenant::on_fail::fix(covenant::multiple_of{50})));
+};
+
+template <>
+struct covenant::describe<rules_test::Unlucky> {
+  static constexpr auto fields = covenant::fields<rules_test::Unlucky>(
+      covenant::field<&rules_test::Unlucky::x>("X.", covenant::predicate{rules_test::not_thirteen, "must not be 13"}));
 };
 
 template <>
@@ -522,6 +544,32 @@ TEST(ReadingRules, TheFilterAfterHooksIsOneWalkOnACppAndAJsonValue) {
   EXPECT_EQ(dropped, (std::vector<std::string>{"tags[1]", "note", "items[0]", "items[1].qty"}));
   EXPECT_EQ(rendered(typed_left), rendered(dynamic_left));
   EXPECT_EQ(rendered(typed_left), "counts.k: is not wanted\nname: is not wanted\ntags[7]: is not wanted\n");
+}
+
+TEST(ReadingRules, AnIntegerFixThatWouldNotFitItsWidthIsNotApplied) {
+  // 127 rounds to 150, outside std::int8_t: the fix is not made and the issue stays (the typed
+  // decoder clamped to 127 and noted 150; the dynamic one wrote 150).
+  const auto over = expect_readers_agree<rules_test::Narrow>(R"({"x": 127})");
+  EXPECT_EQ(rendered(over.typed.issues), "x: must be a multiple of 50 (got 127)\n");
+  EXPECT_TRUE(over.typed.notes.empty());
+  const auto fits = expect_readers_agree<rules_test::Narrow>(R"({"x": 74})");
+  ASSERT_TRUE(fits.typed.ok()) << rendered(fits.typed.issues);
+  EXPECT_EQ(fits.typed.value->x, 50);
+  EXPECT_EQ(fits.typed.notes.at(0).detail, "74 changed to 50 (must be a multiple of 50)");
+}
+
+TEST(ReadingRules, TheDynamicReaderNeverRunsCppChecks) {
+  // A C++ predicate travels in schema_of<T>() but only the typed decoder can run it; the dynamic
+  // reader skips it whether the number is written as a number or, coerced, as text (it ran in
+  // that one case).
+  const auto& m = covenant::schema_of<rules_test::Unlucky>();
+  EXPECT_EQ(rendered(covenant::decode<rules_test::Unlucky>(R"({"x": 13})").issues), "x: must not be 13 (got 13)\n");
+  EXPECT_EQ(rendered(covenant::decode<rules_test::Unlucky>(R"({"x": "13"})", coerce()).issues),
+            "x: must not be 13 (got \"13\")\n");
+  EXPECT_TRUE(covenant::decode_dynamic(R"({"x": 13})", m).ok());
+  const auto text = covenant::decode_dynamic(R"({"x": "13"})", m, coerce());
+  EXPECT_TRUE(text.ok()) << rendered(text.issues);
+  EXPECT_EQ(covenant::json_text(text.value), R"({"x":13})");
 }
 
 }  // namespace

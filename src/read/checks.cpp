@@ -176,8 +176,17 @@ bool fix_number(const schema::constraint& c, double& v, bool integral) {
   }
 }
 
-bool number_checks(const std::vector<schema::constraint>& cs, double& v, bool integral, bool can_fix,
+// Whether the whole number `w` fits the integer width of `t`.
+bool fits_width(const schema::type& t, double w) noexcept {
+  if (t.is_unsigned) return w >= 0 && w < std::ldexp(1.0, t.int_bits >= 64 ? 64 : t.int_bits);
+  const double half = std::ldexp(1.0, (t.int_bits >= 64 ? 64 : t.int_bits) - 1);
+  return w >= -half && w < half;
+}
+
+// `integer`: the schema node of an integer (its fixes must fit its width), else null.
+bool number_checks(const std::vector<schema::constraint>& cs, double& v, const schema::type* integer, bool can_fix,
                    std::string_view raw, const void* native, decode_context& ctx, const path_frame* at) {
+  const bool integral = integer != nullptr;
   bool changed = false;
   std::string now;  // the value as it reads after a fix
   for (const auto& c : cs) {
@@ -229,7 +238,7 @@ bool number_checks(const std::vector<schema::constraint>& cs, double& v, bool in
     const std::string_view shown = changed ? std::string_view(now) : raw;
     if (can_fix && c.on_fail == fail_action::fix) {
       double w = v;
-      if (fix_number(c, w, integral)) {
+      if (fix_number(c, w, integral) && (integer == nullptr || fits_width(*integer, w))) {
         std::string to = number_text(w);
         ctx.note(at, note_kind::fixed, std::string(shown) + " changed to " + to + " (" + message + ")");
         v = w;
@@ -247,12 +256,13 @@ bool number_checks(const std::vector<schema::constraint>& cs, double& v, bool in
 
 void check_number(const std::vector<schema::constraint>& cs, double v, std::string_view raw, const void* native,
                   decode_context& ctx, const path_frame* at) {
-  number_checks(cs, v, false, false, raw, native, ctx, at);
+  number_checks(cs, v, nullptr, false, raw, native, ctx, at);
 }
 
-bool check_number_fix(const std::vector<schema::constraint>& cs, double& v, bool integral, std::string_view raw,
-                      const void* native, decode_context& ctx, const path_frame* at) {
-  return number_checks(cs, v, integral, true, raw, native, ctx, at);
+bool check_number_fix(const schema::type& node, double& v, std::string_view raw, const void* native,
+                      decode_context& ctx, const path_frame* at) {
+  return number_checks(node.constraints, v, node.kind == schema::kind::integer ? &node : nullptr, true, raw, native,
+                       ctx, at);
 }
 
 namespace {

@@ -325,7 +325,7 @@ class dynamic_decoder {
     const char* start = r_.position();
     const std::size_t before = ctx.issues.size();
     N out{};
-    detail::number_from_string(r_, out, t, ctx, at);
+    detail::number_from_string(r_, out, t, ctx, at, false);
     if (r_.failed()) return nullptr;
     for (std::size_t i = before; i < ctx.issues.size(); ++i)
       if (ctx.issues[i].code == issue_code::type_mismatch) return nullptr;
@@ -382,7 +382,7 @@ class dynamic_decoder {
     }
     if (!t.constraints.empty()) {
       double d = as_double(v);
-      if (detail::check_number_fix(t.constraints, d, true, tok.text(), nullptr, ctx, at)) {
+      if (detail::check_number_fix(t, d, tok.text(), nullptr, ctx, at)) {
         if (d >= 0 && d >= 9223372036854775808.0) v = static_cast<std::uint64_t>(d);
         else v = static_cast<std::int64_t>(d);
       }
@@ -407,7 +407,7 @@ class dynamic_decoder {
     }
     json::value v = d;
     if (!t.constraints.empty()) {
-      if (detail::check_number_fix(t.constraints, d, false, tok.text(), nullptr, ctx, at)) v = d;
+      if (detail::check_number_fix(t, d, tok.text(), nullptr, ctx, at)) v = d;
       rules(t.constraints, v, tok.text(), false, false, ctx, at);
     }
     return v;

@@ -83,19 +83,13 @@ COVENANT_NOINLINE bool read_json_in_string(json_reader& r, T& out, const schema:
 }
 
 // The constraints of a number that failed the inline screen (or has others), with fixes
-// (on-fail action fix) written back.
+// (on-fail action fix) written back. `native`: C++ predicates see the value (false for a JSON
+// target, whose schema's C++ checks never run).
 template <class N>
 COVENANT_NOINLINE void number_constraints(N& out, const schema::type& node, std::string_view raw, decode_context& ctx,
-                                          const path_frame* at) {
+                                          const path_frame* at, bool native = true) {
   double v = static_cast<double>(out);
-  if (!check_number_fix(node.constraints, v, is_integer_v<N>, raw, &out, ctx, at)) return;
-  if constexpr (is_integer_v<N>) {
-    if (v < static_cast<double>(std::numeric_limits<N>::min())) v = static_cast<double>(std::numeric_limits<N>::min());
-    if (v >= static_cast<double>(std::numeric_limits<N>::max())) out = std::numeric_limits<N>::max();
-    else out = static_cast<N>(v);
-  } else {
-    out = static_cast<N>(v);
-  }
+  if (check_number_fix(node, v, raw, native ? &out : nullptr, ctx, at)) out = static_cast<N>(v);  // fits: checked
 }
 
 // The constraints of a string, with fixes written back.
@@ -202,7 +196,8 @@ COVENANT_ALWAYS_INLINE bool integer_from_token(const number_token& tok, I& out) 
 
 // Coerce mode: a number written as a JSON string. Returns true when handled (read or reported).
 template <class N>
-bool number_from_string(json_reader& r, N& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+bool number_from_string(json_reader& r, N& out, const schema::type& node, decode_context& ctx, const path_frame* at,
+                        bool native = true) {
   const char* start = r.position();
   std::string scratch;
   std::string_view text;
@@ -225,7 +220,7 @@ bool number_from_string(json_reader& r, N& out, const schema::type& node, decode
     out = static_cast<N>(v);
   }
   ctx.note(at, note_kind::coerced, std::string(raw) + " read as a number");
-  if (!node.constraints.empty()) number_constraints(out, node, raw, ctx, at);
+  if (!node.constraints.empty()) number_constraints(out, node, raw, ctx, at, native);
   return true;
 }
 

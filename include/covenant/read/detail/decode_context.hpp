@@ -89,9 +89,10 @@ void check_count(const std::vector<schema::constraint>& cs, std::size_t n, bool 
 // Fixing variants (the decoders): a failed constraint whose action is fix is fixed in place and
 // noted (note_kind::fixed) instead of reported. They return true when the value changed.
 
-/// Numbers: clamps to bounds, rounds to a multiple (`integral`: the value is an integer type).
-bool check_number_fix(const std::vector<schema::constraint>& cs, double& v, bool integral, std::string_view raw,
-                      const void* native, decode_context& ctx, const path_frame* at);
+/// Numbers of schema `node`: clamps to bounds, rounds to a multiple. An integer's fix that would
+/// not fit the node's width (`int_bits`, `is_unsigned`) is not applied: the issue stays.
+bool check_number_fix(const schema::type& node, double& v, std::string_view raw, const void* native,
+                      decode_context& ctx, const path_frame* at);
 /// Strings: cuts to a maximum length, takes the listed spelling of a one_of value written with
 /// other case or surrounding whitespace, trims surrounding whitespace when that satisfies a
 /// pattern or format. The fixed value is put in `fixed`.
