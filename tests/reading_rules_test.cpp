@@ -70,6 +70,10 @@ struct Narrow {
   std::int8_t x = 0;
 };
 
+struct Single {
+  float f = 0;
+};
+
 struct Unlucky {
   int x = 0;
 };
@@ -570,6 +574,20 @@ TEST(ReadingRules, TheDynamicReaderNeverRunsCppChecks) {
   const auto text = covenant::decode_dynamic(R"({"x": "13"})", m, coerce());
   EXPECT_TRUE(text.ok()) << rendered(text.issues);
   EXPECT_EQ(covenant::json_text(text.value), R"({"x":13})");
+}
+
+TEST(ReadingRules, AFloatIsReadAtItsWidth) {
+  // schema_of<T>() keeps a float's width (float_bits 32), so the dynamic reader reads 0.1 as the
+  // float nearest to it and refuses what does not fit a float, as the typed decoder does.
+  const auto tenth = expect_readers_agree<rules_test::Single>(R"({"f": 0.1})");
+  ASSERT_TRUE(tenth.typed.ok()) << rendered(tenth.typed.issues);
+  EXPECT_EQ(tenth.dynamic.value.at("f").as_double(), static_cast<double>(0.1f));
+  const auto huge = expect_readers_agree<rules_test::Single>(R"({"f": 1e39})");
+  EXPECT_EQ(rendered(huge.typed.issues), "f: number is out of range (got 1e39)\n");
+  const auto text = expect_readers_agree<rules_test::Single>(R"({"f": "0.1"})", coerce());
+  ASSERT_TRUE(text.typed.ok()) << rendered(text.typed.issues);
+  EXPECT_EQ(text.dynamic.value.at("f").as_double(), static_cast<double>(0.1f));
+  EXPECT_EQ(covenant::schema_of<rules_test::Single>().defs.at(0).object()->fields.at(0).type.float_bits, 32);
 }
 
 }  // namespace

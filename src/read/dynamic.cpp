@@ -393,12 +393,22 @@ class dynamic_decoder {
 
   json::value read_number(const schema::type& t, decode_context& ctx, const path_frame* at) {
     const char c = r_.peek();
-    if (c == '"' && ctx.opts.coerce) return number_from_string<double>(t, ctx, at);
+    const bool narrow = t.float_bits == 32;  // a C++ float: read, and fixed, at its width
+    if (c == '"' && ctx.opts.coerce)
+      return narrow ? number_from_string<float>(t, ctx, at) : number_from_string<double>(t, ctx, at);
     if (c != '-' && (c < '0' || c > '9')) return mismatch(t, ctx, at);
     detail::number_token tok;
     if (!r_.read_number(tok)) return nullptr;
     double d = 0;
-    if (!detail::fast_decimal(tok, d)) {
+    if (narrow) {
+      float f = 0;
+      const auto res = std::from_chars(tok.begin, tok.end, f);
+      if (res.ec != std::errc() || !std::isfinite(f)) {
+        ctx.add(at, issue_code::type_mismatch, "finite number", detail::actual_of(tok.text()), "number is out of range");
+        return nullptr;
+      }
+      d = f;
+    } else if (!detail::fast_decimal(tok, d)) {
       const auto res = std::from_chars(tok.begin, tok.end, d);
       if (res.ec != std::errc() || !std::isfinite(d)) {
         ctx.add(at, issue_code::type_mismatch, "finite number", detail::actual_of(tok.text()), "number is out of range");
@@ -407,7 +417,7 @@ class dynamic_decoder {
     }
     json::value v = d;
     if (!t.constraints.empty()) {
-      if (detail::check_number_fix(t, d, tok.text(), nullptr, ctx, at)) v = d;
+      if (detail::check_number_fix(t, d, tok.text(), nullptr, ctx, at)) v = narrow ? static_cast<double>(static_cast<float>(d)) : d;
       rules(t.constraints, v, tok.text(), false, false, ctx, at);
     }
     return v;

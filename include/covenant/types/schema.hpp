@@ -115,6 +115,7 @@ struct type {
   bool nullable = false;               ///< null is also accepted (std::optional, `T?`)
   std::uint8_t int_bits = 64;          ///< integer: width of the C++ type
   bool is_unsigned = false;            ///< integer: unsigned C++ type
+  std::uint8_t float_bits = 64;        ///< number: 32 for a C++ float (read and fixed at its width)
   std::string name;                    ///< ref: definition name
   std::uint32_t def = no_def;          ///< ref: index into schema::defs
   std::vector<type> args;              ///< array: {item}; map: {key, value}; union_: alternatives

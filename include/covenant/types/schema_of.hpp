@@ -81,7 +81,9 @@ class schema_builder : public schema_builder_base {
       t.is_unsigned = std::is_unsigned_v<T>;
       return t;
     } else if constexpr (std::is_floating_point_v<T>) {
-      return schema::make_primitive(schema::kind::number);
+      schema::type t = schema::make_primitive(schema::kind::number);
+      if constexpr (std::is_same_v<T, float>) t.float_bits = 32;
+      return t;
     } else if constexpr (std::is_same_v<T, std::string>) {
       return schema::make_primitive(schema::kind::string);
     } else if constexpr (is_json_value_v<T>) {
