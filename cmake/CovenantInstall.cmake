@@ -15,8 +15,11 @@ install(TARGETS covenant
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/"
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h" PATTERN "*.ipp")
-# The generated covenant/build_config.hpp (the defaults the library was built with).
-install(FILES "${COVENANT_GENERATED_INCLUDE_DIR}/covenant/build_config.hpp"
+# The generated covenant/build_config.hpp (the defaults the library was built with) and
+# covenant/export.hpp (COVENANT_API).
+install(FILES
+  "${COVENANT_GENERATED_INCLUDE_DIR}/covenant/build_config.hpp"
+  "${COVENANT_GENERATED_INCLUDE_DIR}/covenant/export.hpp"
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/covenant)
 
 # Command-line tool: installed when src/cli/main.cpp exists (see CMakeLists.txt).

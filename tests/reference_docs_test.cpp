@@ -18,9 +18,9 @@ std::string read_file(const std::string& path) {
   return out.str();
 }
 
-/// The body of `struct|class name ... {` up to its matching brace.
+/// The body of `struct|class [COVENANT_API] name ... {` up to its matching brace.
 std::string class_body(const std::string& header, const std::string& name) {
-  const std::regex start("(struct|class) " + name + "\\b[^;{]*\\{");
+  const std::regex start("(struct|class) (COVENANT_API )?" + name + "\\b[^;{]*\\{");
   std::smatch m;
   if (!std::regex_search(header, m, start)) return {};
   std::size_t i = static_cast<std::size_t>(m.position(0) + m.length(0));

@@ -18,6 +18,8 @@
 #include <string>
 #include <string_view>
 
+#include "covenant/types/config.hpp"
+
 namespace covenant::detail {
 
 /// One dispatched event.
@@ -27,7 +29,7 @@ struct sse_event {
   std::string_view id;    ///< the last event id seen so far
 };
 
-class sse_parser {
+class COVENANT_API sse_parser {
  public:
   /// `on_event` is called for each dispatched event, in order; returning false stops the parser
   /// (the rest of that feed() and every later one is ignored).

@@ -32,7 +32,7 @@ struct wire_event {
   bool malformed = false;            ///< not an event of this protocol (ignored)
 };
 
-class wire_dialect {
+class COVENANT_API wire_dialect {
  public:
   virtual ~wire_dialect() = default;
   /// "openai", "anthropic"
@@ -70,9 +70,9 @@ class wire_dialect {
 };
 
 /// OpenAI Chat Completions (and the many servers that copy it).
-std::unique_ptr<wire_dialect> openai_dialect();
+COVENANT_API std::unique_ptr<wire_dialect> openai_dialect();
 /// Anthropic Messages API.
-std::unique_ptr<wire_dialect> anthropic_dialect();
+COVENANT_API std::unique_ptr<wire_dialect> anthropic_dialect();
 
 /// Whether an HTTP error refuses the request because of its output mode: a 400 (or 422) whose
 /// error text names response_format, json_schema, json_object, tools, tool_choice or functions.
@@ -80,12 +80,12 @@ bool is_mode_refusal(int status, std::string_view error_text) noexcept;
 
 /// The wait a Retry-After header value asks for: delta-seconds ("120", "1.5") or an HTTP-date
 /// (relative to `now`, never negative). nullopt when the value is neither.
-std::optional<std::chrono::nanoseconds> parse_retry_after(std::string_view value,
-                                                          std::chrono::system_clock::time_point now);
+COVENANT_API std::optional<std::chrono::nanoseconds> parse_retry_after(std::string_view value,
+                                                                       std::chrono::system_clock::time_point now);
 
 /// A chat_response from a Chat Completions response body. Throws engine_error (status 200, not
 /// retryable) naming what is missing when the body is not a chat completion.
-chat_response parse_chat_completion(std::string_view body);
+COVENANT_API chat_response parse_chat_completion(std::string_view body);
 
 /// The server's error message from an error response body (error.message of an OpenAI-style error
 /// object, else the body as text): one line, trimmed, elided past `max_chars`.

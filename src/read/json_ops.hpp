@@ -7,6 +7,6 @@
 
 namespace covenant::detail {
 
-const value_ops& json_ops() noexcept;
+COVENANT_API const value_ops& json_ops() noexcept;  // exported: the tests call it
 
 }  // namespace covenant::detail

@@ -11,6 +11,8 @@
 
 namespace covenant {
 
+template class contract_failure<boost::json::value>;
+
 namespace {
 
 std::shared_ptr<const boost::json::value> strict_schema(const schema::model& m) {

@@ -38,12 +38,12 @@ namespace covenant::detail {
 /// A formula that cannot be evaluated on a value: `sum` over an item that is not a number,
 /// `map(attribute=...)` over an item without that attribute. The message names the filter and
 /// the item (`sum: item [1] has no attribute "amount"`).
-class evaluation_error : public std::runtime_error {
+class COVENANT_API evaluation_error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-class formula {
+class COVENANT_API formula {
  public:
   struct node;
 

@@ -7,6 +7,8 @@
 #include <iosfwd>
 #include <string>
 
+#include "covenant/types/config.hpp"
+
 namespace covenant::detail {
 
 struct file_text {
@@ -16,8 +18,8 @@ struct file_text {
 };
 
 /// At most `max_bytes` of a stream (`too_large` when there is more).
-file_text read_text(std::istream& in, std::size_t max_bytes);
+COVENANT_API file_text read_text(std::istream& in, std::size_t max_bytes);
 /// The bytes of `file`, at most `max_bytes`.
-file_text read_text_file(const std::filesystem::path& file, std::size_t max_bytes);
+COVENANT_API file_text read_text_file(const std::filesystem::path& file, std::size_t max_bytes);
 
 }  // namespace covenant::detail

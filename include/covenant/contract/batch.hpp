@@ -55,7 +55,7 @@
 namespace covenant {
 
 /// Where a batch stands (and, at the end, its summary).
-struct batch_progress {
+struct COVENANT_API batch_progress {
   std::size_t started = 0;    ///< inputs taken from the source and started
   std::size_t done = 0;       ///< calls finished and delivered
   std::size_t succeeded = 0;  ///< of which succeeded
@@ -130,7 +130,7 @@ const outcome_base& outcome_of(const contract_result<R, O>& r) noexcept {
 }
 
 /// The non-template part of a batch: counters, limits, progress, time.
-class batch_state {
+class COVENANT_API batch_state {
  public:
   explicit batch_state(const batch_options& options, std::optional<std::size_t> total);
   ~batch_state();

@@ -126,7 +126,7 @@ namespace detail {
 
 /// Puts the JSON of an input between <input> and </input>: `message` holds "<input>\n" followed
 /// by the JSON from `json_start` on; '<' in the JSON is escaped so the data cannot close the block.
-void seal_input_message(std::string& message, std::size_t json_start);
+COVENANT_API void seal_input_message(std::string& message, std::size_t json_start);
 
 /// The input message of `value`: its JSON inside <input>...</input>.
 template <class T>
@@ -141,14 +141,15 @@ std::string render_input_message(const T& value) {
 }
 /// System prompt of the output phase: the task, the input's schema (empty: not shown), the
 /// output format and the rules the output must follow (shown as a list).
-std::string output_system_prompt(std::string_view task_prompt, std::string_view output_format,
-                                 std::string_view input_format = {}, const std::vector<std::string>& rules = {});
+COVENANT_API std::string output_system_prompt(std::string_view task_prompt, std::string_view output_format,
+                                              std::string_view input_format = {},
+                                              const std::vector<std::string>& rules = {});
 /// System prompt of the input-repair phase.
-std::string input_repair_system_prompt(std::string_view task_prompt, std::string_view input_format);
+COVENANT_API std::string input_repair_system_prompt(std::string_view task_prompt, std::string_view input_format);
 /// First user message of the input-repair phase: the bad input (its <input> block) and its problems.
-std::string input_repair_message(std::string input_block, const issue_list& issues);
+COVENANT_API std::string input_repair_message(std::string input_block, const issue_list& issues);
 
-std::shared_ptr<const boost::json::value> strict_schema_or_null(const boost::json::value& (*get)());
+COVENANT_API std::shared_ptr<const boost::json::value> strict_schema_or_null(const boost::json::value& (*get)());
 
 /// Runs a hook; collects covenant::violation issues (with `code`) or records another exception.
 template <class F>

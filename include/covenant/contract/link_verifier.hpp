@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "covenant/types/config.hpp"
+
 namespace covenant {
 
 /// How a link_verifier checks URLs.
@@ -61,7 +63,7 @@ struct link_check {
 ///
 /// A link_verifier holds only its options: one object may be used from several threads at once.
 /// check_all() runs one libcurl multi handle on the calling thread (no thread per URL).
-class link_verifier {
+class COVENANT_API link_verifier {
  public:
   explicit link_verifier(link_verifier_options opts = {});
   ~link_verifier();

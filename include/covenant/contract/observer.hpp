@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "covenant/engine/engine.hpp"
+#include "covenant/types/config.hpp"
 #include "covenant/types/issues.hpp"
 #include "covenant/contract/outcome.hpp"
 #include "covenant/contract/perf_stats.hpp"
@@ -60,7 +61,7 @@ enum class verdict : std::uint8_t {
 };
 
 /// "accepted", "rejected", "failed".
-std::string_view to_string(verdict v) noexcept;
+COVENANT_API std::string_view to_string(verdict v) noexcept;
 
 /// An attempt was read and judged: the reply (text, usage, latency, queue time) and its issues and
 /// notes.
@@ -98,10 +99,10 @@ struct finished_event {
 };
 
 /// A new call id: 16 hexadecimal digits (what a call without call_options::query_id gets).
-std::string make_query_id();
+COVENANT_API std::string make_query_id();
 
 /// Receives the events of contract calls. Every callback has an empty default.
-class observer {
+class COVENANT_API observer {
  public:
   virtual ~observer() = default;
   virtual void on_request(const request_event&) {}

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "covenant/engine/engine.hpp"
+#include "covenant/types/config.hpp"
 #include "covenant/types/issues.hpp"
 
 namespace covenant {
@@ -34,7 +35,7 @@ enum class stage : std::uint8_t {
 };
 
 /// "input_validation", "pre", ... ("none" for stage::none)
-std::string_view to_string(stage s) noexcept;
+COVENANT_API std::string_view to_string(stage s) noexcept;
 
 /// Which loop an attempt belongs to.
 enum class attempt_kind : std::uint8_t {
@@ -65,7 +66,7 @@ struct attempt {
 };
 
 /// Everything about a call except the typed result.
-struct outcome_base {
+struct COVENANT_API outcome_base {
   bool success = false;
   stage failed_stage = stage::none;        ///< where the call failed (stage::none on success)
   issue_list issues;                       ///< the issues that decided the call (empty on success)
@@ -110,7 +111,7 @@ struct contract_result {
 };
 
 /// Thrown by a non-graceful contract's call operator when the contract failed (after forward ran).
-class contract_error : public std::runtime_error {
+class COVENANT_API contract_error : public std::runtime_error {
  public:
   explicit contract_error(outcome_base outcome);
   [[nodiscard]] const outcome_base& outcome() const noexcept { return outcome_; }
@@ -121,7 +122,7 @@ class contract_error : public std::runtime_error {
 
 /// contract_error that also carries the value forward() returned (the fallback).
 template <class Result>
-class contract_failure : public contract_error {
+class COVENANT_API contract_failure : public contract_error {
  public:
   contract_failure(outcome_base outcome, Result fallback)
       : contract_error(std::move(outcome)), fallback_(std::move(fallback)) {}

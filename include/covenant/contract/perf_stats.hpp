@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "covenant/types/config.hpp"
+
 namespace covenant {
 
 enum class perf_stage : std::uint8_t {
@@ -40,7 +42,7 @@ enum class perf_stage : std::uint8_t {
 };
 inline constexpr std::size_t perf_stage_count = 13;
 
-std::string_view to_string(perf_stage s) noexcept;
+COVENANT_API std::string_view to_string(perf_stage s) noexcept;
 
 /// Statistics of one stage. Times in seconds.
 struct stage_stats {
@@ -83,7 +85,7 @@ struct call_timings {
   }
 };
 
-class perf_stats {
+class COVENANT_API perf_stats {
  public:
   perf_stats();
   perf_stats(const perf_stats&) = delete;

@@ -17,11 +17,12 @@
 #include <string_view>
 #include <utility>
 
+#include "covenant/types/config.hpp"
 #include "covenant/types/issues.hpp"
 
 namespace covenant {
 
-class violation : public std::exception {
+class COVENANT_API violation : public std::exception {
  public:
   /// An empty collection; add() violations, then raise_if_any().
   violation() = default;

@@ -88,15 +88,16 @@
 #include <vector>
 
 #include "covenant/engine/engine.hpp"
+#include "covenant/types/config.hpp"
 
 namespace covenant {
 
 enum class cassette_mode : std::uint8_t { record, replay, new_episodes };
 
 /// "record", "replay", "new_episodes"
-std::string_view to_string(cassette_mode m) noexcept;
+COVENANT_API std::string_view to_string(cassette_mode m) noexcept;
 /// The mode named by to_string()'s spelling ("new-episodes" is accepted too); nullopt otherwise.
-std::optional<cassette_mode> parse_cassette_mode(std::string_view name) noexcept;
+COVENANT_API std::optional<cassette_mode> parse_cassette_mode(std::string_view name) noexcept;
 
 struct cassette_options {
   /// The cassette file (JSON Lines). record and new_episodes create its directory when missing.
@@ -110,7 +111,7 @@ struct cassette_options {
 };
 
 /// An engine that records another engine's replies to a file, or replays them from it.
-class cassette_engine final : public engine {
+class COVENANT_API cassette_engine final : public engine {
  public:
   /// Records or replays `inner`, which must outlive this engine.
   cassette_engine(cassette_options options, engine& inner);

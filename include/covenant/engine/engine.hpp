@@ -29,6 +29,8 @@
 #include <string_view>
 #include <vector>
 
+#include "covenant/types/config.hpp"
+
 namespace covenant {
 
 class rate_limiter;
@@ -36,7 +38,7 @@ class rate_limiter;
 enum class role : std::uint8_t { system, user, assistant };
 
 /// "system", "user", "assistant"
-std::string_view to_string(role r) noexcept;
+COVENANT_API std::string_view to_string(role r) noexcept;
 
 struct message {
   covenant::role role = covenant::role::user;
@@ -77,9 +79,9 @@ enum class output_mode : std::uint8_t {
 };
 
 /// "json_schema", "json_object", "tools", "prompt", "auto"
-std::string_view to_string(output_mode m) noexcept;
+COVENANT_API std::string_view to_string(output_mode m) noexcept;
 /// The mode named by to_string()'s spelling ("automatic" is accepted for "auto"); nullopt otherwise.
-std::optional<output_mode> parse_output_mode(std::string_view name) noexcept;
+COVENANT_API std::optional<output_mode> parse_output_mode(std::string_view name) noexcept;
 
 struct chat_request {
   std::vector<message> messages;
@@ -121,7 +123,7 @@ struct chat_response {
 };
 
 /// The engine could not produce a reply (after its own transport retries), or was stopped.
-class engine_error : public std::runtime_error {
+class COVENANT_API engine_error : public std::runtime_error {
  public:
   explicit engine_error(const std::string& what, int status = 0, bool retryable = false)
       : std::runtime_error(what), status_(status), retryable_(retryable) {}
@@ -153,7 +155,7 @@ class engine_error : public std::runtime_error {
 /// then exactly one of on_reply() and on_error(). Calls for one request never overlap; they may
 /// come from any thread (the engine's I/O thread for the HTTP engine), so they should hand real
 /// work elsewhere quickly. None of them may throw.
-class reply_receiver {
+class COVENANT_API reply_receiver {
  public:
   virtual ~reply_receiver() = default;
   /// The next piece of the reply text (streaming). Not called by engines that do not stream.
@@ -181,7 +183,7 @@ struct engine_anchor;
 /// the start of its destructor: close() makes every later start()/complete() through a contract
 /// fail with a cancellation and waits until calls already inside the engine's functions have
 /// returned. The base destructor calls close() too.
-class engine {
+class COVENANT_API engine {
  public:
   engine();
   virtual ~engine();
@@ -230,7 +232,7 @@ namespace detail {
 struct engine_anchor;
 
 /// Enters the engine for one call of start()/complete() if it is still open; the guard leaves it.
-class engine_lease {
+class COVENANT_API engine_lease {
  public:
   explicit engine_lease(const std::shared_ptr<engine_anchor>& anchor) noexcept;
   ~engine_lease();

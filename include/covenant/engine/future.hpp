@@ -34,6 +34,8 @@
 #include <stop_token>
 #include <utility>
 
+#include "covenant/types/config.hpp"
+
 namespace covenant {
 
 template <class T>
@@ -42,7 +44,7 @@ class future;
 namespace detail {
 
 /// Spins for a few microseconds while `flag` is false (returns as soon as it is true).
-void spin_until_ready(const std::atomic<bool>& flag) noexcept;
+COVENANT_API void spin_until_ready(const std::atomic<bool>& flag) noexcept;
 
 template <class T>
 struct future_state {

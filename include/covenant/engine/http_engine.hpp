@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "covenant/engine/engine.hpp"
+#include "covenant/types/config.hpp"
 
 namespace covenant {
 
@@ -85,7 +86,7 @@ enum class provider : std::uint8_t {
 };
 
 /// "openai", "anthropic"
-std::string_view to_string(provider p) noexcept;
+COVENANT_API std::string_view to_string(provider p) noexcept;
 
 /// A transport retry the engine is about to make (http_engine_options::on_retry).
 struct transport_retry {
@@ -184,7 +185,7 @@ struct http_engine_options {
 };
 
 /// An engine speaking the OpenAI Chat Completions protocol over HTTP(S), with transport retries.
-class http_engine final : public engine {
+class COVENANT_API http_engine final : public engine {
  public:
   /// Throws std::invalid_argument for invalid options (missing or non-http(s) base_url, negative
   /// retries or waits, jitter outside [0, 1], CR/LF in a header or the API key).

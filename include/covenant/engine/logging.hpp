@@ -20,18 +20,20 @@
 #include <optional>
 #include <string_view>
 
+#include "covenant/types/config.hpp"
+
 namespace covenant {
 
 enum class log_level : std::uint8_t { trace, debug, info, warn, error, critical, off };
 
 /// "trace", "debug", "info", "warn", "error", "critical", "off".
-std::string_view to_string(log_level level) noexcept;
+COVENANT_API std::string_view to_string(log_level level) noexcept;
 /// The level named by `name` (as to_string writes it; "warning" is read as warn), else nullopt.
-std::optional<log_level> parse_log_level(std::string_view name) noexcept;
+COVENANT_API std::optional<log_level> parse_log_level(std::string_view name) noexcept;
 
 /// Sets the level of the "covenant" logger (thread-safe).
-void set_log_level(log_level level);
+COVENANT_API void set_log_level(log_level level);
 /// The current level of the "covenant" logger.
-log_level get_log_level();
+COVENANT_API log_level get_log_level();
 
 }  // namespace covenant

@@ -32,6 +32,8 @@
 #include <functional>
 #include <memory>
 
+#include "covenant/types/config.hpp"
+
 namespace covenant {
 
 class runtime;
@@ -61,7 +63,7 @@ struct rate_limiter_stats {
   std::chrono::nanoseconds waited{0};  ///< total time requests waited
 };
 
-class rate_limiter {
+class COVENANT_API rate_limiter {
  public:
   /// Throws std::invalid_argument for negative rates or a burst below 0.
   explicit rate_limiter(rate_limiter_options o);

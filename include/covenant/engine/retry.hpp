@@ -17,9 +17,11 @@
 
 #include <chrono>
 
+#include "covenant/types/config.hpp"
+
 namespace covenant {
 
-struct retry_policy {
+struct COVENANT_API retry_policy {
   int tries = 5;
   std::chrono::duration<double> delay{0.5};
   double backoff = 2.0;
@@ -39,7 +41,7 @@ struct retry_policy {
 namespace detail {
 /// A uniform draw from [0, 1) (a per-thread generator): the jitter of retry waits when no random
 /// source is given.
-double default_random();
+COVENANT_API double default_random();
 }  // namespace detail
 
 }  // namespace covenant

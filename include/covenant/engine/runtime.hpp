@@ -25,6 +25,8 @@
 #include <functional>
 #include <memory>
 
+#include "covenant/types/config.hpp"
+
 namespace boost::asio {
 class io_context;
 }  // namespace boost::asio
@@ -38,7 +40,7 @@ struct runtime_access;
 
 /// A scheduled callback; cancel() keeps it from running if it has not started. Copyable: every
 /// copy refers to the same callback. A default-constructed timer refers to none.
-class timer {
+class COVENANT_API timer {
  public:
   timer() = default;
   /// Cancels the callback unless it already started (safe from any thread, idempotent).
@@ -58,7 +60,7 @@ struct runtime_options {
   unsigned workers = 0;
 };
 
-class runtime {
+class COVENANT_API runtime {
  public:
   /// A runtime with its own I/O thread and `o.workers` worker threads.
   explicit runtime(runtime_options o);

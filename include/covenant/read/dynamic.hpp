@@ -60,14 +60,14 @@ struct dynamic_result {
 };
 
 /// Reads JSON `text` against the model's root type.
-dynamic_result decode_dynamic(std::string_view text, const schema::model& m, const decode_options& options = {},
-                              output_keys keys = output_keys::json);
+COVENANT_API dynamic_result decode_dynamic(std::string_view text, const schema::model& m,
+                                           const decode_options& options = {}, output_keys keys = output_keys::json);
 
 /// Checks a JSON value against the model's root type (the value is read as its compact JSON
 /// text, so the issues are those decode_dynamic reports for that text). `value` of the result is
 /// the normalized value.
-dynamic_result validate_value(const boost::json::value& value, const schema::model& m,
-                              const decode_options& options = {}, output_keys keys = output_keys::json);
+COVENANT_API dynamic_result validate_value(const boost::json::value& value, const schema::model& m,
+                                           const decode_options& options = {}, output_keys keys = output_keys::json);
 
 // ---- reading model text ---------------------------------------------------------------------
 
@@ -119,6 +119,6 @@ struct read_result {
 /// written) become `incomplete` notes instead of issues, so the value so far is returned as valid.
 /// Values written completely are checked in full: a wrong type or a finished field out of range
 /// is still an issue. Text that is complete JSON is read as in final mode.
-read_result read_dynamic(std::string_view text, const schema::model& m, const read_options& options = {});
+COVENANT_API read_result read_dynamic(std::string_view text, const schema::model& m, const read_options& options = {});
 
 }  // namespace covenant

@@ -56,7 +56,7 @@ enum class strictness : std::uint8_t {
 };
 
 /// "strict", "repair", "coerce".
-std::string_view to_string(strictness level) noexcept;
+COVENANT_API std::string_view to_string(strictness level) noexcept;
 
 /// Options of extract_candidates().
 struct lenient_options {
@@ -86,7 +86,7 @@ enum class candidate_kind : std::uint8_t {
 };
 
 /// "whole_text", "after_reasoning", ...
-std::string_view to_string(candidate_kind kind) noexcept;
+COVENANT_API std::string_view to_string(candidate_kind kind) noexcept;
 
 /// Where an object or array of a candidate's `json` was read from in the input.
 struct source_span {
@@ -97,7 +97,7 @@ struct source_span {
 };
 
 /// One reading of the text as strict JSON.
-struct candidate {
+struct COVENANT_API candidate {
   /// Strict JSON (RFC 8259, valid UTF-8), compact: decode it with the strict decoders.
   std::string json;
   /// What was taken from where (extracted), repaired, dropped (truncated) or left unfinished
@@ -140,18 +140,18 @@ struct extraction {
 /// from it: JSON inside a string, the object inside a one-element array), all objects as one
 /// array, then (coerce level) the whole text as a string. Strict level: the text unchanged as the
 /// only candidate. Never throws except std::bad_alloc; time is linear in the size of the text.
-std::vector<candidate> extract_candidates(std::string_view text, const lenient_options& options = {});
+COVENANT_API std::vector<candidate> extract_candidates(std::string_view text, const lenient_options& options = {});
 
 /// Like extract_candidates(), with the problems that limited the search.
-extraction extract(std::string_view text, const lenient_options& options = {});
+COVENANT_API extraction extract(std::string_view text, const lenient_options& options = {});
 
 /// Like extract(), writing into `out` and reusing its storage (the strings and note lists of
 /// earlier candidates keep their capacity), for callers that read many texts.
-void extract_into(std::string_view text, const lenient_options& options, extraction& out);
+COVENANT_API void extract_into(std::string_view text, const lenient_options& options, extraction& out);
 
 /// Constant-time check: false only when `text` is certainly not a JSON text (its first and last
 /// non-whitespace characters cannot start and end one). True for every valid JSON text, so a
 /// caller can try the strict decoder first and come here only on a parse error.
-bool looks_like_strict_json(std::string_view text) noexcept;
+COVENANT_API bool looks_like_strict_json(std::string_view text) noexcept;
 
 }  // namespace covenant

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "covenant/types/config.hpp"
 #include "covenant/types/issues.hpp"
 #include "covenant/types/reflect.hpp"
 #include "covenant/types/schema_of.hpp"
@@ -38,11 +39,11 @@ enum class value_state : std::uint8_t {
 };
 
 /// "absent", "streaming", "complete".
-std::string_view to_string(value_state s) noexcept;
+COVENANT_API std::string_view to_string(value_state s) noexcept;
 
 /// The state of every value of a partial reply, by path (`answer`, `evidence[1].snippet`, "" for
 /// the whole reply), with JSON keys.
-class partial_states {
+class COVENANT_API partial_states {
  public:
   partial_states();
 
@@ -117,7 +118,7 @@ class partial {
 };
 
 /// A partial reply read against a runtime schema: the JSON value so far and the state of each part.
-class partial_json {
+class COVENANT_API partial_json {
  public:
   partial_json();
   ~partial_json();
@@ -139,7 +140,7 @@ class partial_json {
 
 namespace detail {
 /// The JSON key of field `i` of T (its alias if any), from T's schema.
-std::string_view object_field_key(const schema::model& m, std::size_t i);
+COVENANT_API std::string_view object_field_key(const schema::model& m, std::size_t i);
 }  // namespace detail
 
 template <class T>

@@ -27,11 +27,11 @@ namespace covenant {
 namespace detail {
 
 /// Whether `s` is well-formed UTF-8.
-bool valid_utf8(std::string_view s) noexcept;
+COVENANT_API bool valid_utf8(std::string_view s) noexcept;
 /// `text` with every byte that is not part of valid UTF-8 replaced by U+FFFD.
-std::string repair_utf8(std::string_view text);
+COVENANT_API std::string repair_utf8(std::string_view text);
 /// `text` with control characters and bytes that are not UTF-8 written as \xNN (for one line).
-std::string printable_text(std::string_view text);
+COVENANT_API std::string printable_text(std::string_view text);
 
 /// A short rendering of a string for `issue::actual`: quoted, at most 64 bytes looked at.
 struct string_preview {

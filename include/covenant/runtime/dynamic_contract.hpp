@@ -29,6 +29,11 @@
 
 namespace covenant {
 
+/// What a dynamic contract's call operator throws (its fallback is null). Instantiated once, in the
+/// library, so that its typeinfo is the library's own and a program catches it across a shared
+/// libcovenant.
+extern template class COVENANT_API contract_failure<boost::json::value>;
+
 /// What a dynamic contract does: the runtime counterpart of an Expression.
 struct dynamic_task {
   /// Name in logs ("task" when empty).
@@ -52,7 +57,7 @@ struct dynamic_task {
   std::string schema_version{};
 };
 
-class dynamic_contract {
+class COVENANT_API dynamic_contract {
  public:
   using input_type = boost::json::value;
   /// What run() returns, as contract::run() does: the value (the validated output; null when the

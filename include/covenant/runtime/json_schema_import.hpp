@@ -37,6 +37,7 @@
 #include <string>
 #include <string_view>
 
+#include "covenant/types/config.hpp"
 #include "covenant/types/schema.hpp"
 #include "covenant/runtime/schema_diagnostic.hpp"
 #include "covenant/runtime/schema_file.hpp"
@@ -60,16 +61,18 @@ struct json_schema_import_result {
 };
 
 /// Imports a parsed JSON Schema document without throwing.
-json_schema_import_result try_import_json_schema(const boost::json::value& document,
-                                                 const json_schema_import_options& options = {});
+COVENANT_API json_schema_import_result try_import_json_schema(const boost::json::value& document,
+                                                              const json_schema_import_options& options = {});
 /// Parses JSON text (syntax errors carry line and column) and imports it without throwing.
-json_schema_import_result try_import_json_schema_text(std::string_view text,
-                                                      const json_schema_import_options& options = {});
+COVENANT_API json_schema_import_result try_import_json_schema_text(std::string_view text,
+                                                                   const json_schema_import_options& options = {});
 
 /// Imports a parsed document; throws schema_error with every problem.
-schema::model import_json_schema(const boost::json::value& document, const json_schema_import_options& options = {});
+COVENANT_API schema::model import_json_schema(const boost::json::value& document,
+                                              const json_schema_import_options& options = {});
 /// Parses and imports JSON text; throws schema_error with every problem.
-schema::model import_json_schema_text(std::string_view text, const json_schema_import_options& options = {});
+COVENANT_API schema::model import_json_schema_text(std::string_view text,
+                                                   const json_schema_import_options& options = {});
 
 /// A schema file (BAML syntax) or a JSON Schema document, loaded.
 struct schema_document {
@@ -87,11 +90,11 @@ struct schema_document {
 
 /// Whether `text` (from `file`) is a JSON Schema document: a .json name, or text that starts with
 /// '{' (after white space and a byte order mark).
-bool is_json_schema_document(std::string_view file, std::string_view text) noexcept;
+COVENANT_API bool is_json_schema_document(std::string_view file, std::string_view text) noexcept;
 
 /// Loads `file` as a JSON Schema document or a schema file, whichever it is (see
 /// is_json_schema_document), at most COVENANT_SCHEMA_MAX_BYTES, without throwing. Every problem
 /// is in `issues`, a file that cannot be read included (io_error, limit_exceeded).
-schema_document try_load_schema_document(const std::filesystem::path& file);
+COVENANT_API schema_document try_load_schema_document(const std::filesystem::path& file);
 
 }  // namespace covenant

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "covenant/runtime/json_schema_import.hpp"
+#include "covenant/types/config.hpp"
 #include "covenant/types/schema.hpp"
 #include "covenant/runtime/schema_diagnostic.hpp"
 #include "covenant/runtime/schema_file.hpp"
@@ -69,10 +70,10 @@ enum class change_kind : std::uint8_t {
 };
 
 /// Stable snake_case name of a change kind.
-std::string_view to_string(change_kind kind) noexcept;
+COVENANT_API std::string_view to_string(change_kind kind) noexcept;
 
 /// One difference, at a path of the document ("" = the root value).
-struct schema_change {
+struct COVENANT_API schema_change {
   std::string path;
   change_kind kind = change_kind::type_changed;
   bool breaking = true;
@@ -83,7 +84,7 @@ struct schema_change {
   friend bool operator==(const schema_change&, const schema_change&) = default;
 };
 
-struct compat_report {
+struct COVENANT_API compat_report {
   std::vector<schema_change> changes;  ///< in document order (fields in declaration order)
 
   /// No breaking change.
@@ -95,7 +96,7 @@ struct compat_report {
 };
 
 /// Compares the root types of two models (older first).
-compat_report check_compatibility(const schema::model& older, const schema::model& newer);
+COVENANT_API compat_report check_compatibility(const schema::model& older, const schema::model& newer);
 
 // ---- registry ---------------------------------------------------------------------------------
 
@@ -108,9 +109,9 @@ enum class registry_error_code : std::uint8_t {
 };
 
 /// Stable snake_case name of a code.
-std::string_view to_string(registry_error_code code) noexcept;
+COVENANT_API std::string_view to_string(registry_error_code code) noexcept;
 
-class registry_error : public std::runtime_error {
+class COVENANT_API registry_error : public std::runtime_error {
  public:
   registry_error(registry_error_code code, std::string message, schema_diagnostics issues = {});
   [[nodiscard]] registry_error_code code() const noexcept { return code_; }
@@ -131,10 +132,10 @@ struct schema_ref {
 
 /// Parses "FinalAnswer@v2" or "FinalAnswer"; nullopt when the text is neither (an empty name or
 /// version, a second '@').
-std::optional<schema_ref> parse_schema_ref(std::string_view text);
+COVENANT_API std::optional<schema_ref> parse_schema_ref(std::string_view text);
 
 /// Natural order of version labels: digit runs compare as numbers ("v2" < "v10").
-bool version_less(std::string_view a, std::string_view b) noexcept;
+COVENANT_API bool version_less(std::string_view a, std::string_view b) noexcept;
 
 /// A registered schema. The model is shared and immutable.
 struct registered_schema {
@@ -154,7 +155,7 @@ struct schema_listing {
   friend bool operator==(const schema_listing&, const schema_listing&) = default;
 };
 
-class schema_registry {
+class COVENANT_API schema_registry {
  public:
   schema_registry() = default;
   schema_registry(const schema_registry&) = delete;

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "covenant/types/config.hpp"
 #include "covenant/types/schema.hpp"
 
 namespace covenant {
@@ -43,10 +44,10 @@ enum class schema_error_code : std::uint8_t {
 };
 
 /// Stable snake_case name of a code ("unknown_type", ...).
-std::string_view to_string(schema_error_code code) noexcept;
+COVENANT_API std::string_view to_string(schema_error_code code) noexcept;
 
 /// One problem (or note) found while loading a schema.
-struct schema_diagnostic {
+struct COVENANT_API schema_diagnostic {
   schema_error_code code = schema_error_code::syntax_error;
   std::string file;          ///< file name as given to the loader ("" when none)
   std::uint32_t line = 0;    ///< 1-based; 0 when the source has no lines (JSON Schema values)
@@ -63,13 +64,13 @@ struct schema_diagnostic {
 using schema_diagnostics = std::vector<schema_diagnostic>;
 
 /// One line per diagnostic.
-std::string render_diagnostics(const schema_diagnostics& diagnostics);
+COVENANT_API std::string render_diagnostics(const schema_diagnostics& diagnostics);
 
-std::ostream& operator<<(std::ostream& os, const schema_diagnostic& d);
+COVENANT_API std::ostream& operator<<(std::ostream& os, const schema_diagnostic& d);
 
 /// Thrown by the loaders that do not return diagnostics (the forms without try_); carries every
 /// problem.
-class schema_error : public std::runtime_error {
+class COVENANT_API schema_error : public std::runtime_error {
  public:
   explicit schema_error(schema_diagnostics issues);
   [[nodiscard]] const schema_diagnostics& issues() const noexcept { return issues_; }
@@ -86,11 +87,11 @@ class schema_error : public std::runtime_error {
 /// without passing through a list, a map or an object), and definitions do not contain one
 /// another more than COVENANT_SCHEMA_MAX_DEPTH levels deep (recursion counted once).
 /// Diagnostics carry the definition's source location and name the path ("Node.next").
-schema_diagnostics check_model(const schema::model& m);
+COVENANT_API schema_diagnostics check_model(const schema::model& m);
 
 /// The model rooted at `root`, keeping only the definitions `root` reaches (in the order they
 /// are first met, depth first, like schema_of<T>()), with `def` indexes renumbered. Refs are
 /// resolved by index when set, else by name.
-schema::model reachable_model(const schema::model& all, const schema::type& root);
+COVENANT_API schema::model reachable_model(const schema::model& all, const schema::type& root);
 
 }  // namespace covenant

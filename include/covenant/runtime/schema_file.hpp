@@ -98,7 +98,7 @@ struct schema_model_result {
 
 /// The named types of one schema file (or text). Cheap to copy only as a whole model; build once
 /// and share. Thread-safe for concurrent const use.
-class schema_set {
+class COVENANT_API schema_set {
  public:
   schema_set() = default;
 

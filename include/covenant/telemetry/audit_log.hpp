@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "covenant/contract/observer.hpp"
+#include "covenant/types/config.hpp"
 
 namespace covenant {
 
@@ -49,7 +50,7 @@ struct audit_log_options {
 };
 
 /// Writes the audit lines. Thread-safe: one instance may observe many contracts.
-class audit_log final : public observer {
+class COVENANT_API audit_log final : public observer {
  public:
   /// Opens today's file (std::runtime_error when the directory cannot be created or the file
   /// cannot be opened), applies the retention and writes the lines of journals left by processes

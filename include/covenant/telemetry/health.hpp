@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "covenant/engine/http_engine.hpp"
+#include "covenant/types/config.hpp"
 
 namespace covenant {
 
@@ -53,7 +54,7 @@ struct health_check {
   std::chrono::milliseconds took{0};
 };
 
-struct health_report {
+struct COVENANT_API health_report {
   /// Every check is ok (true when there are no checks).
   bool healthy = false;
   std::vector<health_check> checks{};
@@ -90,6 +91,6 @@ struct health_options {
 };
 
 /// Runs every check `options` asks for (see the top of this file).
-health_report check_health(const health_options& options);
+COVENANT_API health_report check_health(const health_options& options);
 
 }  // namespace covenant

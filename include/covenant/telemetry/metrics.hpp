@@ -18,6 +18,7 @@
 #include <string>
 
 #include "covenant/contract/observer.hpp"
+#include "covenant/types/config.hpp"
 
 namespace covenant {
 
@@ -26,7 +27,7 @@ struct metrics_options {
   std::size_t max_label_values = 200;
 };
 
-class metrics final : public observer {
+class COVENANT_API metrics final : public observer {
  public:
   explicit metrics(metrics_options options = {});
   ~metrics() override;
@@ -52,6 +53,6 @@ class metrics final : public observer {
 };
 
 /// A field path as a label value: list indices dropped (`sources[1].url` -> `sources[].url`).
-std::string metric_path(const path& p);
+COVENANT_API std::string metric_path(const path& p);
 
 }  // namespace covenant

@@ -51,6 +51,8 @@
 #include <utility>
 #include <vector>
 
+#include "covenant/types/config.hpp"
+
 namespace covenant::prometheus {
 
 /// The Content-Type header of a response carrying the text this header writes.
@@ -59,26 +61,26 @@ inline constexpr std::string_view content_type = "text/plain; version=0.0.4; cha
 enum class metric_type { counter, gauge, histogram };
 
 /// "counter", "gauge" or "histogram", as written on a # TYPE line.
-[[nodiscard]] std::string_view type_name(metric_type type) noexcept;
+[[nodiscard]] COVENANT_API std::string_view type_name(metric_type type) noexcept;
 
 // ---------------------------------------------------------------------------
 // Names, escaping and numbers
 // ---------------------------------------------------------------------------
 
 /// True for [a-zA-Z_:][a-zA-Z0-9_:]* not starting with "__".
-[[nodiscard]] bool is_valid_metric_name(std::string_view name) noexcept;
+[[nodiscard]] COVENANT_API bool is_valid_metric_name(std::string_view name) noexcept;
 /// True for [a-zA-Z_][a-zA-Z0-9_]* not starting with "__".
-[[nodiscard]] bool is_valid_label_name(std::string_view name) noexcept;
+[[nodiscard]] COVENANT_API bool is_valid_label_name(std::string_view name) noexcept;
 /// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF).
-[[nodiscard]] bool is_valid_utf8(std::string_view text) noexcept;
+[[nodiscard]] COVENANT_API bool is_valid_utf8(std::string_view text) noexcept;
 
 /// Appends `value` as a sample value: "+Inf", "-Inf", "NaN", an integer without exponent when
 /// |value| < 2^53 and value is whole, otherwise the shortest round-trip form of std::to_chars.
-void append_value(std::string& out, double value);
+COVENANT_API void append_value(std::string& out, double value);
 /// Appends a label value with backslash, double quote and newline escaped (no quotes around it).
-void append_escaped_label_value(std::string& out, std::string_view value);
+COVENANT_API void append_escaped_label_value(std::string& out, std::string_view value);
 /// Appends help text with backslash and newline escaped.
-void append_escaped_help(std::string& out, std::string_view help);
+COVENANT_API void append_escaped_help(std::string& out, std::string_view help);
 
 // ---------------------------------------------------------------------------
 // Plain data: what a family holds at one moment, and the writer for it
@@ -121,14 +123,14 @@ struct family_data {
 /// histograms, UTF-8, one label value per label name, distinct label value lists, histogram
 /// bounds, cumulative counts non-decreasing and at most `count`); on std::invalid_argument `out`
 /// is left as it was.
-void append_family(std::string& out, const family_data& family);
+COVENANT_API void append_family(std::string& out, const family_data& family);
 
 // ---------------------------------------------------------------------------
 // Children: the values that are updated
 // ---------------------------------------------------------------------------
 
 /// A monotonically increasing value. Lock-free.
-class counter {
+class COVENANT_API counter {
  public:
   counter() noexcept = default;
   counter(const counter&) = delete;
@@ -143,7 +145,7 @@ class counter {
 };
 
 /// A value that goes up and down. Lock-free.
-class gauge {
+class COVENANT_API gauge {
  public:
   gauge() noexcept = default;
   gauge(const gauge&) = delete;
@@ -159,7 +161,7 @@ class gauge {
 };
 
 /// Observations counted in buckets with fixed upper bounds. Lock-free.
-class histogram {
+class COVENANT_API histogram {
  public:
   /// Throws std::invalid_argument unless the bounds are finite and strictly increasing (an empty
   /// list is allowed: only the +Inf bucket, i.e. a count and a sum).
@@ -183,10 +185,10 @@ class histogram {
 
 /// Bucket upper bounds in seconds for LLM call latency: 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20,
 /// 30, 60, 120.
-[[nodiscard]] std::vector<double> default_seconds_buckets();
+[[nodiscard]] COVENANT_API std::vector<double> default_seconds_buckets();
 
 /// Throws std::invalid_argument unless `upper_bounds` are finite and strictly increasing.
-void check_bucket_bounds(std::span<const double> upper_bounds);
+COVENANT_API void check_bucket_bounds(std::span<const double> upper_bounds);
 
 // ---------------------------------------------------------------------------
 // Families
@@ -239,7 +241,7 @@ class children {
 }  // namespace detail
 
 /// What families have in common; the registry holds them through this.
-class family {
+class COVENANT_API family {
  public:
   virtual ~family();
   family(const family&) = delete;
@@ -271,7 +273,7 @@ class family {
 };
 
 /// Counters selected by label values. The name must end in "_total".
-class counter_family final : public family {
+class COVENANT_API counter_family final : public family {
  public:
   counter_family(std::string name, std::string help, std::vector<std::string> label_names = {});
 
@@ -290,7 +292,7 @@ class counter_family final : public family {
 };
 
 /// Gauges selected by label values.
-class gauge_family final : public family {
+class COVENANT_API gauge_family final : public family {
  public:
   gauge_family(std::string name, std::string help, std::vector<std::string> label_names = {});
 
@@ -308,7 +310,7 @@ class gauge_family final : public family {
 
 /// Histograms selected by label values, all with the same bucket upper bounds. No label may be
 /// named "le".
-class histogram_family final : public family {
+class COVENANT_API histogram_family final : public family {
  public:
   /// Throws std::invalid_argument for invalid names or bounds (see check_bucket_bounds()).
   histogram_family(std::string name, std::string help, std::vector<std::string> label_names = {},
@@ -329,7 +331,7 @@ class histogram_family final : public family {
 };
 
 /// Appends the exposition text of `family` to `out` (same as family.append_to(out)).
-void append_family(std::string& out, const family& family);
+COVENANT_API void append_family(std::string& out, const family& family);
 
 // ---------------------------------------------------------------------------
 // Registry
@@ -339,7 +341,7 @@ void append_family(std::string& out, const family& family);
 /// (std::invalid_argument) when it is invalid or when any series name it produces (for a
 /// histogram: name, name_bucket, name_sum, name_count) is already produced by another family.
 /// Returned references stay valid for the life of the registry.
-class registry {
+class COVENANT_API registry {
  public:
   registry();
   ~registry();

@@ -56,7 +56,7 @@ struct step {
 /// sleeping thread); a stop request between pieces ends the reply with a cancellation, and
 /// streamed_bytes() tells how much of it was delivered. Destroying the engine ends the streams it
 /// is still delivering with a cancellation.
-class scripted_engine : public engine {
+class COVENANT_API scripted_engine : public engine {
  public:
   using responder = std::function<chat_response(const chat_request&, std::size_t call_index)>;
 
@@ -117,7 +117,7 @@ class scripted_engine : public engine {
 };
 
 /// Records requested sleeps instead of sleeping.
-class fake_sleeper {
+class COVENANT_API fake_sleeper {
  public:
   void operator()(std::chrono::nanoseconds d);
   [[nodiscard]] std::vector<std::chrono::nanoseconds> sleeps() const;
@@ -129,7 +129,7 @@ class fake_sleeper {
 };
 
 /// A clock that only moves when told to (each reading can also advance it by a fixed step).
-class manual_clock {
+class COVENANT_API manual_clock {
  public:
   explicit manual_clock(std::chrono::nanoseconds step = std::chrono::nanoseconds(0)) : step_(step) {}
   std::chrono::steady_clock::time_point operator()();
@@ -142,7 +142,7 @@ class manual_clock {
 };
 
 /// A deterministic uniform [0, 1) source, safe to share between threads.
-class seeded_random {
+class COVENANT_API seeded_random {
  public:
   explicit seeded_random(std::uint64_t seed) : gen_(seed) {}
   double operator()();
@@ -155,7 +155,7 @@ class seeded_random {
 /// Captures what the library's "covenant" logger writes (debug level and up, one line each as
 /// `[level] message`) while it is alive, then restores the logger's level. Captures from any
 /// thread; create one at a time.
-class log_capture {
+class COVENANT_API log_capture {
  public:
   log_capture();
   ~log_capture();
@@ -171,6 +171,7 @@ class log_capture {
 
 /// Contract options for tests: the given retry policy, no real sleeping (waits are recorded in
 /// `sleeper` when given), seeded jitter.
-contract_options instant(retry_policy retry = {}, fake_sleeper* sleeper = nullptr, std::uint64_t seed = 42);
+COVENANT_API contract_options instant(retry_policy retry = {}, fake_sleeper* sleeper = nullptr,
+                                      std::uint64_t seed = 42);
 
 }  // namespace covenant::testing

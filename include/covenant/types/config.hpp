@@ -39,6 +39,10 @@ see covenant/types/config.hpp); a definition in a program would not match the co
 #endif
 
 #include "covenant/build_config.hpp"
+// COVENANT_API: on each declaration of the compiled library that programs call (functions defined
+// in src/, classes with out-of-line members, exception classes). A shared libcovenant is built with
+// hidden visibility and exports only those; a static one leaves the macro empty.
+#include "covenant/export.hpp"
 
 /// Smallest enumerator value scanned when reflecting enum names (header-only: reflect.hpp scans
 /// the program's own enums with it; the library reflects none of its own).

@@ -28,19 +28,19 @@ namespace covenant {
 
 /// Compact JSON text of a value, numbers in shortest form (0.87 rather than 8.7E-1); non-finite
 /// doubles are written as null.
-std::string json_text(const boost::json::value& value);
+COVENANT_API std::string json_text(const boost::json::value& value);
 
 /// The same JSON written over several lines: each array element and object member on its own
 /// line, indented by `indent` spaces per level, `"key": value`; empty arrays and objects stay
 /// `[]` and `{}`. No trailing newline. Values of any depth are written without recursion.
-std::string json_pretty(const boost::json::value& value, std::size_t indent = 2);
+COVENANT_API std::string json_pretty(const boost::json::value& value, std::size_t indent = 2);
 
 namespace detail {
 
 /// Appends `s` as a JSON string literal (quotes included).
-void append_json_string(std::string& out, std::string_view s);
+COVENANT_API void append_json_string(std::string& out, std::string_view s);
 /// Appends the shortest representation that reads back as the same double.
-void append_json_number(std::string& out, double v);
+COVENANT_API void append_json_number(std::string& out, double v);
 
 template <class T>
 void write_value(std::string& out, const T& v, const schema::type& node, const schema::model& s);

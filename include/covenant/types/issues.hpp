@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "covenant/types/config.hpp"
+
 namespace covenant {
 
 /// What kind of problem an issue reports.
@@ -37,7 +39,7 @@ enum class issue_code : std::uint8_t {
 };
 
 /// Stable snake_case name of a code ("missing_field", ...).
-std::string_view to_string(issue_code code) noexcept;
+COVENANT_API std::string_view to_string(issue_code code) noexcept;
 
 /// What happens when a check fails (its on-fail action; see docs/policies.md).
 enum class fail_action : std::uint8_t {
@@ -50,9 +52,9 @@ enum class fail_action : std::uint8_t {
 };
 
 /// "reask", "fix", "filter", "refrain", "noop", "exception".
-std::string_view to_string(fail_action a) noexcept;
+COVENANT_API std::string_view to_string(fail_action a) noexcept;
 /// The action named `name` (the spellings of to_string(fail_action)); nullopt when there is none.
-std::optional<fail_action> parse_fail_action(std::string_view name) noexcept;
+COVENANT_API std::optional<fail_action> parse_fail_action(std::string_view name) noexcept;
 
 /// One step of a path: an object key or an array index.
 struct path_segment {
@@ -64,7 +66,7 @@ struct path_segment {
 };
 
 /// Location of a value inside a document: `metadata.token_usage.input_tokens`, `sources[1]`.
-class path {
+class COVENANT_API path {
  public:
   path() = default;
 
@@ -101,7 +103,7 @@ class path {
 };
 
 /// One problem, with where, what, expected and actual.
-struct issue {
+struct COVENANT_API issue {
   covenant::path path;
   issue_code code = issue_code::constraint_violation;
   std::string expected;  ///< e.g. "<= 1", "string", "one of: low, high"
@@ -139,10 +141,10 @@ enum class note_kind : std::uint8_t {
 };
 
 /// Stable snake_case name of a note kind.
-std::string_view to_string(note_kind kind) noexcept;
+COVENANT_API std::string_view to_string(note_kind kind) noexcept;
 
 /// One repair, coercion or observation, with where it applies.
-struct note {
+struct COVENANT_API note {
   note_kind kind = note_kind::repaired;
   covenant::path path;  ///< where in the value ("" = the whole text)
   std::string detail;   ///< short human text: "removed trailing comma", "\"0.9\" read as number"
@@ -155,15 +157,15 @@ struct note {
 using note_list = std::vector<note>;
 
 /// One line per issue, ready to be shown to a model or a person.
-std::string render_feedback(const issue_list& issues);
+COVENANT_API std::string render_feedback(const issue_list& issues);
 /// Appends render_feedback(issues) to `out`.
-void render_feedback(const issue_list& issues, std::string& out);
+COVENANT_API void render_feedback(const issue_list& issues, std::string& out);
 
-std::ostream& operator<<(std::ostream& os, const issue& i);
-std::ostream& operator<<(std::ostream& os, const path& p);
+COVENANT_API std::ostream& operator<<(std::ostream& os, const issue& i);
+COVENANT_API std::ostream& operator<<(std::ostream& os, const path& p);
 
 /// Thrown only by the `*_or_throw` entry points; carries every issue.
-class decode_error : public std::runtime_error {
+class COVENANT_API decode_error : public std::runtime_error {
  public:
   explicit decode_error(issue_list issues);
   [[nodiscard]] const issue_list& issues() const noexcept { return issues_; }
@@ -174,6 +176,6 @@ class decode_error : public std::runtime_error {
 
 /// Short, single-line rendering of a value for `issue::actual`: at most
 /// COVENANT_ACTUAL_MAX_CHARS characters (cut on a UTF-8 boundary) followed by "...".
-std::string elide(std::string_view text);
+COVENANT_API std::string elide(std::string_view text);
 
 }  // namespace covenant

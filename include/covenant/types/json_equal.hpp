@@ -5,6 +5,8 @@
 
 #include <boost/json/value.hpp>
 
+#include "covenant/types/config.hpp"
+
 namespace covenant {
 
 /// Whether `a` and `b` are the same JSON value (docs/runtime-schemas.md, "Equality"):
@@ -17,6 +19,6 @@ namespace covenant {
 ///     member that is null on the other (a decoded value cannot tell them apart: both are an empty
 ///     std::optional, and the expression `this.k` is `none` either way);
 ///   - values of any other pair of kinds are not equal.
-bool json_equal(const boost::json::value& a, const boost::json::value& b) noexcept;
+COVENANT_API bool json_equal(const boost::json::value& a, const boost::json::value& b) noexcept;
 
 }  // namespace covenant

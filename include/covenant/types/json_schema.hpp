@@ -25,6 +25,7 @@
 
 #include <string_view>
 
+#include "covenant/types/config.hpp"
 #include "covenant/types/schema.hpp"
 #include "covenant/types/schema_of.hpp"
 
@@ -42,14 +43,14 @@ struct json_schema_options {
 
 /// JSON Schema 2020-12 of the model. Throws std::invalid_argument only in strict mode, when the
 /// model cannot be expressed (non-object root, maps, `any`).
-boost::json::value to_json_schema(const schema::model& s, const json_schema_options& options = {});
+COVENANT_API boost::json::value to_json_schema(const schema::model& s, const json_schema_options& options = {});
 
 /// The OpenAI strict-mode schema of the model: to_json_schema(s, {.openai_strict = true}).
-boost::json::value to_openai_strict_schema(const schema::model& s);
+COVENANT_API boost::json::value to_openai_strict_schema(const schema::model& s);
 
 /// {"type": "json_schema", "json_schema": {"name": name, "strict": true, "schema": ...}}, the
 /// `response_format` of an OpenAI chat completion request. An empty name uses the root's title.
-boost::json::value openai_response_format(const schema::model& s, std::string_view name = {});
+COVENANT_API boost::json::value openai_response_format(const schema::model& s, std::string_view name = {});
 
 /// to_json_schema(schema_of<T>()), built on first use and cached.
 template <class T>
@@ -67,7 +68,7 @@ const boost::json::value& openai_strict_schema_of() {
 
 namespace detail {
 /// Wraps a strict schema as an OpenAI `response_format`.
-boost::json::value response_format(const boost::json::value& strict_schema, std::string_view name);
+COVENANT_API boost::json::value response_format(const boost::json::value& strict_schema, std::string_view name);
 }  // namespace detail
 
 /// openai_response_format(schema_of<T>(), name), from the cached strict schema.

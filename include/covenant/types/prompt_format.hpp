@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "covenant/types/config.hpp"
 #include "covenant/types/schema.hpp"
 #include "covenant/types/schema_of.hpp"
 
@@ -37,7 +38,7 @@ struct prompt_options {
 };
 
 /// Text that tells a model which JSON value to produce (no trailing newline).
-std::string prompt_text(const schema::model& s, const prompt_options& options = {});
+COVENANT_API std::string prompt_text(const schema::model& s, const prompt_options& options = {});
 
 /// prompt_text(schema_of<T>()) with default options, built on first use and cached.
 template <class T>
@@ -49,28 +50,28 @@ const std::string& prompt_of() {
 /// The constraints that hold at `t` as a model should see them: the declared ones, plus the range
 /// of an unsigned or 8/16-bit C++ integer type (unless a declared bound is already tighter), with
 /// bounds of the same direction reduced to the tightest one. Other constraints keep their order.
-std::vector<schema::constraint> effective_constraints(const schema::type& t);
+COVENANT_API std::vector<schema::constraint> effective_constraints(const schema::type& t);
 
 /// The constraints `cs` on a value of kind `k` as one lower-case clause, merged where that reads
 /// better: "non-empty, at most 10000 characters", "between 0 and 1", "1 to 50 items". Empty when
 /// `cs` says nothing.
-std::string constraint_clause(const std::vector<schema::constraint>& cs, schema::kind k);
+COVENANT_API std::string constraint_clause(const std::vector<schema::constraint>& cs, schema::kind k);
 
 /// Every constraint of `t` as one clause, including those on list items and map values:
 /// "1 to 50 items; each item non-empty".
-std::string constraint_clause(const schema::type& t);
+COVENANT_API std::string constraint_clause(const schema::type& t);
 
 /// Whether the schema says anything beyond names and types: a description, a constraint or a rule
 /// anywhere in it (then its prompt text is worth showing for an input).
-bool has_prompt_metadata(const schema::model& s);
+COVENANT_API bool has_prompt_metadata(const schema::model& s);
 
 namespace detail {
 /// `clause` as a sentence: first letter upper-case, final period.
-std::string sentence(std::string clause);
+COVENANT_API std::string sentence(std::string clause);
 /// `a` and `b` joined as sentences ("" when both are empty).
-std::string join_sentences(std::string a, const std::string& b);
+COVENANT_API std::string join_sentences(std::string a, const std::string& b);
 /// Descriptions of enum values: `"low": little risk; "high": needs review` ("" when none).
-std::string enum_value_notes(const schema::enum_def& e);
+COVENANT_API std::string enum_value_notes(const schema::enum_def& e);
 }  // namespace detail
 
 }  // namespace covenant

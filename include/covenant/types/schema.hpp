@@ -18,13 +18,14 @@
 #include <variant>
 #include <vector>
 
+#include "covenant/types/config.hpp"
 #include "covenant/types/issues.hpp"
 
 namespace covenant::schema {
 
 /// A user-supplied check that is not expressible as a keyword (predicates, cross-field rules,
 /// uniqueness by key). Native checks see the C++ object; JSON checks see a boost::json::value.
-class custom_check {
+class COVENANT_API custom_check {
  public:
   virtual ~custom_check() = default;
   /// Whether check_native() is meaningful (checks built from C++ callables).
@@ -186,7 +187,7 @@ struct definition {
 };
 
 /// A root type plus every definition it (transitively) refers to.
-struct model {
+struct COVENANT_API model {
   type root;
   std::vector<definition> defs;
 
@@ -203,30 +204,31 @@ struct model {
 
 /// Type expression as written in schema files: `string`, `int`, `Foo[]`, `map<string, int>`,
 /// `Foo | null`, `"a" | "b"`.
-std::string type_expression(const type& t);
+COVENANT_API std::string type_expression(const type& t);
 
 /// Ready-made types.
-type make_primitive(kind k);
-type make_array(type item);
-type make_map(type value);
-type make_ref(std::string name);
+COVENANT_API type make_primitive(kind k);
+COVENANT_API type make_array(type item);
+COVENANT_API type make_map(type value);
+COVENANT_API type make_ref(std::string name);
 
 /// Prompt phrase of a constraint: "at most 10000 characters", "at least 0", "one of \"a\", \"b\"".
-std::string describe(const constraint& c);
+COVENANT_API std::string describe(const constraint& c);
 
 /// Whether `c` on a value of kind `k` has a fix (on-fail action fix): bounds, multiple_of,
 /// max_length, max_items (arrays), pattern and format (surrounding whitespace), string one_of
 /// (case and whitespace), unique_items and unique_by.
-bool has_fix(const constraint& c, kind k) noexcept;
+COVENANT_API bool has_fix(const constraint& c, kind k) noexcept;
 
 /// The JSON Schema keyword of `c` on a value of kind `k` ("maxLength", "minProperties", ...;
 /// "x-unique-by"; "" for predicates).
-std::string_view keyword_of(const constraint& c, kind k) noexcept;
+COVENANT_API std::string_view keyword_of(const constraint& c, kind k) noexcept;
 
 /// Compiles a pattern (RE2 syntax). Returns nullptr and sets `error` when it does not compile.
-std::shared_ptr<const compiled_pattern> compile_pattern(std::string_view pattern, std::string* error = nullptr);
+COVENANT_API std::shared_ptr<const compiled_pattern> compile_pattern(std::string_view pattern,
+                                                                     std::string* error = nullptr);
 
 /// Whether `text` contains a match of `pattern`.
-bool pattern_matches(const compiled_pattern& pattern, std::string_view text) noexcept;
+COVENANT_API bool pattern_matches(const compiled_pattern& pattern, std::string_view text) noexcept;
 
 }  // namespace covenant::schema

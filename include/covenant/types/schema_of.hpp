@@ -37,7 +37,7 @@ inline constexpr bool is_describable_aggregate_v =
 
 /// Assigns definition names and indexes while a schema is being built. Non-template parts live in
 /// the library.
-class schema_builder_base {
+class COVENANT_API schema_builder_base {
  public:
   explicit schema_builder_base(schema::model& s) : s_(s) {}
 

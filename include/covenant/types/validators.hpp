@@ -151,9 +151,9 @@ class native_unique_items final : public schema::custom_check {
   }
 };
 
-std::string render_unique_by_duplicate(std::string_view key, std::string_view value_json, std::size_t first,
-                                       std::size_t second);
-std::string encode_scalar_for_message(const std::string& v);
+COVENANT_API std::string render_unique_by_duplicate(std::string_view key, std::string_view value_json,
+                                                    std::size_t first, std::size_t second);
+COVENANT_API std::string encode_scalar_for_message(const std::string& v);
 template <class V>
 std::string encode_scalar_for_message(const V& v) {
   if constexpr (std::is_arithmetic_v<V>) return std::to_string(v);

@@ -32,7 +32,7 @@ namespace covenant::detail {
 using time_point = std::chrono::steady_clock::time_point;
 
 /// The typed side of a remedy phase: reads replies into the phase's value and checks them.
-class reply_reader {
+class COVENANT_API reply_reader {
  public:
   virtual ~reply_reader() = default;
   /// Reads `a.text` and runs every check of the phase: issues into a.issues, notes into a.notes.
@@ -54,7 +54,7 @@ class reply_reader {
 
 /// What every call of one contract shares: options, engine, names, statistics. Calls in flight
 /// hold it, so a contract may be destroyed before they end.
-struct contract_core {
+struct COVENANT_API contract_core {
   contract_core(engine& model, contract_options opts, std::string name_)
       : model(&model), anchor(model.anchor()), options(std::move(opts)), name(std::move(name_)) {}
   virtual ~contract_core() = default;
@@ -76,7 +76,7 @@ struct contract_core {
 };
 
 /// One remedy phase: the model-facing loop (ask, read, check; corrective message and wait).
-class remedy_phase {
+class COVENANT_API remedy_phase {
  public:
   enum class next : std::uint8_t { wait, accepted, failed };
 
@@ -160,7 +160,7 @@ enum class call_via : std::uint8_t {
 };
 
 /// The steps of one call, in the order the drivers run them. Steps run one at a time.
-class call_steps {
+class COVENANT_API call_steps {
  public:
   virtual ~call_steps() = default;
   /// Input validation and pre(). stage::none: go on; stage::pre_remedy: ask the model for a
@@ -190,30 +190,31 @@ class call_steps {
 
 /// Runs the call on this thread, with call options (a stop token or a deadline) or without.
 /// Exceptions of finish() (forward's) propagate.
-void run_blocking(call_steps& steps, const contract_core& core, const call_options* options = nullptr);
+COVENANT_API void run_blocking(call_steps& steps, const contract_core& core, const call_options* options = nullptr);
 
 /// Starts the call on the contract's runtime and returns at once. `steps` and `core` are kept
 /// alive until finish() has run. `stream`: ask the engine to stream and feed the readers' stream
 /// hooks. `cancel` is a second stop token (the future's).
-void start_async(std::shared_ptr<call_steps> steps, std::shared_ptr<const contract_core> core, call_options options,
-                 std::stop_token cancel, bool stream);
+COVENANT_API void start_async(std::shared_ptr<call_steps> steps, std::shared_ptr<const contract_core> core,
+                              call_options options, std::stop_token cancel, bool stream);
 
 /// The corrective message after a rejected attempt.
-std::string corrective_message(const attempt& rejected, const std::vector<const attempt*>& earlier,
-                               std::string_view what);
+COVENANT_API std::string corrective_message(const attempt& rejected, const std::vector<const attempt*>& earlier,
+                                            std::string_view what);
 /// The issue recorded when a hook throws something other than covenant::violation.
-issue hook_exception_issue(std::string_view hook, std::string_view type, std::string_view what);
+COVENANT_API issue hook_exception_issue(std::string_view hook, std::string_view type, std::string_view what);
 /// The issue of a stopped call: code cancelled or deadline.
-issue stopped_issue(stage why, std::string_view reason);
+COVENANT_API issue stopped_issue(stage why, std::string_view reason);
 
 /// The line logged when a call ends (see docs/contracts.md#logging). `forward_threw`: the
 /// exception of forward is what the caller gets.
-void log_call_result(const contract_core& core, const outcome_base& o, call_via via, bool forward_threw = false);
+COVENANT_API void log_call_result(const contract_core& core, const outcome_base& o, call_via via,
+                                  bool forward_threw = false);
 /// The call ended: its times into the contract's statistics, the result logged, observers told.
-void call_finished(const contract_core& core, const outcome_base& o, const call_timings& times, call_via via,
-                   bool forward_threw = false);
+COVENANT_API void call_finished(const contract_core& core, const outcome_base& o, const call_timings& times,
+                                call_via via, bool forward_threw = false);
 
-void notify_failed(const std::exception* e) noexcept;
+COVENANT_API void notify_failed(const std::exception* e) noexcept;
 /// Calls `f(observer&)` for each observer of the contract; one that throws is logged and ignored.
 template <class F>
 void notify(const contract_core& core, F&& f) noexcept {
@@ -228,8 +229,8 @@ void notify(const contract_core& core, F&& f) noexcept {
     }
   }
 }
-void log_prompt(std::string_view expression, std::string_view what, std::string_view text);
+COVENANT_API void log_prompt(std::string_view expression, std::string_view what, std::string_view text);
 
-void default_sleep(std::chrono::nanoseconds d);
+COVENANT_API void default_sleep(std::chrono::nanoseconds d);
 
 }  // namespace covenant::detail

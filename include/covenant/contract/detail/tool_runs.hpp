@@ -26,9 +26,9 @@ struct tool_job {
 };
 
 /// Runs every job (concurrently per check, within its bound; each distinct value once).
-void run_tool_checks(std::vector<tool_job>& jobs);
+COVENANT_API void run_tool_checks(std::vector<tool_job>& jobs);
 /// Whether any constraint of the model is a tool check.
-bool model_has_tools(const schema::model& m) noexcept;
+COVENANT_API bool model_has_tools(const schema::model& m) noexcept;
 
 template <class T>
 void collect_tool_jobs(const T& v, const schema::model& m, const schema::type& node, covenant::path& at,

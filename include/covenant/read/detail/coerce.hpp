@@ -23,11 +23,11 @@ inline constexpr std::size_t no_match = static_cast<std::size_t>(-1);
 /// the only number standing alone in a sentence ("1 cup of flour", "12.11."; not "gpt-4o",
 /// not "3 or 4"). Surrounding whitespace is ignored. False when the text does not name exactly
 /// one number.
-bool number_from_text(std::string_view text, bool percent_is_fraction, double& out) noexcept;
+COVENANT_API bool number_from_text(std::string_view text, bool percent_is_fraction, double& out) noexcept;
 
 /// "true" / "false" in any letter case (surrounding whitespace ignored), or the only one of the
 /// two words in a sentence ("The answer is **True**").
-bool bool_from_text(std::string_view text, bool& out) noexcept;
+COVENANT_API bool bool_from_text(std::string_view text, bool& out) noexcept;
 
 /// One name of a value (a value may have several: an enum value and its aliases).
 struct named_value {
@@ -40,21 +40,21 @@ struct named_value {
 /// for "Straße"), then as the only value named as a whole word in the text (as written first,
 /// then in any letter case, then without accents). Ambiguity at a step (two values match) moves
 /// on to the next; no_match when nothing names exactly one value. `how` describes the rule used.
-std::size_t match_name(const std::vector<named_value>& names, std::string_view text, std::string& how);
+COVENANT_API std::size_t match_name(const std::vector<named_value>& names, std::string_view text, std::string& how);
 
 /// match_name over the enum's values: aliases count as names; skipped values never match.
-std::size_t match_enum_value(const schema::enum_def& e, std::string_view text, std::string& how);
+COVENANT_API std::size_t match_enum_value(const schema::enum_def& e, std::string_view text, std::string& how);
 
 /// Index of the field whose key (or declared name) `key` denotes ignoring letter case, spaces and
 /// punctuation (so modelUsed, ModelUsed, model-used and MODEL_USED all denote model_used), then
 /// also accents ("direccion" for "dirección"), when exactly one field matches; no_match otherwise.
-std::size_t match_field_key(const schema::object_def& o, std::string_view key);
+COVENANT_API std::size_t match_field_key(const schema::object_def& o, std::string_view key);
 
 /// The reader at a string that holds the JSON text of one object or list ("{\"model\": \"x\"}",
 /// "[1, 2]"; repairs allowed, read by the lenient reader; nothing else around it, not cut off):
 /// consumes the string, notes the reading at `at`, writes the value as strict JSON into `json` and
 /// returns true. Otherwise false, with the reader back at the string (or failed on bad syntax).
-bool take_json_in_string(json_reader& r, decode_context& ctx, const path_frame* at, std::string& json);
+COVENANT_API bool take_json_in_string(json_reader& r, decode_context& ctx, const path_frame* at, std::string& json);
 
 /// Where the text being decoded (decode_options::source) was read from: a candidate of the lenient
 /// reader, its `json` decoded, read from `input`.
@@ -93,7 +93,7 @@ auto decode_through(source_map& map, Decode& decode) {
 /// empty list (with a note) instead of being a missing field. Only for a list without bounds of
 /// its own, in a final read of a text that was not cut off (a list cut at the end of the reply
 /// was dropped and must not come back empty).
-bool missing_list_reads_as_empty(const decode_context& ctx, const schema::type& t) noexcept;
+COVENANT_API bool missing_list_reads_as_empty(const decode_context& ctx, const schema::type& t) noexcept;
 
 /// The note of that reading.
 inline constexpr std::string_view missing_list_note = "missing list read as empty";
@@ -102,7 +102,7 @@ inline constexpr std::string_view missing_list_note = "missing list read as empt
 /// being decoded: the text it was written as in the reply (ctx.opts.source), or `raw` itself when
 /// that text is the reply's (strict JSON is its own text). False when the reply ended inside it
 /// and is final (the cut text is not a value).
-bool written_text(const decode_context& ctx, std::string_view raw, std::string_view& text) noexcept;
+COVENANT_API bool written_text(const decode_context& ctx, std::string_view raw, std::string_view& text) noexcept;
 
 /// The notes of that reading.
 inline constexpr std::string_view list_as_text_note = "a list read as its text";
@@ -118,6 +118,6 @@ inline bool is_written_text_note(const note& n) noexcept {
 
 /// How many of `notes` record that reading. A union takes an alternative that needed it only when
 /// no alternative fits without (then the one that needed it fewest times).
-std::size_t written_text_readings(const note_list& notes) noexcept;
+COVENANT_API std::size_t written_text_readings(const note_list& notes) noexcept;
 
 }  // namespace covenant::detail

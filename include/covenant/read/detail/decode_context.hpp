@@ -51,9 +51,9 @@ struct path_frame {
   bool is_index = false;
 };
 
-covenant::path to_path(const path_frame* at);
+COVENANT_API covenant::path to_path(const path_frame* at);
 
-struct decode_context {
+struct COVENANT_API decode_context {
   const schema::model& s;
   const decode_options& opts;
   issue_list& issues;
@@ -79,25 +79,26 @@ struct decode_context {
 // `raw` is the value as written (for `actual`); `native` points to the C++ value of the node's
 // type for custom checks (predicates, uniqueness), or is null (runtime schemas: JSON checks).
 
-void check_number(const std::vector<schema::constraint>& cs, double v, std::string_view raw, const void* native,
-                  decode_context& ctx, const path_frame* at);
-void check_string(const std::vector<schema::constraint>& cs, std::string_view v, std::string_view raw,
-                  const void* native, decode_context& ctx, const path_frame* at);
+COVENANT_API void check_number(const std::vector<schema::constraint>& cs, double v, std::string_view raw,
+                               const void* native, decode_context& ctx, const path_frame* at);
+COVENANT_API void check_string(const std::vector<schema::constraint>& cs, std::string_view v, std::string_view raw,
+                               const void* native, decode_context& ctx, const path_frame* at);
 /// Constraints of arrays (is_map = false) and maps: item counts, uniqueness, predicates.
-void check_count(const std::vector<schema::constraint>& cs, std::size_t n, bool is_map, std::string_view raw,
-                 const void* native, decode_context& ctx, const path_frame* at);
+COVENANT_API void check_count(const std::vector<schema::constraint>& cs, std::size_t n, bool is_map,
+                              std::string_view raw, const void* native, decode_context& ctx, const path_frame* at);
 // Fixing variants (the decoders): a failed constraint whose action is fix is fixed in place and
 // noted (note_kind::fixed) instead of reported. They return true when the value changed.
 
 /// Numbers of schema `node`: clamps to bounds, rounds to a multiple. An integer's fix that would
 /// not fit the node's width (`int_bits`, `is_unsigned`) is not applied: the issue stays.
-bool check_number_fix(const schema::type& node, double& v, std::string_view raw, const void* native,
-                      decode_context& ctx, const path_frame* at);
+COVENANT_API bool check_number_fix(const schema::type& node, double& v, std::string_view raw, const void* native,
+                                   decode_context& ctx, const path_frame* at);
 /// Strings: cuts to a maximum length, takes the listed spelling of a one_of value written with
 /// other case or surrounding whitespace, trims surrounding whitespace when that satisfies a
 /// pattern or format. The fixed value is put in `fixed`.
-bool check_string_fix(const std::vector<schema::constraint>& cs, std::string_view v, std::string_view raw,
-                      const std::string* native, decode_context& ctx, const path_frame* at, std::string& fixed);
+COVENANT_API bool check_string_fix(const std::vector<schema::constraint>& cs, std::string_view v, std::string_view raw,
+                                   const std::string* native, decode_context& ctx, const path_frame* at,
+                                   std::string& fixed);
 /// How the count checks change a container they fix: its size, and cutting it to n elements.
 struct container_ops {
   std::size_t (*size)(const void* c) = nullptr;
@@ -108,28 +109,29 @@ struct container_ops {
 };
 /// Lists and maps: cuts a list to its maximum item count, drops later duplicates (unique_items,
 /// unique_by through custom_check::fix_native).
-bool check_count_fix(const std::vector<schema::constraint>& cs, bool is_map, std::string_view raw, void* native,
-                     const container_ops& ops, decode_context& ctx, const path_frame* at);
+COVENANT_API bool check_count_fix(const std::vector<schema::constraint>& cs, bool is_map, std::string_view raw,
+                                  void* native, const container_ops& ops, decode_context& ctx, const path_frame* at);
 
 /// Whether the issues from `before` on hold one whose action is filter. When they do, they are all
 /// dropped (the value they are about is dropped by the caller) and a `filtered` note is recorded;
 /// `reason` (when given) gets the filter's reason for refraining when a whole list is dropped.
-bool take_filtered(decode_context& ctx, std::size_t before, const path_frame* at, std::string* reason = nullptr);
+COVENANT_API bool take_filtered(decode_context& ctx, std::size_t before, const path_frame* at,
+                                std::string* reason = nullptr);
 /// The detail of a check_failed note (a noop check that failed): "check failed: <message> (got <actual>)".
-std::string check_failed_detail(std::string_view message, std::string_view actual);
+COVENANT_API std::string check_failed_detail(std::string_view message, std::string_view actual);
 /// A list that had items lost every one to filters whose reason is `reason`: the call refrains.
-void all_items_dropped(decode_context& ctx, const path_frame* at, std::size_t dropped, std::string reason);
+COVENANT_API void all_items_dropped(decode_context& ctx, const path_frame* at, std::size_t dropped, std::string reason);
 
 /// Custom checks only (predicates on booleans, enums, objects).
-void check_native(const std::vector<schema::constraint>& cs, std::string_view raw, const void* native,
-                  decode_context& ctx, const path_frame* at);
+COVENANT_API void check_native(const std::vector<schema::constraint>& cs, std::string_view raw, const void* native,
+                               decode_context& ctx, const path_frame* at);
 /// Cross-field rules of an object, on the C++ object.
-void check_invariants_native(const schema::object_def& def, const void* object, decode_context& ctx,
-                             const path_frame* at);
+COVENANT_API void check_invariants_native(const schema::object_def& def, const void* object, decode_context& ctx,
+                                          const path_frame* at);
 /// Cross-field rules of an object, on its JSON value (runtime schemas). Both report alike: a noop
 /// rule is a check_failed note "check failed: must satisfy: <rule>".
-void check_invariants_json(const schema::object_def& def, const boost::json::value& object, decode_context& ctx,
-                           const path_frame* at);
+COVENANT_API void check_invariants_json(const schema::object_def& def, const boost::json::value& object,
+                                        decode_context& ctx, const path_frame* at);
 
 // Inline screens in front of the checks above: true when the constraints are plain bounds that
 // the value meets, so the check would report nothing and need not be called. False means "call
@@ -193,28 +195,30 @@ COVENANT_ALWAYS_INLINE bool count_within_bounds(const std::vector<schema::constr
 // ---- issue helpers ---------------------------------------------------------------------------
 
 /// "string", "integer", "Foo", "string[]", "\"a\" | \"b\"" ... for `expected`.
-std::string expected_of(const schema::model& s, const schema::type& t);
+COVENANT_API std::string expected_of(const schema::model& s, const schema::type& t);
 /// Short rendering of a JSON value as written.
-std::string actual_of(std::string_view raw);
-void type_mismatch(decode_context& ctx, const path_frame* at, const schema::type& t, std::string_view raw);
-void missing_field(decode_context& ctx, const path_frame* at, std::string_view key);
-void unknown_field(decode_context& ctx, const path_frame* at);
-void parse_failure(decode_context& ctx, std::string_view text, std::size_t offset, const char* message);
-void integer_out_of_range(decode_context& ctx, const path_frame* at, const schema::type& t, std::string_view raw);
+COVENANT_API std::string actual_of(std::string_view raw);
+COVENANT_API void type_mismatch(decode_context& ctx, const path_frame* at, const schema::type& t, std::string_view raw);
+COVENANT_API void missing_field(decode_context& ctx, const path_frame* at, std::string_view key);
+COVENANT_API void unknown_field(decode_context& ctx, const path_frame* at);
+COVENANT_API void parse_failure(decode_context& ctx, std::string_view text, std::size_t offset, const char* message);
+COVENANT_API void integer_out_of_range(decode_context& ctx, const path_frame* at, const schema::type& t,
+                                       std::string_view raw);
 /// Whether the integer `v` (an int64 or uint64 JSON value) fits the width and sign of the integer
 /// type `t`; the constraints of one that does not are never judged (integer_out_of_range is the issue).
-bool integer_fits(const schema::type& t, const boost::json::value& v) noexcept;
-void enum_mismatch(decode_context& ctx, const path_frame* at, const schema::definition& def, std::string_view raw);
+COVENANT_API bool integer_fits(const schema::type& t, const boost::json::value& v) noexcept;
+COVENANT_API void enum_mismatch(decode_context& ctx, const path_frame* at, const schema::definition& def,
+                                std::string_view raw);
 /// The values a closed choice accepts, in declared order: an enum's names, a string, number or
 /// boolean literal (a one-value choice), or a union whose non-null alternatives are all choices.
 /// nullopt when `t` is not a closed choice.
-std::optional<std::vector<boost::json::value>> choice_set(const schema::model& s, const schema::type& t);
+COVENANT_API std::optional<std::vector<boost::json::value>> choice_set(const schema::model& s, const schema::type& t);
 /// Whether the JSON text `raw` is of the JSON kind of one of `values` (string, number or boolean).
-bool choice_kind(const std::vector<boost::json::value>& values, std::string_view raw) noexcept;
+COVENANT_API bool choice_kind(const std::vector<boost::json::value>& values, std::string_view raw) noexcept;
 /// A value of the right kind that names none of `values`: constraint_violation "must be one of <list>",
 /// the check enums and `one_of` report. A value of another kind is a type_mismatch.
-void choice_mismatch(decode_context& ctx, const path_frame* at, const std::vector<boost::json::value>& values,
-                     std::string_view raw);
+COVENANT_API void choice_mismatch(decode_context& ctx, const path_frame* at,
+                                  const std::vector<boost::json::value>& values, std::string_view raw);
 
 }  // namespace detail
 }  // namespace covenant

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "covenant/read/detail/value_ops.hpp"
+#include "covenant/types/config.hpp"
 #include "covenant/types/issues.hpp"
 #include "covenant/types/schema.hpp"
 #include "covenant/types/schema_of.hpp"
@@ -16,7 +17,7 @@ namespace covenant::detail {
 /// one `filtered` note, and leaves `issues`. One that has nothing to drop stays (the contract asks
 /// about it again). A list that lost every item to filters with a reason gets a refrain issue
 /// "every item was dropped" (got "N dropped"). Returns whether anything was dropped.
-bool apply_filters(value_ref root, const schema::model& m, issue_list& issues, note_list& notes);
+COVENANT_API bool apply_filters(value_ref root, const schema::model& m, issue_list& issues, note_list& notes);
 
 /// apply_filters() on a C++ value.
 template <class T>

@@ -23,22 +23,22 @@ using time_point = std::chrono::steady_clock::time_point;
 /// Whether a note records a coercion that changed the shape of a value (a single value read as a
 /// one-item list, a one-item list or a one-member object read as its item, a value read as the
 /// only field of an object, a list or object read as its text) rather than its spelling.
-bool shape_coercion(const note& n) noexcept;
+COVENANT_API bool shape_coercion(const note& n) noexcept;
 
 /// Partial mode: whether an issue is one only the rest of the stream can settle, given the paths
 /// of the unfinished values (a required field missing from an unfinished object, a constraint or
 /// rule failed by an unfinished value). Sets `detail` to the note that replaces it.
-bool pending_issue(const issue& i, const std::vector<path>& unfinished, std::string* detail = nullptr);
+COVENANT_API bool pending_issue(const issue& i, const std::vector<path>& unfinished, std::string* detail = nullptr);
 
 /// Partial mode: how many of `issues` are not pending_issue()s, given a candidate's notes.
-std::size_t settled_issues(const issue_list& issues, const note_list& notes);
+COVENANT_API std::size_t settled_issues(const issue_list& issues, const note_list& notes);
 
 /// Final mode, a candidate of a reply cut off inside the last item of a list (an item the path
 /// of its deepest `truncated` note runs through): when some of `issues` lie inside
 /// such an item, writes `json` without the innermost one into `out`, sets `dropped` to the
 /// `truncated` note that says so, and returns true. False when no issue lies inside one.
-bool drop_unfinished_item(std::string_view json, const note_list& candidate_notes, const issue_list& issues,
-                          std::string& out, note& dropped);
+COVENANT_API bool drop_unfinished_item(std::string_view json, const note_list& candidate_notes,
+                                       const issue_list& issues, std::string& out, note& dropped);
 
 /// Final mode: re-decodes candidate `c` without the unfinished last items of lists that `d` has
 /// issues in (drop_unfinished_item), innermost first, adding a note for each item dropped.

@@ -36,7 +36,7 @@
 namespace covenant::detail {
 
 /// The compiled core of both readers.
-class stream_core {
+class COVENANT_API stream_core {
  public:
   /// Typed: `root_ops` and `root` (the C++ value). Dynamic: `root_ops` null and `root` a
   /// boost::json::value.
@@ -88,7 +88,7 @@ class stream_reader {
   stream_core core_;
 };
 
-class dynamic_stream_reader {
+class COVENANT_API dynamic_stream_reader {
  public:
   dynamic_stream_reader(const schema::model& m, const decode_options& options, strictness level);
   ~dynamic_stream_reader();
