@@ -74,6 +74,10 @@ struct Single {
   float f = 0;
 };
 
+struct Distinct {
+  std::vector<int> xs;
+};
+
 struct Unlucky {
   int x = 0;
 };
@@ -132,6 +136,12 @@ template <>
 struct covenant::describe<rules_test::Unlucky> {
   static constexpr auto fields = covenant::fields<rules_test::Unlucky>(
       covenant::field<&rules_test::Unlucky::x>("X.", covenant::predicate{rules_test::not_thirteen, "must not be 13"}));
+};
+
+template <>
+struct covenant::describe<rules_test::Distinct> {
+  static constexpr auto fields = covenant::fields<rules_test::Distinct>(covenant::field<&rules_test::Distinct::xs>(
+      "Xs.", covenant::on_fail::fix(covenant::unique_items{}), covenant::on_fail::fix(covenant::max_items{2})));
 };
 
 template <>
@@ -588,6 +598,20 @@ TEST(ReadingRules, AFloatIsReadAtItsWidth) {
   ASSERT_TRUE(text.typed.ok()) << rendered(text.typed.issues);
   EXPECT_EQ(text.dynamic.value.at("f").as_double(), static_cast<double>(0.1f));
   EXPECT_EQ(covenant::schema_of<rules_test::Single>().defs.at(0).object()->fields.at(0).type.float_bits, 32);
+}
+
+TEST(ReadingRules, CountsAndUniquenessRunInTheirDeclaredOrder) {
+  // Duplicates are dropped first, then the list is cut: [1, 2] (the dynamic reader cut first and
+  // then dropped, leaving [1]).
+  const auto fixed = expect_readers_agree<rules_test::Distinct>(R"({"xs": [1, 1, 2]})");
+  ASSERT_TRUE(fixed.typed.ok()) << rendered(fixed.typed.issues);
+  EXPECT_EQ(fixed.typed.value->xs, (std::vector<int>{1, 2}));
+  ASSERT_EQ(fixed.typed.notes.size(), 1u);
+  EXPECT_EQ(fixed.typed.notes[0].detail, "dropped 1 duplicate (items must be unique ([0] and [1] are equal); the first is kept)");
+  const auto both = expect_readers_agree<rules_test::Distinct>(R"({"xs": [3, 3, 4, 5]})");
+  ASSERT_TRUE(both.typed.ok()) << rendered(both.typed.issues);
+  EXPECT_EQ(both.typed.value->xs, (std::vector<int>{3, 4}));
+  EXPECT_EQ(both.typed.notes.size(), 2u);
 }
 
 }  // namespace

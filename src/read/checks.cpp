@@ -465,6 +465,21 @@ bool count_checks(const std::vector<schema::constraint>& cs, std::size_t n, bool
       }
       case schema::constraint_kind::unique_items:
       case schema::constraint_kind::unique_by:
+        if (ops != nullptr && ops->unique != nullptr && native != nullptr) {
+          if (auto r = ops->unique(native, c, fix, ops->user)) {
+            if (fix) {
+              const std::size_t m = ops->size(native);
+              ctx.note(at, note_kind::fixed,
+                       "dropped " + plural(n - m, "duplicate", "duplicates") + " (" + *r + "; the first is kept)");
+              n = m;
+              changed = true;
+              break;
+            }
+            ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(*r));
+          }
+          break;
+        }
+        [[fallthrough]];
       case schema::constraint_kind::predicate:
         if (c.custom && native != nullptr && (ops == nullptr || ops->native) && c.custom->has_native()) {
           auto r = c.custom->check_native(native);

@@ -471,15 +471,24 @@ class dynamic_decoder {
   // later duplicates), custom rules.
   void array_rules(const schema::type& t, json::value& v, std::string_view raw, decode_context& ctx,
                    const path_frame* at) {
-    static constexpr detail::container_ops ops{
+    struct unique_of {
+      const dynamic_decoder* self;
+      const schema::type* item;
+      decode_context* ctx;
+    } u{this, &t.args[0], &ctx};
+    const detail::container_ops ops{
         [](const void* c) { return static_cast<const json::array*>(c)->size(); },
         [](void* c, std::size_t n) {
           auto& a = *static_cast<json::array*>(c);
           if (n < a.size()) a.resize(n);
         },
-        false};
+        false,
+        [](void* c, const schema::constraint& rule, bool fix, const void* user) {
+          const auto& x = *static_cast<const unique_of*>(user);
+          return x.self->duplicates(*x.item, rule, fix, *static_cast<json::array*>(c), *x.ctx);
+        },
+        &u};
     detail::check_count_fix(t.constraints, false, raw, &v.get_array(), ops, ctx, at);
-    uniqueness(t, v.get_array(), ctx, at);
     rules(t.constraints, v, raw, true, false, ctx, at);
   }
 
@@ -1092,23 +1101,14 @@ class dynamic_decoder {
   }
 
   // unique_items and unique_by on a JSON array, with the typed validators' messages.
-  void uniqueness(const schema::type& t, json::array& a, decode_context& ctx, const path_frame* at) {
-    for (const auto& c : t.constraints) {
-      std::optional<std::string> m;
-      if (c.kind == constraint_kind::unique_items) m = duplicate_items(a);
-      else if (c.kind == constraint_kind::unique_by) m = duplicate_members(t.args[0], c.text, a, ctx);
-      if (!m) continue;
-      if (c.on_fail == fail_action::fix) {
-        const std::size_t before = a.size();
-        drop_duplicates(t.args[0], c, a, ctx);
-        const std::size_t dropped = before - a.size();
-        ctx.note(at, note_kind::fixed,
-                 "dropped " + std::to_string(dropped) + (dropped == 1 ? " duplicate (" : " duplicates (") + *m +
-                     "; the first is kept)");
-        continue;
-      }
-      ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(*m));
-    }
+  // The first duplicates of the array `a` by `c` (unique_items, unique_by), or nullopt; with
+  // `fix`, the later duplicates are dropped (the counts check runs it in declared order).
+  std::optional<std::string> duplicates(const schema::type& item, const schema::constraint& c, bool fix,
+                                        json::array& a, decode_context& ctx) const {
+    std::optional<std::string> m = c.kind == constraint_kind::unique_items ? duplicate_items(a)
+                                                                            : duplicate_members(item, c.text, a, ctx);
+    if (m && fix) drop_duplicates(item, c, a, ctx);
+    return m;
   }
 
   // Keeps the first of equal items (unique_items) or of items with equal members (unique_by).

@@ -104,8 +104,13 @@ struct container_ops {
   std::size_t (*size)(const void* c) = nullptr;
   void (*cut)(void* c, std::size_t n) = nullptr;  ///< null: cannot be cut (maps)
   /// The container is the C++ value custom checks expect (false: a JSON array of a runtime
-  /// schema, whose uniqueness the dynamic decoder checks itself).
+  /// schema, whose uniqueness `unique` checks).
   bool native = true;
+  /// A JSON array's uniqueness (unique_items, unique_by `rule`), checked in the constraints'
+  /// declared order like the other counts: the message naming the first duplicates, or nullopt
+  /// when there are none; with `fix`, the later duplicates are dropped. `user` is passed back.
+  std::optional<std::string> (*unique)(void* c, const schema::constraint& rule, bool fix, const void* user) = nullptr;
+  const void* user = nullptr;
 };
 /// Lists and maps: cuts a list to its maximum item count, drops later duplicates (unique_items,
 /// unique_by through custom_check::fix_native).
