@@ -278,6 +278,24 @@ TEST(StreamReader, TextThatIsNotJsonFallsBackToTheLenientReaderWithoutViolations
   EXPECT_EQ(r.view().value().steps[0].minutes, 1);
 }
 
+TEST(StreamReader, AtTheStrictLevelTextThatIsNotJsonIsNotReadLeniently) {
+  // The final reader at the strict level never repairs: the partial stops where the JSON stopped,
+  // for the typed and the dynamic stream alike, and nothing stops the stream.
+  const std::string text = R"({"summary": "plain", "confidence": 'x', "steps": [{"title": "t", "minutes": 1}]})";
+  auto typed = make_reader<Plan>(covenant::strictness::strict);
+  typed.feed(text);
+  EXPECT_FALSE(typed.lenient());
+  EXPECT_EQ(typed.view().value().summary, "plain");
+  EXPECT_TRUE(typed.view().value().steps.empty());
+  EXPECT_TRUE(typed.violations().empty());
+  covenant::detail::dynamic_stream_reader dynamic(covenant::schema_of<Plan>(), {}, covenant::strictness::strict);
+  dynamic.feed(text);
+  EXPECT_FALSE(dynamic.lenient());
+  EXPECT_EQ(dynamic.view().value().at("summary").as_string(), "plain");
+  EXPECT_FALSE(dynamic.view().value().as_object().contains("steps"));
+  EXPECT_TRUE(dynamic.violations().empty());
+}
+
 TEST(StreamReader, BadSyntaxInsideAStringFallsBackFromAFreshStart) {
   // An invalid escape stops the tokenizer inside a string value: the lenient re-read starts from a
   // clean slate (it used to keep writing that string through a slot into the value just cleared).

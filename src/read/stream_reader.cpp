@@ -727,7 +727,12 @@ struct stream_core::impl {
     if (tokens.done()) finished = true;
     if (finished) return changed;
     if (!ok) {
-      // Not plain JSON: re-read the whole text leniently from now on, geometrically.
+      // Not plain JSON. At the strict level the final reader will refuse it too: the partial stops
+      // where the JSON stopped. Otherwise re-read the whole text leniently from now on, geometrically.
+      if (level == strictness::strict) {
+        finished = true;
+        return changed;
+      }
       fallback = true;
       violations_frozen = true;
       return reread(true);
@@ -740,7 +745,7 @@ struct stream_core::impl {
     if (!now && text.size() < last_reread + last_reread / 2 + 16) return false;
     last_reread = text.size();
     lenient_options lo;
-    lo.level = level == strictness::strict ? strictness::repair : level;
+    lo.level = level;  // repair or coerce: strict never falls back
     lo.partial = true;
     lo.max_depth = options.max_depth;
     lo.max_candidates = 1;

@@ -8,7 +8,8 @@
 // about its own length: nothing is parsed twice. Text before the value (prose, a ```json fence)
 // is skipped. Text that is not JSON (single quotes, unquoted keys, ...) switches the reader to
 // re-reading the whole text so far with the lenient reader in partial mode, but only each time
-// the text has grown by half since the last reading, so the total work stays linear.
+// the text has grown by half since the last reading, so the total work stays linear (not at the
+// strict level, which never repairs: there the partial stops where the JSON stopped).
 //
 // Violations: as soon as a value that is finished in the stream breaks a constraint that no later
 // text can fix - a bound, a choice (an enum, a literal, a union of them), a pattern, a length (also a string already longer than
