@@ -465,38 +465,27 @@ bool count_checks(const std::vector<schema::constraint>& cs, std::size_t n, bool
       }
       case schema::constraint_kind::unique_items:
       case schema::constraint_kind::unique_by:
-        if (ops != nullptr && ops->unique != nullptr && native != nullptr) {
-          if (auto r = ops->unique(native, c, fix, ops->user)) {
-            if (fix) {
-              const std::size_t m = ops->size(native);
-              ctx.note(at, note_kind::fixed,
-                       "dropped " + plural(n - m, "duplicate", "duplicates") + " (" + *r + "; the first is kept)");
-              n = m;
-              changed = true;
-              break;
-            }
-            ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(*r));
-          }
+      case schema::constraint_kind::predicate: {
+        // A JSON array answers uniqueness itself (ops->unique); a C++ value through its custom check.
+        const bool json_unique = c.kind != schema::constraint_kind::predicate && ops != nullptr &&
+                                 ops->unique != nullptr && native != nullptr;
+        const bool native_check =
+            !json_unique && c.custom && native != nullptr && (ops == nullptr || ops->native) && c.custom->has_native();
+        if (!json_unique && !native_check) break;
+        std::optional<std::string> r = json_unique ? ops->unique(native, c, fix, ops->user) : c.custom->check_native(native);
+        if (!r) break;
+        if (fix && (json_unique || c.custom->fix_native(native))) {
+          const std::size_t m = ops->size(native);
+          ctx.note(at, note_kind::fixed,
+                   "dropped " + plural(n - m, "duplicate", "duplicates") + " (" + *r + "; the first is kept)");
+          n = m;
+          changed = true;
           break;
         }
-        [[fallthrough]];
-      case schema::constraint_kind::predicate:
-        if (c.custom && native != nullptr && (ops == nullptr || ops->native) && c.custom->has_native()) {
-          auto r = c.custom->check_native(native);
-          if (r) {
-            if (fix && c.custom->fix_native(native)) {
-              const std::size_t m = ops->size(native);
-              ctx.note(at, note_kind::fixed,
-                       "dropped " + plural(n - m, "duplicate", "duplicates") + " (" + *r + "; the first is kept)");
-              n = m;
-              changed = true;
-              break;
-            }
-            std::string message = r->empty() ? (c.text.empty() ? schema::describe(c) : c.text) : std::move(*r);
-            ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
-          }
-        }
+        std::string message = r->empty() ? (c.text.empty() ? schema::describe(c) : c.text) : std::move(*r);
+        ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
         break;
+      }
       default:
         break;
     }
