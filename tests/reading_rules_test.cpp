@@ -614,4 +614,13 @@ TEST(ReadingRules, CountsAndUniquenessRunInTheirDeclaredOrder) {
   EXPECT_EQ(both.typed.notes.size(), 2u);
 }
 
+TEST(ReadingRules, ATextThatIsNotJsonIsOneIssueAndNoNotes) {
+  // The typed decoder kept the notes of what it read before the syntax error (here a filtered
+  // item); the dynamic reader dropped them. Neither is a reading: one parse error, no notes.
+  const auto r = expect_readers_agree<rules_test::Sparse>(R"({"xs": [1, 50, 2alarm]})");
+  ASSERT_EQ(r.typed.issues.size(), 1u);
+  EXPECT_EQ(r.typed.issues[0].code, covenant::issue_code::parse_error);
+  EXPECT_TRUE(r.typed.notes.empty());
+}
+
 }  // namespace

@@ -831,11 +831,14 @@ issue_list decode_into(std::string_view json, T& out, const decode_options& opti
     detail::parse_failure(ctx, {}, 0, "input is larger than the configured maximum size");
     return issues;
   }
+  const std::size_t notes_before = notes != nullptr ? notes->size() : 0;
   detail::json_reader r(json, options.max_depth);
   detail::read_value(r, out, s.root, ctx, nullptr);
   r.finish();
   if (r.failed()) {
+    // A text that is not JSON is one issue: what was read before the error is not a reading.
     issues.clear();
+    if (notes != nullptr) notes->erase(notes->begin() + static_cast<std::ptrdiff_t>(notes_before), notes->end());
     detail::parse_failure(ctx, json, r.error_offset(), r.error_message());
   }
   return issues;
