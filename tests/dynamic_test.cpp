@@ -288,6 +288,27 @@ TEST(DynamicValues, LiteralsSkippedEnumValuesAndMapKeysAreChecked) {
             "labels.owner: key must be one of \"team\", \"area\" (got \"owner\")\n");
 }
 
+TEST(DynamicValues, AUnionOfAnEnumAndLiteralsIsOneChoice) {
+  // Every alternative names values: a value of their kind that names none breaks the one choice of
+  // the union (whichever alternative comes first); a value of another kind is a type mismatch.
+  auto set = covenant::schema_set::parse(R"(
+    enum Tone { calm tense }
+    class P { t Tone | "other" }
+    class Q { t "other" | Tone }
+  )");
+  for (const char* name : {"P", "Q"}) {
+    const auto out = covenant::decode_dynamic(R"({"t": "loud"})", set.model(name));
+    ASSERT_EQ(out.issues.size(), 1u) << name;
+    EXPECT_EQ(out.issues[0].code, covenant::issue_code::constraint_violation) << name;
+    EXPECT_TRUE(out.issues[0].message.starts_with("must be one of ")) << name;
+    for (const char* v : {"\"calm\"", "\"tense\"", "\"other\""})
+      EXPECT_NE(out.issues[0].message.find(v), std::string::npos) << name << ": " << out.issues[0].message;
+    const auto kind = covenant::decode_dynamic(R"({"t": 3})", set.model(name));
+    ASSERT_EQ(kind.issues.size(), 1u) << name;
+    EXPECT_EQ(kind.issues[0].code, covenant::issue_code::type_mismatch) << name;
+  }
+}
+
 TEST(DynamicValues, DefaultsAreFilledAndValuesValidateAgain) {
   using namespace covenant;
   schema::model m;

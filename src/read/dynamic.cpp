@@ -578,9 +578,15 @@ class dynamic_decoder {
   // and `best_value` its value). The first alternative that fits wins unless it left keys of the
   // value unread or needed coercions: then the one that leaves the fewest keys unread, then needs
   // the fewest coercions, wins (in order of the alternatives among equals).
-  static bool is_literal(const schema::model& s, const schema::type& t) {
+  // The score of an alternative the value is of the wrong kind for, or names none of the values
+  // of (a closed choice: ranked after every alternative that only breaks a constraint).
+  static constexpr std::size_t wrong_kind = std::numeric_limits<std::size_t>::max() - 1;
+
+  // Whether `t` is a closed choice (enum, literal, union of them) without constraints of its own,
+  // so that its one constraint violation at its position is naming none of its values.
+  static bool bare_choice(const schema::model& s, const schema::type& t) {
     const schema::type* u = s.unalias(t);
-    return u != nullptr && u->kind == kind::literal;
+    return u != nullptr && u->constraints.empty() && detail::choice_set(s, t).has_value();
   }
 
   std::optional<json::value> try_alternatives(const schema::type& t, decode_context& c, const char* start,
@@ -627,14 +633,12 @@ class dynamic_decoder {
         if (ignored == 0 && coerced == 0) break;
         continue;
       }
-      // A literal that is another value of its kind ranks like a value of the wrong type (a literal
-      // without constraints of its own has one constraint: its choice).
+      // A value of another kind, or one naming none of a choice's values, ranks after the rest.
       const bool wrong_type = (local.size() == 1 && local.front().path == here &&
                                (local.front().code == issue_code::type_mismatch ||
-                                (local.front().code == issue_code::constraint_violation && is_literal(c.s, alt) &&
-                                 c.s.unalias(alt)->constraints.empty()))) ||
+                                (local.front().code == issue_code::constraint_violation && bare_choice(c.s, alt)))) ||
                               (watch && stats.keys > 0 && stats.matched == 0);
-      const std::size_t score = wrong_type ? std::numeric_limits<std::size_t>::max() - 1 : local.size();
+      const std::size_t score = wrong_type ? wrong_kind : local.size();
       if (score < best_count) {
         best_count = score;
         best = std::move(local);
@@ -717,9 +721,7 @@ class dynamic_decoder {
     r_.rewind(start);
     std::string_view raw;
     if (!r_.skip_value(raw)) return nullptr;
-    if (best.size() == 1 && best.front().path == here &&
-        (best.front().code == issue_code::type_mismatch ||
-         (best.front().code == issue_code::constraint_violation && best.front().expected.starts_with("one of ")))) {
+    if (best.size() == 1 && best.front().path == here && best_count == wrong_kind) {
       // A union of choices (enums and literals) is one choice: a value of a kind it has names none of its values.
       if (const auto choices = detail::choice_set(ctx.s, t); choices && detail::choice_kind(*choices, raw))
         detail::choice_mismatch(ctx, at, *choices, raw);
