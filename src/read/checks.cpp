@@ -176,11 +176,11 @@ bool fix_number(const schema::constraint& c, double& v, bool integral) {
   }
 }
 
-// Whether the whole number `w` fits the integer width of `t`.
+// Whether the whole number `w` (a fix's result) fits the integer width of `t` (integer_fits).
 bool fits_width(const schema::type& t, double w) noexcept {
-  if (t.is_unsigned) return w >= 0 && w < std::ldexp(1.0, t.int_bits >= 64 ? 64 : t.int_bits);
-  const double half = std::ldexp(1.0, (t.int_bits >= 64 ? 64 : t.int_bits) - 1);
-  return w >= -half && w < half;
+  if (!(w >= -9223372036854775808.0 && w < 18446744073709551616.0)) return false;
+  if (w < 9223372036854775808.0) return integer_fits(t, boost::json::value(static_cast<std::int64_t>(w)));
+  return integer_fits(t, boost::json::value(static_cast<std::uint64_t>(w)));
 }
 
 // `integer`: the schema node of an integer (its fixes must fit its width), else null.
@@ -630,6 +630,12 @@ void integer_out_of_range(decode_context& ctx, const path_frame* at, const schem
 
 namespace {
 
+// The values an enum's text may name (skipped ones excluded).
+void add_enum_values(const schema::enum_def& e, std::vector<boost::json::value>& out) {
+  for (const auto& v : e.values)
+    if (!v.skip) out.emplace_back(boost::json::string(v.name));
+}
+
 bool add_choices(const schema::model& s, const schema::type& t, std::vector<boost::json::value>& out) {
   const schema::type* u = s.unalias(t);
   if (u == nullptr) return false;
@@ -642,8 +648,7 @@ bool add_choices(const schema::model& s, const schema::type& t, std::vector<boos
       const schema::definition* d = s.resolve(*u);
       const schema::enum_def* e = d == nullptr ? nullptr : d->enumeration();
       if (e == nullptr) return false;
-      for (const auto& v : e->values)
-        if (!v.skip) out.emplace_back(boost::json::string(v.name));
+      add_enum_values(*e, out);
       return true;
     }
     case schema::kind::union_: {
@@ -699,9 +704,7 @@ bool integer_fits(const schema::type& t, const boost::json::value& v) noexcept {
 
 void enum_mismatch(decode_context& ctx, const path_frame* at, const schema::definition& def, std::string_view raw) {
   std::vector<boost::json::value> values;
-  if (const auto* e = def.enumeration())
-    for (const auto& v : e->values)
-      if (!v.skip) values.emplace_back(boost::json::string(v.name));
+  if (const auto* e = def.enumeration()) add_enum_values(*e, values);
   choice_mismatch(ctx, at, values, raw);
 }
 
