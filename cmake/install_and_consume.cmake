@@ -16,19 +16,8 @@ if(NOT BUILD_TYPE)
   set(BUILD_TYPE Debug)
 endif()
 
-function(run_step what)
-  list(JOIN ARGN " " shown)
-  message(STATUS "[install_and_consume] ${what}: ${shown}")
-  execute_process(COMMAND ${ARGN}
-    RESULT_VARIABLE result
-    OUTPUT_VARIABLE out
-    ERROR_VARIABLE out)
-  if(NOT result EQUAL 0)
-    message(NOTICE "command: ${shown}\n${out}")
-    message(FATAL_ERROR "[install_and_consume] ${what} FAILED (${result})")
-  endif()
-  set(step_output "${out}" PARENT_SCOPE)
-endfunction()
+set(RUN_STEP_LABEL install_and_consume)
+include("${CMAKE_CURRENT_LIST_DIR}/run_step.cmake")
 
 # Fails when `flags` (a compile line's flags, as one string) carry those of covenant's private
 # dependencies (spdlog, fmt, libcurl): a -D of spdlog's or fmt's, a path naming them, or any flag

@@ -26,19 +26,8 @@ if(NOT DEFINED WERROR)
   set(WERROR OFF)
 endif()
 
-function(run_step what)
-  list(JOIN ARGN " " shown)
-  message(STATUS "[shared_library] ${what}: ${shown}")
-  execute_process(COMMAND ${ARGN}
-    RESULT_VARIABLE result
-    OUTPUT_VARIABLE out
-    ERROR_VARIABLE out)
-  if(NOT result EQUAL 0)
-    message(NOTICE "command: ${shown}\n${out}")
-    message(FATAL_ERROR "[shared_library] ${what} FAILED (${result})")
-  endif()
-  set(step_output "${out}" PARENT_SCOPE)
-endfunction()
+set(RUN_STEP_LABEL shared_library)
+include("${CMAKE_CURRENT_LIST_DIR}/run_step.cmake")
 
 set(build "${WORK_DIR}/build")
 string(TOUPPER "${BUILD_TYPE}" config)
