@@ -106,7 +106,6 @@ class stream_view {
     return true;
   }
 
-  // Whether `t` accepts only a fixed set of strings (an enum, string literals).
   // A closed choice with strings among its choices (an enum, a string literal, a union of
   // literals): what a string can name.
   bool closed_choice(const schema::type& t) const {
