@@ -112,50 +112,11 @@ class dynamic_decoder {
         if (r_.peek() != 'n') return mismatch(t, ctx, at);
         r_.read_null();
         return nullptr;
-      case kind::boolean: {
-        const char c = r_.peek();
-        const char* start = r_.position();
-        bool b = false;
-        if (c == '"' && ctx.opts.coerce) {
-          std::string scratch;
-          std::string_view text;
-          if (!r_.read_string_view(text, scratch)) return nullptr;
-          if (!detail::bool_from_text(text, b)) {
-            detail::type_mismatch(ctx, at, t, detail::span_from(r_, start));
-            return nullptr;
-          }
-          ctx.note(at, note_kind::coerced, std::string(detail::span_from(r_, start)) + " read as a boolean");
-        } else {
-          if (c != 't' && c != 'f') return mismatch(t, ctx, at);
-          if (!r_.read_bool(b)) return nullptr;
-        }
-        json::value v = b;
-        if (!t.constraints.empty()) rules(t.constraints, v, detail::span_from(r_, start), false, false, ctx, at);
-        return v;
-      }
-      case kind::integer: return read_integer(t, ctx, at);
-      case kind::number: return read_number(t, ctx, at);
-      case kind::string: {
-        const char c = r_.peek();
-        const char* start = r_.position();
-        std::string scratch;
-        std::string_view s;
-        if (c != '"' && ctx.opts.coerce && (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f')) {
-          if (!r_.skip_value(s)) return nullptr;
-          ctx.note(at, note_kind::coerced, std::string(s) + " read as the string \"" + std::string(s) + "\"");
-        } else {
-          if (c != '"') return mismatch(t, ctx, at);
-          if (!r_.read_string_view(s, scratch)) return nullptr;
-        }
-        json::value v = json::string(s);
-        if (!t.constraints.empty()) {
-          const std::string_view raw = detail::span_from(r_, start);
-          std::string fixed;
-          if (detail::check_string_fix(t.constraints, s, raw, nullptr, ctx, at, fixed)) v = json::string(fixed);
-          rules(t.constraints, v, raw, false, false, ctx, at);
-        }
-        return v;
-      }
+      case kind::boolean: return scalar<bool>(t, ctx, at);
+      case kind::integer: return integer(t, ctx, at);
+      case kind::number: return t.float_bits == 32 ? scalar<float>(t, ctx, at) : scalar<double>(t, ctx, at);
+      case kind::string: return scalar<std::string>(t, ctx, at);
+
       case kind::array: return read_array(t, ctx, at);
       case kind::map: return read_map(t, ctx, at);
       case kind::union_: return read_union(t, ctx, at);
@@ -204,11 +165,10 @@ class dynamic_decoder {
   }
 
   // What a target takes a value wrapped in a list or an object for (coerce mode).
-  enum class wrapped_target { none, text, single_value, object };
+  enum class wrapped_target { none, single_value, object };
 
   static wrapped_target wrapped_kind(const schema::type& t, const decode_context& ctx) {
     switch (t.kind) {
-      case kind::string: return wrapped_target::text;
       case kind::boolean:
       case kind::integer:
       case kind::number: return wrapped_target::single_value;
@@ -225,32 +185,13 @@ class dynamic_decoder {
     }
   }
 
-  // Coerce mode, a list or an object where the target takes neither: a string target reads the
-  // text it was written as in the reply (detail::written_text); a single value (number, boolean,
-  // literal, enum) the only item of a one-item list or the only member of a one-member object; an
-  // object the only item of a one-item list. nullopt (the reader back at the value) when none of
-  // these applies.
+  // Coerce mode, a list or an object where the target takes neither (a string reads it as its
+  // text, see detail::read_text): a single value (number, boolean, literal, enum) the only item of
+  // a one-item list or the only member of a one-member object; an object the only item of a
+  // one-item list. nullopt (the reader back at the value) when none of these applies.
   std::optional<json::value> read_wrapped(const schema::type& t, char c, decode_context& ctx, const path_frame* at) {
     const wrapped_target w = wrapped_kind(t, ctx);
     if (w == wrapped_target::none || (w == wrapped_target::object && c == '{')) return std::nullopt;
-    if (w == wrapped_target::text) {
-      std::string_view raw;
-      if (!r_.skip_value(raw)) return std::nullopt;
-      std::string_view text;
-      if (!detail::written_text(ctx, raw, text)) {
-        detail::type_mismatch(ctx, at, t, raw);
-        return json::value(nullptr);
-      }
-      ctx.note(at, note_kind::coerced, std::string(detail::written_text_note(raw)));
-      json::value v = json::string(text);
-      if (!t.constraints.empty()) {
-        const std::string_view s(v.get_string());
-        std::string fixed;
-        if (detail::check_string_fix(t.constraints, s, text, nullptr, ctx, at, fixed)) v = json::string(fixed);
-        rules(t.constraints, v, text, false, false, ctx, at);
-      }
-      return v;
-    }
     if (unwrapping_) return std::nullopt;  // one level: [[1]] and {"a": {"b": 1}} are not 1
     const char* start = r_.position();
     const bool list = c == '[';
@@ -310,117 +251,49 @@ class dynamic_decoder {
     return v;
   }
 
-  template <class I>
-  bool integer_as(const detail::number_token& tok, json::value& v) {
-    I out{};
-    if (!detail::integer_from_token(tok, out)) return false;
-    if constexpr (std::is_signed_v<I>) v = static_cast<std::int64_t>(out);
-    else v = static_cast<std::uint64_t>(out);
-    return true;
-  }
-
-  // Coerce mode: a number written as a JSON string, read by the typed decoder's own routine.
+  // A scalar read by the typed decoder's reader of the C++ type N (one implementation of the
+  // scalar rules: kinds, coercions, widths, constraints and fixes; native = false: the schema's
+  // C++ predicates never run here), kept as JSON and checked by the schema's JSON rules. Null when
+  // it could not be read as N.
   template <class N>
-  json::value number_from_string(const schema::type& t, decode_context& ctx, const path_frame* at) {
+  json::value scalar(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    const char c = r_.peek();
     const char* start = r_.position();
     const std::size_t before = ctx.issues.size();
     N out{};
-    detail::number_from_string(r_, out, t, ctx, at, false);
+    if constexpr (std::is_same_v<N, bool>) detail::read_boolean(r_, out, t, ctx, at, false);
+    else if constexpr (std::is_same_v<N, std::string>) detail::read_text(r_, out, t, ctx, at, false);
+    else if constexpr (std::is_floating_point_v<N>) detail::read_floating(r_, out, t, ctx, at, false);
+    else detail::read_integer(r_, out, t, ctx, at, false);
     if (r_.failed()) return nullptr;
     for (std::size_t i = before; i < ctx.issues.size(); ++i)
       if (ctx.issues[i].code == issue_code::type_mismatch) return nullptr;
     json::value v;
-    if constexpr (std::is_floating_point_v<N>) v = static_cast<double>(out);
+    if constexpr (std::is_same_v<N, std::string>) v = json::string(out);
+    else if constexpr (std::is_same_v<N, bool>) v = out;
+    else if constexpr (std::is_floating_point_v<N>) v = static_cast<double>(out);
     else if constexpr (std::is_signed_v<N>) v = static_cast<std::int64_t>(out);
     else v = static_cast<std::uint64_t>(out);
-    if (!t.constraints.empty()) rules(t.constraints, v, detail::span_from(r_, start), false, false, ctx, at);
-    return v;
-  }
-
-  json::value integer_from_string(const schema::type& t, decode_context& ctx, const path_frame* at) {
-    if (t.is_unsigned) {
-      if (t.int_bits <= 8) return number_from_string<std::uint8_t>(t, ctx, at);
-      if (t.int_bits <= 16) return number_from_string<std::uint16_t>(t, ctx, at);
-      if (t.int_bits <= 32) return number_from_string<std::uint32_t>(t, ctx, at);
-      return number_from_string<std::uint64_t>(t, ctx, at);
-    }
-    if (t.int_bits <= 8) return number_from_string<std::int8_t>(t, ctx, at);
-    if (t.int_bits <= 16) return number_from_string<std::int16_t>(t, ctx, at);
-    if (t.int_bits <= 32) return number_from_string<std::int32_t>(t, ctx, at);
-    return number_from_string<std::int64_t>(t, ctx, at);
-  }
-
-  json::value read_integer(const schema::type& t, decode_context& ctx, const path_frame* at) {
-    const char c = r_.peek();
-    if (c == '"' && ctx.opts.coerce) return integer_from_string(t, ctx, at);
-    if (c != '-' && (c < '0' || c > '9')) return mismatch(t, ctx, at);
-    detail::number_token tok;
-    if (!r_.read_number(tok)) return nullptr;
-    json::value v;
-    bool ok = false;
-    if (t.is_unsigned) {
-      if (t.int_bits <= 8) ok = integer_as<std::uint8_t>(tok, v);
-      else if (t.int_bits <= 16) ok = integer_as<std::uint16_t>(tok, v);
-      else if (t.int_bits <= 32) ok = integer_as<std::uint32_t>(tok, v);
-      else ok = integer_as<std::uint64_t>(tok, v);
-    } else {
-      if (t.int_bits <= 8) ok = integer_as<std::int8_t>(tok, v);
-      else if (t.int_bits <= 16) ok = integer_as<std::int16_t>(tok, v);
-      else if (t.int_bits <= 32) ok = integer_as<std::int32_t>(tok, v);
-      else ok = integer_as<std::int64_t>(tok, v);
-    }
-    if (!ok) {
-      if (tok.integral) {
-        detail::integer_out_of_range(ctx, at, t, tok.text());
-      } else {
-        double d = 0;
-        const auto res = std::from_chars(tok.begin, tok.end, d);
-        if (res.ec == std::errc() && std::isfinite(d) && std::trunc(d) == d) detail::integer_out_of_range(ctx, at, t, tok.text());
-        else detail::type_mismatch(ctx, at, t, tok.text());
-      }
-      return nullptr;
-    }
     if (!t.constraints.empty()) {
-      double d = as_double(v);
-      if (detail::check_number_fix(t, d, tok.text(), nullptr, ctx, at)) {
-        if (d >= 0 && d >= 9223372036854775808.0) v = static_cast<std::uint64_t>(d);
-        else v = static_cast<std::int64_t>(d);
-      }
-      rules(t.constraints, v, tok.text(), false, false, ctx, at);
+      // an object or a list read as its text is shown as that text
+      const bool written = std::is_same_v<N, std::string> && (c == '{' || c == '[');
+      rules(t.constraints, v, written ? std::string_view(v.get_string()) : detail::span_from(r_, start), false, false,
+            ctx, at);
     }
     return v;
   }
 
-  json::value read_number(const schema::type& t, decode_context& ctx, const path_frame* at) {
-    const char c = r_.peek();
-    const bool narrow = t.float_bits == 32;  // a C++ float: read, and fixed, at its width
-    if (c == '"' && ctx.opts.coerce)
-      return narrow ? number_from_string<float>(t, ctx, at) : number_from_string<double>(t, ctx, at);
-    if (c != '-' && (c < '0' || c > '9')) return mismatch(t, ctx, at);
-    detail::number_token tok;
-    if (!r_.read_number(tok)) return nullptr;
-    double d = 0;
-    if (narrow) {
-      float f = 0;
-      const auto res = std::from_chars(tok.begin, tok.end, f);
-      if (res.ec != std::errc() || !std::isfinite(f)) {
-        ctx.add(at, issue_code::type_mismatch, "finite number", detail::actual_of(tok.text()), "number is out of range");
-        return nullptr;
-      }
-      d = f;
-    } else if (!detail::fast_decimal(tok, d)) {
-      const auto res = std::from_chars(tok.begin, tok.end, d);
-      if (res.ec != std::errc() || !std::isfinite(d)) {
-        ctx.add(at, issue_code::type_mismatch, "finite number", detail::actual_of(tok.text()), "number is out of range");
-        return nullptr;
-      }
+  json::value integer(const schema::type& t, decode_context& ctx, const path_frame* at) {
+    if (t.is_unsigned) {
+      if (t.int_bits <= 8) return scalar<std::uint8_t>(t, ctx, at);
+      if (t.int_bits <= 16) return scalar<std::uint16_t>(t, ctx, at);
+      if (t.int_bits <= 32) return scalar<std::uint32_t>(t, ctx, at);
+      return scalar<std::uint64_t>(t, ctx, at);
     }
-    json::value v = d;
-    if (!t.constraints.empty()) {
-      if (detail::check_number_fix(t, d, tok.text(), nullptr, ctx, at)) v = narrow ? static_cast<double>(static_cast<float>(d)) : d;
-      rules(t.constraints, v, tok.text(), false, false, ctx, at);
-    }
-    return v;
+    if (t.int_bits <= 8) return scalar<std::int8_t>(t, ctx, at);
+    if (t.int_bits <= 16) return scalar<std::int16_t>(t, ctx, at);
+    if (t.int_bits <= 32) return scalar<std::int32_t>(t, ctx, at);
+    return scalar<std::int64_t>(t, ctx, at);
   }
 
   json::value read_array(const schema::type& t, decode_context& ctx, const path_frame* at) {

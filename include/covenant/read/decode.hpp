@@ -94,22 +94,22 @@ COVENANT_NOINLINE void number_constraints(N& out, const schema::type& node, std:
 
 // The constraints of a string, with fixes written back.
 COVENANT_NOINLINE inline void string_constraints(std::string& out, const schema::type& node, std::string_view raw,
-                                                 decode_context& ctx, const path_frame* at) {
+                                                 decode_context& ctx, const path_frame* at, bool native = true) {
   std::string fixed;
-  if (check_string_fix(node.constraints, out, raw, &out, ctx, at, fixed)) out = std::move(fixed);
+  if (check_string_fix(node.constraints, out, raw, native ? &out : nullptr, ctx, at, fixed)) out = std::move(fixed);
 }
 
 // Coerce mode, an object or a list where a string is wanted: read as the text it was written as
 // in the reply (written_text). Out of line, off the decoder's fast path.
 COVENANT_NOINLINE inline void read_written_text(json_reader& r, std::string& out, const schema::type& node,
-                                                decode_context& ctx, const path_frame* at) {
+                                                decode_context& ctx, const path_frame* at, bool native = true) {
   std::string_view raw;
   if (!r.skip_value(raw)) return;
   std::string_view text;
   if (!written_text(ctx, raw, text)) return type_mismatch(ctx, at, node, raw);
   out.assign(text.data(), text.size());
   ctx.note(at, note_kind::coerced, std::string(written_text_note(raw)));
-  if (!node.constraints.empty()) string_constraints(out, node, text, ctx, at);
+  if (!node.constraints.empty()) string_constraints(out, node, text, ctx, at, native);
 }
 
 // The constraints of a list or map, with fixes applied to it.
@@ -254,16 +254,20 @@ COVENANT_ALWAYS_INLINE bool short_integer(json_reader& r, I& out) noexcept {
   return true;
 }
 
+// The scalar readers below serve both targets: the C++ value, and (native = false: the schema's
+// C++ predicates never run) a runtime schema's JSON value, which the dynamic decoder reads through
+// the C++ type of the node's width.
 template <class I>
-COVENANT_ALWAYS_INLINE void read_integer(json_reader& r, I& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+COVENANT_ALWAYS_INLINE void read_integer(json_reader& r, I& out, const schema::type& node, decode_context& ctx,
+                                         const path_frame* at, bool native = true) {
   const char c = r.peek();
-  if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at)) return;
+  if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at, native)) return;
   if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
   if constexpr (sizeof(I) <= sizeof(std::int64_t)) {
     const char* start = r.position();
     if (short_integer(r, out)) {
       if (!number_within_bounds(node.constraints, static_cast<double>(out)))
-        number_constraints(out, node, span_from(r, start), ctx, at);
+        number_constraints(out, node, span_from(r, start), ctx, at, native);
       return;
     }
   }
@@ -281,7 +285,7 @@ COVENANT_ALWAYS_INLINE void read_integer(json_reader& r, I& out, const schema::t
     return;
   }
   if (!number_within_bounds(node.constraints, static_cast<double>(out)))
-    number_constraints(out, node, tok.text(), ctx, at);
+    number_constraints(out, node, tok.text(), ctx, at, native);
 }
 
 // Exact conversion of short decimals (at most 15 significant digits and a power of ten up to
@@ -353,14 +357,16 @@ COVENANT_ALWAYS_INLINE bool short_decimal(json_reader& r, double& out) noexcept 
 }
 
 template <class F>
-COVENANT_ALWAYS_INLINE void read_floating(json_reader& r, F& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+COVENANT_ALWAYS_INLINE void read_floating(json_reader& r, F& out, const schema::type& node, decode_context& ctx,
+                                          const path_frame* at, bool native = true) {
   const char c = r.peek();
-  if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at)) return;
+  if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at, native)) return;
   if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
   if constexpr (std::is_same_v<F, double>) {
     const char* start = r.position();
     if (short_decimal(r, out)) {
-      if (!number_within_bounds(node.constraints, out)) number_constraints(out, node, span_from(r, start), ctx, at);
+      if (!number_within_bounds(node.constraints, out))
+        number_constraints(out, node, span_from(r, start), ctx, at, native);
       return;
     }
   }
@@ -368,7 +374,7 @@ COVENANT_ALWAYS_INLINE void read_floating(json_reader& r, F& out, const schema::
   if (!r.read_number(tok)) return;
   if constexpr (std::is_same_v<F, double>) {
     if (fast_decimal(tok, out)) {
-      if (!number_within_bounds(node.constraints, out)) number_constraints(out, node, tok.text(), ctx, at);
+      if (!number_within_bounds(node.constraints, out)) number_constraints(out, node, tok.text(), ctx, at, native);
       return;
     }
   }
@@ -378,7 +384,45 @@ COVENANT_ALWAYS_INLINE void read_floating(json_reader& r, F& out, const schema::
     return;
   }
   if (!number_within_bounds(node.constraints, static_cast<double>(out)))
-    number_constraints(out, node, tok.text(), ctx, at);
+    number_constraints(out, node, tok.text(), ctx, at, native);
+}
+
+COVENANT_ALWAYS_INLINE void read_boolean(json_reader& r, bool& out, const schema::type& node, decode_context& ctx,
+                                         const path_frame* at, bool native = true) {
+  const char c = r.peek();
+  const char* start = r.position();
+  if (c == '"' && ctx.opts.coerce) {
+    std::string scratch;
+    std::string_view text;
+    if (!r.read_string_view(text, scratch)) return;
+    if (!bool_from_text(text, out)) return type_mismatch(ctx, at, node, span_from(r, start));
+    ctx.note(at, note_kind::coerced, std::string(span_from(r, start)) + " read as a boolean");
+  } else {
+    if (c != 't' && c != 'f') return mismatch_and_skip(r, node, ctx, at);
+    if (!r.read_bool(out)) return;
+  }
+  if (native && !node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
+}
+
+COVENANT_ALWAYS_INLINE void read_text(json_reader& r, std::string& out, const schema::type& node, decode_context& ctx,
+                                      const path_frame* at, bool native = true) {
+  const char c = r.peek();
+  if (c != '"' && ctx.opts.coerce && (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f')) {
+    std::string_view raw;
+    if (!r.skip_value(raw)) return;
+    out.assign(raw.data(), raw.size());
+    ctx.note(at, note_kind::coerced, std::string(raw) + " read as the string \"" + out + "\"");
+    if (!node.constraints.empty()) string_constraints(out, node, raw, ctx, at, native);
+    return;
+  }
+  if (c != '"') {
+    if ((c == '{' || c == '[') && ctx.opts.coerce) return read_written_text(r, out, node, ctx, at, native);
+    return mismatch_and_skip(r, node, ctx, at);
+  }
+  const char* start = r.position();
+  if (!r.read_string(out)) return;
+  if (!string_within_bounds(node.constraints, out.size()))
+    string_constraints(out, node, span_from(r, start), ctx, at, native);
 }
 
 template <class S>
@@ -709,43 +753,13 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
     // (the on-fail action filter drops the list item or the field that holds it, not the value)
     read_value(r, *out, node, ctx, at);
   } else if constexpr (std::is_same_v<T, bool>) {
-    const char c = r.peek();
-    if (c == '"' && ctx.opts.coerce) {
-      const char* start = r.position();
-      std::string scratch;
-      std::string_view text;
-      if (!r.read_string_view(text, scratch)) return;
-      if (!bool_from_text(text, out)) return type_mismatch(ctx, at, node, span_from(r, start));
-      ctx.note(at, note_kind::coerced, std::string(span_from(r, start)) + " read as a boolean");
-      if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
-      return;
-    }
-    if (c != 't' && c != 'f') return mismatch_and_skip(r, node, ctx, at);
-    const char* start = r.position();
-    if (!r.read_bool(out)) return;
-    if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
+    read_boolean(r, out, node, ctx, at);
   } else if constexpr (is_integer_v<T>) {
     read_integer(r, out, node, ctx, at);
   } else if constexpr (std::is_floating_point_v<T>) {
     read_floating(r, out, node, ctx, at);
   } else if constexpr (std::is_same_v<T, std::string>) {
-    const char c = r.peek();
-    if (c != '"' && ctx.opts.coerce && (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f')) {
-      std::string_view raw;
-      if (!r.skip_value(raw)) return;
-      out.assign(raw.data(), raw.size());
-      ctx.note(at, note_kind::coerced, std::string(raw) + " read as the string \"" + out + "\"");
-      if (!node.constraints.empty()) string_constraints(out, node, raw, ctx, at);
-      return;
-    }
-    if (c != '"') {
-      if ((c == '{' || c == '[') && ctx.opts.coerce) return read_written_text(r, out, node, ctx, at);
-      return mismatch_and_skip(r, node, ctx, at);
-    }
-    const char* start = r.position();
-    if (!r.read_string(out)) return;
-    if (!string_within_bounds(node.constraints, out.size()))
-      string_constraints(out, node, span_from(r, start), ctx, at);
+    read_text(r, out, node, ctx, at);
   } else if constexpr (std::is_same_v<T, std::monostate>) {
     if (r.peek() != 'n') return mismatch_and_skip(r, node, ctx, at);
     r.read_null();
