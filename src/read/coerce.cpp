@@ -1,6 +1,8 @@
 #include "covenant/read/detail/coerce.hpp"
 #include "covenant/read/validate.hpp"
 
+#include <boost/json/parse.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -379,6 +381,47 @@ std::size_t match_field_key(const schema::object_def& o, std::string_view key) {
     if (found != no_match) return found;
   }
   return no_match;
+}
+
+std::size_t read_enum_value(json_reader& r, const schema::type& node, const schema::definition& def,
+                            decode_context& ctx, const path_frame* at) {
+  if (r.peek() != '"') {
+    std::string_view raw;
+    if (r.skip_value(raw)) type_mismatch(ctx, at, node, raw);
+    return no_match;
+  }
+  const char* start = r.position();
+  std::string scratch;
+  std::string_view v;
+  if (!r.read_string_view(v, scratch)) return no_match;
+  const auto& values = def.enumeration()->values;
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    const schema::enum_value& ev = values[k];
+    if (!ev.skip && ev.name == v) return k;
+    for (const auto& a : ev.aliases)
+      if (a == v) return k;
+  }
+  const std::string_view raw(start, static_cast<std::size_t>(r.position() - start));
+  if (ctx.opts.coerce) {
+    std::string how;
+    const std::size_t k = match_enum_value(*def.enumeration(), v, how);
+    if (k != no_match) {
+      ctx.note(at, note_kind::coerced, std::string(raw) + " read as \"" + values[k].name + "\" (" + how + ")");
+      return k;
+    }
+  }
+  enum_mismatch(ctx, at, def, raw);
+  return no_match;
+}
+
+void read_json_value(json_reader& r, boost::json::value& out, decode_context& ctx, const path_frame* at) {
+  std::string_view raw;
+  if (!r.skip_value(raw)) return;
+  boost::json::parse_options po;
+  po.max_depth = ctx.opts.max_depth;
+  boost::system::error_code ec;
+  out = boost::json::parse(raw, ec, {}, po);
+  if (ec) ctx.add(at, issue_code::type_mismatch, "JSON value", actual_of(raw), ec.message());
 }
 
 bool take_json_in_string(json_reader& r, decode_context& ctx, const path_frame* at, std::string& json) {

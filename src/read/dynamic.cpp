@@ -238,16 +238,8 @@ class dynamic_decoder {
   }
 
   json::value read_any(decode_context& ctx, const path_frame* at) {
-    std::string_view raw;
-    if (!r_.skip_value(raw)) return nullptr;
-    json::parse_options po;
-    po.max_depth = ctx.opts.max_depth;
-    boost::system::error_code ec;
-    json::value v = json::parse(raw, ec, {}, po);
-    if (ec) {
-      ctx.add(at, issue_code::type_mismatch, "JSON value", detail::actual_of(raw), ec.message());
-      return nullptr;
-    }
+    json::value v;
+    detail::read_json_value(r_, v, ctx, at);
     return v;
   }
 
@@ -365,40 +357,18 @@ class dynamic_decoder {
     rules(t.constraints, v, raw, true, false, ctx, at);
   }
 
-  // Whether `key` is one the key type accepts; appends an issue at `f` otherwise.
+  // Whether `key` is one the key type accepts (any string, unless it is a closed choice of
+  // strings: enum values, literals); appends an issue at `f` otherwise.
   void check_key(const schema::type& key, std::string_view k, decode_context& ctx, const path_frame* f) {
-    const schema::type* t = ctx.s.unalias(key);
-    if (t == nullptr || t->kind == kind::string) return;
-    std::vector<std::string> allowed;
-    bool ok = false;
-    auto consider = [&](const schema::type& x, auto&& self) -> void {
-      const schema::type* u = ctx.s.unalias(x);
-      if (u == nullptr) return;
-      if (u->kind == kind::string) {
-        ok = true;
-      } else if (u->kind == kind::literal && u->literal.is_string()) {
-        const std::string s(u->literal.get_string());
-        ok = ok || s == k;
-        allowed.push_back("\"" + s + "\"");
-      } else if (u->kind == kind::ref) {
-        const schema::definition* d = ctx.s.resolve(*u);
-        if (d == nullptr || d->enumeration() == nullptr) return;
-        for (const auto& ev : d->enumeration()->values) {
-          if (!ev.skip) allowed.push_back("\"" + ev.name + "\"");
-          if (!ev.skip && ev.name == k) ok = true;
-          for (const auto& a : ev.aliases)
-            if (a == k) ok = true;
-        }
-      } else if (u->kind == kind::union_) {
-        for (const auto& a : u->args) self(a, self);
-      }
-    };
-    consider(*t, consider);
-    if (ok) return;
+    const auto choices = detail::choice_set(ctx.s, key);
+    if (!choices) return;
+    for (const auto& c : *choices)
+      if (c.is_string() && std::string_view(c.get_string()) == k) return;
     std::string list;
-    for (const auto& a : allowed) {
+    for (const auto& c : *choices) {
+      if (!c.is_string()) continue;
       if (!list.empty()) list += ", ";
-      list += a;
+      detail::append_json_string(list, c.get_string());
     }
     std::string raw;
     detail::append_json_string(raw, k);
@@ -678,33 +648,12 @@ class dynamic_decoder {
 
   json::value read_enum(const schema::type& t, const schema::definition& def, decode_context& ctx,
                         const path_frame* at) {
-    if (r_.peek() != '"') return mismatch(t, ctx, at);
+    r_.peek();
     const char* start = r_.position();
-    std::string scratch;
-    std::string_view v;
-    if (!r_.read_string_view(v, scratch)) return nullptr;
-    for (const auto& ev : def.enumeration()->values) {
-      bool match = !ev.skip && ev.name == v;
-      for (std::size_t a = 0; !match && a < ev.aliases.size(); ++a) match = ev.aliases[a] == v;
-      if (!match) continue;
-      return enum_value(t, ev, detail::span_from(r_, start), ctx, at);
-    }
-    if (ctx.opts.coerce) {
-      std::string how;
-      const std::size_t k = detail::match_enum_value(*def.enumeration(), v, how);
-      if (k != detail::no_match) {
-        const auto& ev = def.enumeration()->values[k];
-        ctx.note(at, note_kind::coerced,
-                 std::string(detail::span_from(r_, start)) + " read as \"" + ev.name + "\" (" + how + ")");
-        return enum_value(t, ev, detail::span_from(r_, start), ctx, at);
-      }
-    }
-    detail::enum_mismatch(ctx, at, def, detail::span_from(r_, start));
-    return nullptr;
-  }
-
-  json::value enum_value(const schema::type& t, const schema::enum_value& ev, std::string_view raw, decode_context& ctx,
-                         const path_frame* at) {
+    const std::size_t k = detail::read_enum_value(r_, t, def, ctx, at);
+    if (k == detail::no_match) return nullptr;
+    const schema::enum_value& ev = def.enumeration()->values[k];
+    const std::string_view raw = detail::span_from(r_, start);
     json::value out = json::string(keys_ == output_keys::declared && !ev.declared_name.empty() ? ev.declared_name : ev.name);
     if (!t.constraints.empty()) {
       const json::value seen = json::string(ev.declared_name.empty() ? ev.name : ev.declared_name);

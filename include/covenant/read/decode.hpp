@@ -11,7 +11,6 @@
 // line and column; nothing throws unless you call decode_or_throw().
 #pragma once
 
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <boost/pfr.hpp>
@@ -612,34 +611,13 @@ struct object_codec {
 
 template <class E>
 void read_enum(json_reader& r, E& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
-  if (r.peek() != '"') return mismatch_and_skip(r, node, ctx, at);
+  r.peek();
   const char* start = r.position();
-  std::string scratch;
-  std::string_view v;
-  if (!r.read_string_view(v, scratch)) return;
   const schema::definition& def = ctx.s.defs[node.def];
-  const auto& values = std::get_if<schema::enum_def>(&def.body)->values;
-  for (const auto& ev : values) {
-    bool match = !ev.skip && ev.name == v;
-    for (std::size_t a = 0; !match && a < ev.aliases.size(); ++a) match = ev.aliases[a] == v;
-    if (match) {
-      out = static_cast<E>(ev.number);
-      if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
-      return;
-    }
-  }
-  if (ctx.opts.coerce) {
-    std::string how;
-    const std::size_t k = match_enum_value(*std::get_if<schema::enum_def>(&def.body), v, how);
-    if (k != no_match) {
-      out = static_cast<E>(values[k].number);
-      ctx.note(at, note_kind::coerced,
-               std::string(span_from(r, start)) + " read as \"" + values[k].name + "\" (" + how + ")");
-      if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
-      return;
-    }
-  }
-  enum_mismatch(ctx, at, def, span_from(r, start));
+  const std::size_t k = read_enum_value(r, node, def, ctx, at);
+  if (k == no_match) return;
+  out = static_cast<E>(std::get_if<schema::enum_def>(&def.body)->values[k].number);
+  if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
 }
 
 // Coerce mode: an alternative that fits only by reading objects or lists as their text, kept (in
@@ -764,13 +742,7 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
     if (r.peek() != 'n') return mismatch_and_skip(r, node, ctx, at);
     r.read_null();
   } else if constexpr (is_json_value_v<T>) {
-    std::string_view raw;
-    if (!r.skip_value(raw)) return;
-    boost::json::parse_options po;
-    po.max_depth = ctx.opts.max_depth;
-    boost::system::error_code ec;
-    out = boost::json::parse(raw, ec, {}, po);
-    if (ec) ctx.add(at, issue_code::type_mismatch, "JSON value", actual_of(raw), ec.message());
+    read_json_value(r, out, ctx, at);
   } else if constexpr (is_vector<T>::value) {
     const char c = r.peek();
     if (c != '[' && c != 'n' && ctx.opts.coerce) return read_list_coerced(r, out, node, ctx, at);

@@ -45,6 +45,17 @@ COVENANT_API std::size_t match_name(const std::vector<named_value>& names, std::
 /// match_name over the enum's values: aliases count as names; skipped values never match.
 COVENANT_API std::size_t match_enum_value(const schema::enum_def& e, std::string_view text, std::string& how);
 
+/// An enum value at the reader (both decoders read enums with it): its name or an alias as
+/// written, or in coerce mode a spelling match_enum_value accepts (noted at `at`). The index of the
+/// value in the enum's values, or no_match: the value names none (the issue is reported) or the
+/// text is not JSON (the reader failed). `start` is where the value begins.
+COVENANT_API std::size_t read_enum_value(json_reader& r, const schema::type& node, const schema::definition& def,
+                                         decode_context& ctx, const path_frame* at);
+
+/// Any JSON value at the reader, parsed whole (within the depth limit); a type_mismatch issue
+/// when it cannot be.
+COVENANT_API void read_json_value(json_reader& r, boost::json::value& out, decode_context& ctx, const path_frame* at);
+
 /// Index of the field whose key (or declared name) `key` denotes ignoring letter case, spaces and
 /// punctuation (so modelUsed, ModelUsed, model-used and MODEL_USED all denote model_used), then
 /// also accents ("direccion" for "dirección"), when exactly one field matches; no_match otherwise.
