@@ -21,6 +21,23 @@ value_ops make_json_ops() noexcept {
   value_ops o;
   o.kind = value_kind::json;
   o.item = &json_ops;
+  // writing (the stream reader's dynamic target)
+  o.clear = [](void* p) { *static_cast<json::value*>(p) = nullptr; };
+  o.assign = [](void* p, const json::value& v, const decode_options&) {
+    *static_cast<json::value*>(p) = v;
+    return true;
+  };
+  o.append = [](void* p, std::string_view s) {
+    auto& v = *static_cast<json::value*>(p);
+    if (!v.is_string()) v = json::string();
+    v.get_string().append(json::string_view(s.data(), s.size()));
+  };
+  o.emplace = [](void* p) -> void* { return &static_cast<json::value*>(p)->as_array().emplace_back(nullptr); };
+  o.member = [](void* p, std::string_view key) -> void* {
+    json::value& m = static_cast<json::value*>(p)->as_object()[key];
+    m = nullptr;
+    return &m;
+  };
   o.size = [](const void* p) {
     const json::array* a = static_cast<const json::value*>(p)->if_array();
     return a != nullptr ? a->size() : not_a_list;

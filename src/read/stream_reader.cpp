@@ -10,6 +10,7 @@
 
 #include "covenant/read/dynamic.hpp"
 #include "push_tokenizer.hpp"
+#include "read/json_ops.hpp"
 
 namespace covenant {
 
@@ -137,11 +138,11 @@ namespace {
 
 constexpr std::uint32_t no_node = partial_states::none;
 
-/// Where the next value goes.
+/// Where the next value goes: a C++ value and its table, or a JSON value (json_ops(): the
+/// dynamic target, and the JSON an opaque C++ value is built as).
 struct slot {
-  const value_ops* ops = nullptr;   // typed target's table (null: dynamic or nothing)
-  void* target = nullptr;          // typed target
-  json::value* jv = nullptr;       // dynamic target (also used for opaque typed values)
+  const value_ops* ops = nullptr;
+  void* target = nullptr;
   const schema::type* node = nullptr;
   std::uint32_t state = no_node;
   bool skip = false;               // read but not shown (an unknown key)
@@ -156,13 +157,12 @@ struct frame {
   const schema::object_def* def = nullptr;  // objects with a schema
   std::string key;                         // the key being read
   int field = -1;                          // the field of the next value (-1: unknown)
-  bool any_key = false;                    // maps / any: every key is kept (dynamic)
+  bool any_key = false;                    // maps / any: every key is kept (JSON)
   std::size_t count = 0;                   // list elements so far
   // An opaque typed value (variant, map, ...) is built as JSON here and assigned at its end.
   std::unique_ptr<json::value> scratch;
   const value_ops* opaque_ops = nullptr;
   void* opaque_target = nullptr;
-  std::uint32_t opaque_state = no_node;
 };
 
 }  // namespace
@@ -233,7 +233,7 @@ struct stream_core::impl {
   /// The typed value a finished scalar was stored into, for a C++ predicate: the slot's target
   /// when it is a string or number of the output type, else none (a JSON value, another shape).
   static const void* native_of(const slot& s, value_kind kind) noexcept {
-    if (s.ops == nullptr || s.ops->kind != kind) return nullptr;
+    if (s.ops->kind != kind) return nullptr;
     if (kind != value_kind::string && kind != value_kind::integer && kind != value_kind::floating) return nullptr;
     return s.target;
   }
@@ -327,8 +327,7 @@ struct stream_core::impl {
       }
       root_used = true;
       s.ops = root_ops;
-      s.target = root_ops != nullptr ? root_target : nullptr;
-      s.jv = root_ops == nullptr ? static_cast<json::value*>(root_target) : nullptr;
+      s.target = root_target;
       s.node = resolve(&model.root);
       s.state = partial_states::root;
       states.set(s.state, value_state::streaming);
@@ -349,19 +348,19 @@ struct stream_core::impl {
       if (f.def != nullptr && f.field >= 0) {
         const schema::field& fd = f.def->fields[static_cast<std::size_t>(f.field)];
         s.node = resolve(&fd.type);
-        if (f.at.ops != nullptr && f.at.ops->kind == value_kind::object) {
+        if (f.at.ops->kind == value_kind::object) {
           const field_ops& fs = f.at.ops->fields[static_cast<std::size_t>(f.field)];
           s.ops = &fs.ops();
           s.target = fs.member(f.at.target);
-        } else if (f.at.jv != nullptr) {
-          s.jv = &f.at.jv->as_object()[fd.key];
-          *s.jv = nullptr;
+        } else {  // JSON
+          s.ops = f.at.ops;
+          s.target = f.at.ops->member(f.at.target, fd.key);
         }
-      } else if (f.at.jv != nullptr) {  // a map or an untyped object: keep every key
+      } else if (f.any_key) {  // a map or an untyped object: keep every key
         if (f.at.node != nullptr && f.at.node->kind == schema::kind::map && f.at.node->args.size() == 2)
           s.node = resolve(&f.at.node->args[1]);
-        s.jv = &f.at.jv->as_object()[key];
-        *s.jv = nullptr;
+        s.ops = f.at.ops;
+        s.target = f.at.ops->member(f.at.target, key);
       } else {
         s.skip = true;
         return s;
@@ -375,12 +374,8 @@ struct stream_core::impl {
     // array
     if (f.at.node != nullptr && f.at.node->kind == schema::kind::array && !f.at.node->args.empty())
       s.node = resolve(&f.at.node->args[0]);
-    if (f.at.ops != nullptr && f.at.ops->kind == value_kind::array) {
-      s.ops = &f.at.ops->item();
-      s.target = f.at.ops->emplace(f.at.target);
-    } else if (f.at.jv != nullptr) {
-      s.jv = &f.at.jv->as_array().emplace_back(nullptr);
-    }
+    s.ops = &f.at.ops->item();  // a C++ list, or a JSON array
+    s.target = f.at.ops->emplace(f.at.target);
     s.state = states.add_item(f.at.state);
     ++f.count;
     changed = true;
@@ -429,31 +424,24 @@ struct stream_core::impl {
       return;
     }
     unwrap(s);
-    if (s.ops != nullptr) {
-      const bool fits = object ? s.ops->kind == value_kind::object : s.ops->kind == value_kind::array;
-      if (!fits && s.ops->kind == value_kind::opaque) {
-        // Build its JSON, assign it whole at its end.
-        f.scratch = std::make_unique<json::value>();
-        f.opaque_ops = s.ops;
-        f.opaque_target = s.target;
-        f.opaque_state = s.state;
-        s.ops = nullptr;
-        s.target = nullptr;
-        s.jv = f.scratch.get();
-      } else if (!fits) {
-        f.kind = frame_kind::skip;  // a value of the wrong shape: the final reader decides
-        f.at = s;
-        stack.push_back(std::move(f));
-        return;
-      }
+    if (s.ops->kind == value_kind::opaque) {
+      // Build its JSON, assign it whole at its end.
+      f.scratch = std::make_unique<json::value>();
+      f.opaque_ops = s.ops;
+      f.opaque_target = s.target;
+      s.ops = &json_ops();
+      s.target = f.scratch.get();
+    } else if (s.ops->kind != (object ? value_kind::object : value_kind::array) && s.ops->kind != value_kind::json) {
+      f.kind = frame_kind::skip;  // a value of the wrong shape: the final reader decides
+      f.at = s;
+      stack.push_back(std::move(f));
+      return;
     }
-    if (s.jv != nullptr) {
-      if (object) *s.jv = json::object();
-      else *s.jv = json::array();
-    }
+    const bool as_json = s.ops->kind == value_kind::json;
+    if (as_json) s.ops->assign(s.target, object ? json::value(json::object()) : json::value(json::array()), options);
     if (object) {
       f.def = object_of(s.node);
-      f.any_key = f.def == nullptr && s.jv != nullptr;
+      f.any_key = f.def == nullptr && as_json;
     }
     f.at = s;
     stack.push_back(std::move(f));
@@ -507,19 +495,16 @@ struct stream_core::impl {
       // Shown as it grows only for plain strings not marked @stream.done.
       grow_visible = false;
       if (!current.skip) {
-        const bool typed_string = current.ops != nullptr && current.ops->kind == value_kind::string;
-        const bool dynamic_string = current.ops == nullptr && current.jv != nullptr &&
-                                    (current.node == nullptr || current.node->kind == schema::kind::string ||
-                                     current.node->kind == schema::kind::any);
-        grow_visible = (typed_string || dynamic_string) && !stream_done(current.node);
-        if (dynamic_string && grow_visible) *current.jv = json::string();
+        const bool json_string = current.ops->kind == value_kind::json &&
+                                 (current.node == nullptr || current.node->kind == schema::kind::string ||
+                                  current.node->kind == schema::kind::any);
+        grow_visible = (current.ops->kind == value_kind::string || json_string) && !stream_done(current.node);
       }
     }
     if (!current.skip) {
       if (string_grow != nullptr) string_code_points += code_points(part);
       if (grow_visible) {
-        if (current.ops != nullptr) current.ops->append(current.target, part);
-        else current.jv->as_string().append(json::string_view(part.data(), part.size()));
+        current.ops->append(current.target, part);  // a C++ string, or a JSON value made a string
         if (!part.empty()) changed = true;
       } else {
         string_scratch.append(part);
@@ -548,23 +533,20 @@ struct stream_core::impl {
     const std::string_view value = current_string();
     auto raw_of = [&] { return json::serialize(json::string(json::string_view(value.data(), value.size()))); };
     if (!grow_visible) {
-      if (current.ops != nullptr) {
-        switch (current.ops->kind) {
-          case value_kind::enumeration: {
-            issue_list issues;
-            current.ops->set_enum(current.target, raw_of(), options, issues);
-            changed = true;
-            break;
-          }
-          case value_kind::opaque:
-            current.ops->assign(current.target, json::value(json::string(json::string_view(value.data(), value.size()))),
-                                options);
-            break;
-          default: break;  // another type: coercions are the final reader's business
+      switch (current.ops->kind) {
+        case value_kind::enumeration: {
+          issue_list issues;
+          current.ops->set_enum(current.target, raw_of(), options, issues);
+          changed = true;
+          break;
         }
-      } else if (current.jv != nullptr) {
-        *current.jv = json::string(json::string_view(value.data(), value.size()));
-        changed = true;
+        case value_kind::opaque:
+        case value_kind::json:
+          current.ops->assign(current.target, json::value(json::string(json::string_view(value.data(), value.size()))),
+                              options);
+          changed = changed || current.ops->kind == value_kind::json;
+          break;
+        default: break;  // another type: coercions are the final reader's business
       }
     }
     if (!violations_frozen && violations.empty() && current.node != nullptr) {
@@ -594,8 +576,8 @@ struct stream_core::impl {
   /// The current string as read so far: its target's text when shown as it grows, else the scratch.
   std::string_view current_string() const {
     if (grow_visible) {
-      if (current.ops != nullptr) return *static_cast<const std::string*>(current.target);
-      const json::string& js = current.jv->as_string();
+      if (current.ops->kind == value_kind::string) return *static_cast<const std::string*>(current.target);
+      const json::string& js = static_cast<const json::value*>(current.target)->as_string();
       return {js.data(), js.size()};
     }
     return string_scratch;
@@ -630,22 +612,18 @@ struct stream_core::impl {
     const double d = v.is_double() ? v.get_double() : v.is_int64() ? static_cast<double>(v.get_int64())
                                                                      : static_cast<double>(v.get_uint64());
     bool stored = false;
-    if (s.ops != nullptr) {
-      switch (s.ops->kind) {
-        case value_kind::integer:
-          if (v.is_int64()) stored = s.ops->set_integer(s.target, v.get_int64());
-          else if (v.is_uint64()) stored = s.ops->set_unsigned(s.target, v.get_uint64());
-          break;
-        case value_kind::floating:
-          s.ops->set_floating(s.target, d);
-          stored = true;
-          break;
-        case value_kind::opaque: stored = s.ops->assign(s.target, v, options); break;
-        default: break;
-      }
-    } else if (s.jv != nullptr) {
-      *s.jv = v;
-      stored = true;
+    switch (s.ops->kind) {
+      case value_kind::integer:
+        if (v.is_int64()) stored = s.ops->set_integer(s.target, v.get_int64());
+        else if (v.is_uint64()) stored = s.ops->set_unsigned(s.target, v.get_uint64());
+        break;
+      case value_kind::floating:
+        s.ops->set_floating(s.target, d);
+        stored = true;
+        break;
+      case value_kind::opaque:
+      case value_kind::json: stored = s.ops->assign(s.target, v, options); break;
+      default: break;
     }
     if (stored) changed = true;
     const bool numeric_node =
@@ -656,7 +634,7 @@ struct stream_core::impl {
       const auto& cs = final_checks(s.node);
       if (!cs.empty() && !number_within_bounds(cs, d))
         with_path([&](decode_context& ctx, const path_frame* at) {
-          check_number(cs, d, raw, native_of(s, s.ops != nullptr ? s.ops->kind : value_kind::opaque), ctx, at);
+          check_number(cs, d, raw, native_of(s, s.ops->kind), ctx, at);
         });
     } else if (!violations_frozen && s.node != nullptr && (s.node->kind == schema::kind::literal || is_choice(s.node))) {
       check_scalar_alone(s.node, raw);
@@ -668,12 +646,9 @@ struct stream_core::impl {
     slot s = next_slot();
     unwrap(s);
     if (!s.skip) {
-      if (s.ops != nullptr) {
-        if (s.ops->kind == value_kind::boolean) s.ops->set_boolean(s.target, b);
-        else if (s.ops->kind == value_kind::opaque) s.ops->assign(s.target, json::value(b), options);
-      } else if (s.jv != nullptr) {
-        *s.jv = b;
-      }
+      if (s.ops->kind == value_kind::boolean) s.ops->set_boolean(s.target, b);
+      else if (s.ops->kind == value_kind::opaque || s.ops->kind == value_kind::json)
+        s.ops->assign(s.target, json::value(b), options);
       changed = true;
       if (!violations_frozen && is_choice(s.node)) check_scalar_alone(s.node, b ? "true" : "false");
     }
@@ -683,8 +658,8 @@ struct stream_core::impl {
   void null() {
     slot s = next_slot();
     if (!s.skip) {
-      if (s.ops != nullptr && s.ops->kind == value_kind::optional) s.ops->reset(s.target);
-      else if (s.jv != nullptr) *s.jv = nullptr;
+      if (s.ops->kind == value_kind::optional) s.ops->reset(s.target);
+      else if (s.ops->kind == value_kind::json) s.ops->clear(s.target);
       changed = true;
     }
     finish_value(s);
@@ -755,8 +730,7 @@ struct stream_core::impl {
     json::value value = json::parse(found.front().json, ec);
     if (ec || !(value.is_object() || value.is_array())) return false;
     // Replay the value into the target as if it had been parsed.
-    if (root_ops != nullptr) root_ops->clear(root_target);
-    else *static_cast<json::value*>(root_target) = nullptr;
+    root_ops->clear(root_target);
     stack.clear();
     path.clear();
     states.clear();
@@ -877,7 +851,7 @@ const std::string& stream_core::text() const noexcept { return impl_->text; }
 bool stream_core::lenient() const noexcept { return impl_->fallback; }
 
 dynamic_stream_reader::dynamic_stream_reader(const schema::model& m, const decode_options& options, strictness level)
-    : model_(m), core_(std::make_unique<stream_core>(model_, options, level, nullptr, &value_)) {
+    : model_(m), core_(std::make_unique<stream_core>(model_, options, level, &json_ops(), &value_)) {
   view_.value_ = &value_;
   view_.states_ = &core_->states();
 }

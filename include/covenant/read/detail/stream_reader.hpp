@@ -39,8 +39,8 @@ namespace covenant::detail {
 /// The compiled core of both readers.
 class COVENANT_API stream_core {
  public:
-  /// Typed: `root_ops` and `root` (the C++ value). Dynamic: `root_ops` null and `root` a
-  /// boost::json::value.
+  /// `root` and its table `root_ops`: a C++ value (ops_of<T>()), or a boost::json::value (the
+  /// library's JSON table, which dynamic_stream_reader passes).
   stream_core(const schema::model& m, const decode_options& options, strictness level, const value_ops* root_ops,
               void* root);
   ~stream_core();

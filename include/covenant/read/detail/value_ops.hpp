@@ -73,8 +73,10 @@ struct value_ops {
   void (*set_boolean)(void* self, bool v) = nullptr;
   // enumeration: the value's JSON text (a string); issues as the decoder reports them
   void (*set_enum)(void* self, std::string_view json, const decode_options& options, issue_list& issues) = nullptr;
-  // opaque: the whole JSON value; false when it does not fit
+  // opaque and json: the whole JSON value; false when it does not fit
   bool (*assign)(void* self, const boost::json::value& v, const decode_options& options) = nullptr;
+  // json: the member `key` of an object, made null (a new or repeated key)
+  void* (*member)(void* self, std::string_view key) = nullptr;
 
   // Walking a value already read (the on-fail filter, read/detail/filter.hpp). Null where the
   // kind has no such part.
