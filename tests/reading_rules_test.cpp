@@ -84,6 +84,25 @@ struct Unlucky {
 
 inline bool not_thirteen(int v) { return v != 13; }
 
+// Shapes (coerce level): a value in a one-item list or a one-member object, a value for an
+// object's only field, an object for a class whose only field is a class.
+struct Boxed {
+  int value = 0;
+};
+struct Inner {
+  std::string name;
+};
+struct Wrapper {
+  Inner selected;
+};
+struct Shapes {
+  int n = 0;
+  Level level = Level::low;
+  std::optional<bool> flag;
+  Boxed boxed;
+  Wrapper w;
+};
+
 }  // namespace rules_test
 
 template <>
@@ -612,6 +631,44 @@ TEST(ReadingRules, CountsAndUniquenessRunInTheirDeclaredOrder) {
   ASSERT_TRUE(both.typed.ok()) << rendered(both.typed.issues);
   EXPECT_EQ(both.typed.value->xs, (std::vector<int>{3, 4}));
   EXPECT_EQ(both.typed.notes.size(), 2u);
+}
+
+TEST(ReadingRules, ShapesAtCoerceLevel) {
+  // One implementation (detail::read_unwrapped, read_as_only_field) for both decoders.
+  const std::string plain = R"("level": "low", "boxed": {"value": 1}, "w": {"selected": {"name": "a"}})";
+  const auto wrapped = expect_readers_agree<rules_test::Shapes>(
+      R"({"n": [5], "level": {"pick": "high"}, "flag": [true], "boxed": {"value": 1}, "w": {"selected": {"name": "a"}}})", coerce());
+  ASSERT_TRUE(wrapped.typed.ok()) << rendered(wrapped.typed.issues);
+  EXPECT_EQ(wrapped.typed.value->n, 5);
+  EXPECT_EQ(wrapped.typed.value->level, rules_test::Level::high);
+  EXPECT_EQ(wrapped.typed.value->flag, std::optional<bool>(true));
+  ASSERT_EQ(wrapped.typed.notes.size(), 3u);
+  EXPECT_EQ(wrapped.typed.notes[0].to_string(), "coerced at n: a one-item list read as its item");
+  EXPECT_EQ(wrapped.typed.notes[1].to_string(), "coerced at level: the only member \"pick\" read as the value");
+  // A value for an object's only field; an object for a class whose only field is a class.
+  const auto fields =
+      expect_readers_agree<rules_test::Shapes>(R"({"n": 1, "level": "low", "boxed": 7, "w": {"name": "x"}})", coerce());
+  ASSERT_TRUE(fields.typed.ok()) << rendered(fields.typed.issues);
+  EXPECT_EQ(fields.typed.value->boxed.value, 7);
+  EXPECT_EQ(fields.typed.value->w.selected.name, "x");
+  ASSERT_EQ(fields.typed.notes.size(), 2u);
+  EXPECT_EQ(fields.typed.notes[0].to_string(), "coerced at boxed: a single value read as the object's only field value");
+  EXPECT_EQ(fields.typed.notes[1].to_string(), "coerced at w: an object read as the value of the only field selected");
+  // An object as the only item of a one-item list.
+  const auto listed = expect_readers_agree<rules_test::Shapes>(R"({"n": 1, "level": "low", "boxed": [{"value": 2}], "w": [{"selected": {"name": "y"}}]})", coerce());
+  ASSERT_TRUE(listed.typed.ok()) << rendered(listed.typed.issues);
+  EXPECT_EQ(listed.typed.value->boxed.value, 2);
+  EXPECT_EQ(listed.typed.value->w.selected.name, "y");
+  // One level only, one item only, and nothing of it at the strict level.
+  EXPECT_EQ(rendered(expect_readers_agree<rules_test::Shapes>(R"({"n": [[5]], )" + plain + "}", coerce()).typed.issues),
+            "n: expected integer (got [[5]])\n");
+  EXPECT_EQ(rendered(expect_readers_agree<rules_test::Shapes>(R"({"n": [5, 6], )" + plain + "}", coerce()).typed.issues),
+            "n: expected integer (got [5, 6])\n");
+  EXPECT_EQ(rendered(expect_readers_agree<rules_test::Shapes>(R"({"n": [5], )" + plain + "}").typed.issues),
+            "n: expected integer (got [5])\n");
+  // A key naming the only field: the object is the class itself, and must read as it.
+  EXPECT_EQ(rendered(expect_readers_agree<rules_test::Shapes>(R"({"n": 1, "level": "low", "boxed": {"value": 1}, "w": {"selected": 3}})", coerce()).typed.issues),
+            "w.selected: expected object (Inner) (got 3)\n");
 }
 
 TEST(ReadingRules, ATextThatIsNotJsonIsOneIssueAndNoNotes) {

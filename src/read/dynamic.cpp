@@ -97,9 +97,10 @@ class dynamic_decoder {
     if (ctx.opts.coerce) {
       const char c = r_.peek();
       if (c == '[' || c == '{') {
-        std::optional<json::value> v = read_wrapped(t, c, ctx, at);
+        json::value v;
+        json_target jt{this, &v};
+        if (detail::read_unwrapped(r_, target(jt), t, ctx, at)) return v;
         if (r_.failed()) return nullptr;
-        if (v) return std::move(*v);
       } else if (c == '"' && wants_container(t, ctx)) {
         std::optional<json::value> v = read_json_in_string(t, ctx, at);
         if (r_.failed()) return nullptr;
@@ -164,77 +165,35 @@ class dynamic_decoder {
     return v;
   }
 
-  // What a target takes a value wrapped in a list or an object for (coerce mode).
-  enum class wrapped_target { none, single_value, object };
+  // This decoder's target as the reshaping rules (detail::read_unwrapped, read_as_only_field) see
+  // it: the JSON value `out`.
+  struct json_target {
+    dynamic_decoder* d;
+    json::value* out;
+  };
 
-  static wrapped_target wrapped_kind(const schema::type& t, const decode_context& ctx) {
-    switch (t.kind) {
-      case kind::boolean:
-      case kind::integer:
-      case kind::number: return wrapped_target::single_value;
-      case kind::literal:
-        return t.literal.is_object() || t.literal.is_array() ? wrapped_target::none : wrapped_target::single_value;
-      case kind::ref: {
-        const schema::definition* d = ctx.s.resolve(t);
-        if (d == nullptr) return wrapped_target::none;
-        if (d->enumeration() != nullptr) return wrapped_target::single_value;
-        if (d->object() != nullptr) return wrapped_target::object;
-        return wrapped_target::none;
-      }
-      default: return wrapped_target::none;
-    }
-  }
-
-  // Coerce mode, a list or an object where the target takes neither (a string reads it as its
-  // text, see detail::read_text): a single value (number, boolean, literal, enum) the only item of
-  // a one-item list or the only member of a one-member object; an object the only item of a
-  // one-item list. nullopt (the reader back at the value) when none of these applies.
-  std::optional<json::value> read_wrapped(const schema::type& t, char c, decode_context& ctx, const path_frame* at) {
-    const wrapped_target w = wrapped_kind(t, ctx);
-    if (w == wrapped_target::none || (w == wrapped_target::object && c == '{')) return std::nullopt;
-    if (unwrapping_) return std::nullopt;  // one level: [[1]] and {"a": {"b": 1}} are not 1
-    const char* start = r_.position();
-    const bool list = c == '[';
-    if (!(list ? r_.begin_array() : r_.begin_object())) return std::nullopt;
-    std::string scratch;
-    std::string_view key;
-    std::string member;
-    if (!(list ? r_.next_element(true) : r_.next_key(true, key, scratch))) {  // empty
-      if (!r_.failed()) r_.rewind(start);
-      return std::nullopt;
-    }
-    if (!list) member = std::string(key);
-    issue_list local;
-    note_list local_notes;
-    decode_context sub{ctx.s, ctx.opts, local, &local_notes};
-    unwrapping_ = true;
-    json::value v = read(t, sub, at);
-    unwrapping_ = false;
-    if (r_.failed()) return std::nullopt;
-    const bool single = !(list ? r_.next_element(false) : r_.next_key(false, key, scratch));
-    if (!single) {
-      std::string_view ignored;
-      do {
-        if (!r_.skip_value(ignored)) return std::nullopt;
-      } while (list ? r_.next_element(false) : r_.next_key(false, key, scratch));
-    }
-    if (r_.failed()) return std::nullopt;
-    if (!single || !local.empty()) {
-      r_.rewind(start);
-      return std::nullopt;
-    }
-    std::string detail;
-    if (list) {
-      detail = "a one-item list read as its item";
-    } else {
-      detail = "the only member ";
-      detail::append_json_string(detail, member);
-      detail += " read as the value";
-    }
-    ctx.note(at, note_kind::coerced, std::move(detail));
-    if (ctx.notes != nullptr)
-      for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
-    return v;
+  static detail::reshape_target target(json_target& jt) {
+    detail::reshape_target t;
+    t.self = &jt;
+    t.read = [](void* self, json_reader&, const schema::type& node, decode_context& ctx, const path_frame* at) {
+      auto& x = *static_cast<json_target*>(self);
+      *x.out = x.d->read(node, ctx, at);
+    };
+    t.read_field = [](void* self, json_reader&, const schema::object_def& def, std::size_t j, decode_context& ctx,
+                      const path_frame* at) {
+      auto& x = *static_cast<json_target*>(self);
+      const schema::field& f = def.fields[j];
+      json::value v = x.d->read(f.type, ctx, at);
+      json::object o;
+      o.emplace(x.d->keys_ == output_keys::declared ? f.name : f.key, std::move(v));
+      *x.out = std::move(o);
+    };
+    t.checks = [](void* self, const schema::type& node, const schema::object_def& def, std::string_view raw,
+                  decode_context& ctx, const path_frame* at) {
+      auto& x = *static_cast<json_target*>(self);
+      x.d->object_rules(node, def, *x.out, raw, ctx, at);
+    };
+    return t;
   }
 
   json::value read_any(decode_context& ctx, const path_frame* at) {
@@ -666,20 +625,14 @@ class dynamic_decoder {
                           const path_frame* at) {
     object_stats* stats = stats_;
     stats_ = nullptr;
-    if (r_.peek() != '{') {
-      if (ctx.opts.coerce) {
-        std::optional<json::value> v = read_as_only_field(t, *d.object(), ctx, at);
-        if (r_.failed()) return nullptr;
-        if (v) return std::move(*v);
-      }
-      return mismatch(t, ctx, at);
-    }
     if (ctx.opts.coerce) {
-      std::optional<json::value> v = read_object_as_only_field(t, *d.object(), ctx, at);
+      json::value v;
+      json_target jt{this, &v};
+      if (detail::read_as_only_field(r_, target(jt), t, *d.object(), ctx, at)) return v;
       if (r_.failed()) return nullptr;
-      if (v) return std::move(*v);
     }
-    unwrapping_ = false;  // the fields of an object are values of their own
+    if (r_.peek() != '{') return mismatch(t, ctx, at);
+    ctx.unwrapping = false;  // the fields of an object are values of their own
     const char* start = r_.position();
     const schema::object_def& def = *d.object();
     const std::size_t n = def.fields.size();
@@ -761,114 +714,20 @@ class dynamic_decoder {
       }
     }
     json::value v = std::move(out);
-    if (ctx.issues.size() == issues_before) object_rules(t, def, v, start, ctx, at);
+    if (ctx.issues.size() == issues_before) object_rules(t, def, v, detail::span_from(r_, start), ctx, at);
     return v;
   }
 
   // The rules of an object (its invariants, then the constraints of its type) on its value `v`,
   // read from the text starting at `start`.
-  void object_rules(const schema::type& t, const schema::object_def& def, const json::value& v, const char* start,
+  void object_rules(const schema::type& t, const schema::object_def& def, const json::value& v, std::string_view raw,
                     decode_context& ctx, const path_frame* at) {
     if (def.invariants.empty() && t.constraints.empty()) return;
     const json::value view = rule_view(def, v);
     detail::check_invariants_json(def, view, ctx, at);
-    if (!t.constraints.empty()) rules(t.constraints, view, detail::span_from(r_, start), false, false, ctx, at);
+    if (!t.constraints.empty()) rules(t.constraints, view, raw, false, false, ctx, at);
   }
 
-  // The one field of an object definition that is not skipped, or nullptr when there are more or none.
-  static const schema::field* only_field(const schema::object_def& def) {
-    const schema::field* only = nullptr;
-    for (const auto& f : def.fields) {
-      if (f.skip) continue;
-      if (only != nullptr) return nullptr;
-      only = &f;
-    }
-    return only;
-  }
-
-  // Coerce mode: the value at the reader read as the object's only field `only`, wrapped into
-  // that object (with a note saying `how`, and the object's rules checked). nullopt, the reader
-  // back at the value, when it does not read as that field without issues.
-  std::optional<json::value> read_wrapped_in_field(const schema::type& t, const schema::object_def& def,
-                                                   const schema::field& only, std::string_view how,
-                                                   decode_context& ctx, const path_frame* at) {
-    const char* start = r_.position();
-    issue_list local;
-    note_list local_notes;
-    decode_context sub{ctx.s, ctx.opts, local, &local_notes};
-    path_frame f{at, only.key, 0, false};
-    json::value v = read(only.type, sub, &f);
-    if (r_.failed()) return std::nullopt;
-    if (!local.empty()) {
-      r_.rewind(start);
-      return std::nullopt;
-    }
-    ctx.note(at, note_kind::coerced, std::string(how) + only.key);
-    if (ctx.notes != nullptr)
-      for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
-    json::object out;
-    out.emplace(keys_ == output_keys::declared ? only.name : only.key, std::move(v));
-    json::value obj = std::move(out);
-    object_rules(t, def, obj, start, ctx, at);
-    return obj;
-  }
-
-  // Coerce mode, a number or a boolean where an object with exactly one field, of a number,
-  // boolean or literal type, is expected: the value of that field. nullopt (the reader back at the value) when it does not
-  // read as that field without issues.
-  std::optional<json::value> read_as_only_field(const schema::type& t, const schema::object_def& def,
-                                                decode_context& ctx, const path_frame* at) {
-    const char c = r_.peek();
-    if (c != '-' && c != 't' && c != 'f' && (c < '0' || c > '9')) return std::nullopt;  // numbers, booleans
-    const schema::field* only = only_field(def);
-    if (only == nullptr) return std::nullopt;
-    const schema::type* ft = ctx.s.unalias(only->type);
-    if (ft == nullptr || (ft->kind != kind::integer && ft->kind != kind::number && ft->kind != kind::boolean &&
-                          ft->kind != kind::literal && ft->kind != kind::union_))
-      return std::nullopt;
-    return read_wrapped_in_field(t, def, *only, "a single value read as the object's only field ", ctx, at);
-  }
-
-  // Whether `t` names an object definition, or is a union whose alternatives all do.
-  static bool object_like(const schema::model& m, const schema::type& t) {
-    const schema::type* u = m.unalias(t);
-    if (u == nullptr) return false;
-    if (u->kind == kind::ref) {
-      const schema::definition* d = m.resolve(*u);
-      return d != nullptr && d->object() != nullptr;
-    }
-    if (u->kind != kind::union_ || u->args.empty()) return false;
-    for (const auto& a : u->args)
-      if (!object_like(m, a)) return false;
-    return true;
-  }
-
-  // Coerce mode, an object where a class with exactly one field, itself a class (or a union of
-  // classes), is expected, and none of the object's keys names that field: the object is the
-  // field's value (`{"name": ..}` for `class Wrapper { selected Inner }`). nullopt (the reader
-  // back at the object) when a key names the field or the object does not read as it without issues.
-  std::optional<json::value> read_object_as_only_field(const schema::type& t, const schema::object_def& def,
-                                                       decode_context& ctx, const path_frame* at) {
-    const schema::field* only = only_field(def);
-    if (only == nullptr || !object_like(ctx.s, only->type)) return std::nullopt;
-    // Does a key of the object name the field? Then it is read as the class itself.
-    const char* start = r_.position();
-    if (!r_.begin_object()) return std::nullopt;
-    std::string scratch;
-    std::string_view key;
-    bool first = true;
-    bool names_field = false;
-    while (r_.next_key(first, key, scratch)) {  // to the end: the reader's depth is restored
-      first = false;
-      names_field = names_field || key == only->key || detail::match_field_key(def, key) != detail::no_match;
-      std::string_view ignored;
-      if (!r_.skip_value(ignored)) return std::nullopt;
-    }
-    if (r_.failed()) return std::nullopt;
-    r_.rewind(start);
-    if (names_field) return std::nullopt;
-    return read_wrapped_in_field(t, def, *only, "an object read as the value of the only field ", ctx, at);
-  }
 
   // The object as its own rules read it: fields under their declared names.
   json::value rule_view(const schema::object_def& def, const json::value& v) const {
@@ -1009,7 +868,6 @@ class dynamic_decoder {
   json_reader& r_;
   output_keys keys_;
   std::size_t depth_ = 0;
-  bool unwrapping_ = false;              // reading the item of a one-item list (read_wrapped)
   std::size_t ignored_keys_ = 0;         // keys of objects that no field reads, so far
   object_stats* stats_ = nullptr;        // filled by the next object read (see try_alternatives)
 };

@@ -56,6 +56,8 @@ namespace detail {
 template <class T>
 COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
                                        const path_frame* at);
+template <class S>
+struct object_codec;
 
 inline std::string_view span_from(const json_reader& r, const char* start) {
   return {start, static_cast<std::size_t>(r.position() - start)};
@@ -131,11 +133,36 @@ COVENANT_NOINLINE void count_constraints(C& out, const schema::type& node, std::
 }
 
 // An object or a map expected, something else written: in coerce mode a string holding its JSON
-// text is read as it; anything else is a type mismatch. Out of line, off the decoder's fast path.
+// text is read as it, and an object the only item of a one-item list (read_unwrapped); anything
+// else is a type mismatch. Out of line, off the decoder's fast path.
 template <class T>
 COVENANT_NOINLINE void not_a_container(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
                                        const path_frame* at) {
-  if (ctx.opts.coerce && r.peek() == '"' && read_json_in_string(r, out, node, ctx, at)) return;
+  if (ctx.opts.coerce) {
+    const char c = r.peek();
+    if (c == '"' && read_json_in_string(r, out, node, ctx, at)) return;
+    if constexpr (!is_string_map<T>::value) {
+      if (c == '[' && (read_unwrapped(r, object_codec<T>::target(out), node, ctx, at) || r.failed())) return;
+    }
+  }
+  mismatch_and_skip(r, node, ctx, at);
+}
+
+// A number, boolean or enum expected, and a value whose first character its reader does not take:
+// in coerce mode a one-item list or a one-member object holding it (read_unwrapped); else a type
+// mismatch. `native` false: the dynamic decoder, which tried the shapes itself. Out of line.
+template <class T>
+COVENANT_NOINLINE void other_shape(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
+                                   const path_frame* at, bool native) {
+  const char c = r.peek();
+  if (native && ctx.opts.coerce && (c == '[' || c == '{')) {
+    reshape_target t;
+    t.self = &out;
+    t.read = [](void* self, json_reader& rr, const schema::type& n, decode_context& cc, const path_frame* a) {
+      read_value(rr, *static_cast<T*>(self), n, cc, a);
+    };
+    if (read_unwrapped(r, t, node, ctx, at) || r.failed()) return;
+  }
   mismatch_and_skip(r, node, ctx, at);
 }
 
@@ -261,7 +288,7 @@ COVENANT_ALWAYS_INLINE void read_integer(json_reader& r, I& out, const schema::t
                                          const path_frame* at, bool native = true) {
   const char c = r.peek();
   if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at, native)) return;
-  if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
+  if (c != '-' && (c < '0' || c > '9')) return other_shape(r, out, node, ctx, at, native);
   if constexpr (sizeof(I) <= sizeof(std::int64_t)) {
     const char* start = r.position();
     if (short_integer(r, out)) {
@@ -360,7 +387,7 @@ COVENANT_ALWAYS_INLINE void read_floating(json_reader& r, F& out, const schema::
                                           const path_frame* at, bool native = true) {
   const char c = r.peek();
   if (c == '"' && ctx.opts.coerce && number_from_string(r, out, node, ctx, at, native)) return;
-  if (c != '-' && (c < '0' || c > '9')) return mismatch_and_skip(r, node, ctx, at);
+  if (c != '-' && (c < '0' || c > '9')) return other_shape(r, out, node, ctx, at, native);
   if constexpr (std::is_same_v<F, double>) {
     const char* start = r.position();
     if (short_decimal(r, out)) {
@@ -397,7 +424,7 @@ COVENANT_ALWAYS_INLINE void read_boolean(json_reader& r, bool& out, const schema
     if (!bool_from_text(text, out)) return type_mismatch(ctx, at, node, span_from(r, start));
     ctx.note(at, note_kind::coerced, std::string(span_from(r, start)) + " read as a boolean");
   } else {
-    if (c != 't' && c != 'f') return mismatch_and_skip(r, node, ctx, at);
+    if (c != 't' && c != 'f') return other_shape(r, out, node, ctx, at, native);
     if (!r.read_bool(out)) return;
   }
   if (native && !node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
@@ -514,12 +541,42 @@ struct object_codec {
     return !r.failed();
   }
 
+  // This type as the target of the reshaping rules (read_unwrapped, read_as_only_field).
+  static reshape_target target(S& out) {
+    reshape_target t;
+    t.self = &out;
+    t.read = [](void* self, json_reader& r, const schema::type& node, decode_context& ctx, const path_frame* at) {
+      read(r, *static_cast<S*>(self), node, ctx, at);
+    };
+    t.read_field = [](void* self, json_reader& r, const schema::object_def& def, std::size_t, decode_context& ctx,
+                      const path_frame* at) {
+      if constexpr (N == 1) read_value(r, boost::pfr::get<0>(*static_cast<S*>(self)), def.fields[0].type, ctx, at);
+    };
+    t.checks = [](void* self, const schema::type& node, const schema::object_def& def, std::string_view raw,
+                  decode_context& ctx, const path_frame* at) {
+      if (!def.invariants.empty()) check_invariants_native(def, self, ctx, at);
+      if (!node.constraints.empty()) check_native(node.constraints, raw, self, ctx, at);
+    };
+    return t;
+  }
+
+  // Coerce mode, an object of one field: a value for that field alone (read_as_only_field).
+  COVENANT_NOINLINE static bool read_only_field(json_reader& r, S& out, const schema::type& node, decode_context& ctx,
+                                                const path_frame* at) {
+    const schema::object_def& def = *std::get_if<schema::object_def>(&ctx.s.defs[node.def].body);
+    return read_as_only_field(r, target(out), node, def, ctx, at) || r.failed();
+  }
+
   static void read(json_reader& r, S& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+    if constexpr (N == 1) {
+      if (ctx.opts.coerce && read_only_field(r, out, node, ctx, at)) return;
+    }
     if (r.peek() != '{') return not_a_container(r, out, node, ctx, at);
     const char* start = r.position();
     const schema::object_def& def = *std::get_if<schema::object_def>(&ctx.s.defs[node.def].body);
     const std::size_t issues_before = ctx.issues.size();
     if (!r.begin_object()) return;
+    ctx.unwrapping = false;  // the fields of an object are values of their own
     const key_table& table = keys_of(def);
     path_frame f{at, {}, 0, false};
     // The members in declaration order, each key matched as written: `in_order` of them.
@@ -611,7 +668,7 @@ struct object_codec {
 
 template <class E>
 void read_enum(json_reader& r, E& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
-  r.peek();
+  if (r.peek() != '"') return other_shape(r, out, node, ctx, at, true);
   const char* start = r.position();
   const schema::definition& def = ctx.s.defs[node.def];
   const std::size_t k = read_enum_value(r, node, def, ctx, at);

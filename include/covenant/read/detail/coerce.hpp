@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,42 @@ COVENANT_API std::size_t read_enum_value(json_reader& r, const schema::type& nod
 /// Any JSON value at the reader, parsed whole (within the depth limit); a type_mismatch issue
 /// when it cannot be.
 COVENANT_API void read_json_value(json_reader& r, boost::json::value& out, decode_context& ctx, const path_frame* at);
+
+/// Coerce mode, a value read through another shape than the one written (one implementation for
+/// the typed and the dynamic decoder, src/read/reshape.cpp). The target as functions: `read` reads
+/// the value of `node` at the reader into it; for an object target, `read_field` reads field `j`
+/// of `def` into it (the target becomes that object) and `checks` runs the object's own checks
+/// (invariants, then the constraints of `node`) on it, read from `raw`.
+struct reshape_target {
+  void* self = nullptr;
+  void (*read)(void* self, json_reader& r, const schema::type& node, decode_context& ctx, const path_frame* at) = nullptr;
+  void (*read_field)(void* self, json_reader& r, const schema::object_def& def, std::size_t j, decode_context& ctx,
+                     const path_frame* at) = nullptr;
+  void (*checks)(void* self, const schema::type& node, const schema::object_def& def, std::string_view raw,
+                 decode_context& ctx, const path_frame* at) = nullptr;
+};
+
+/// What a target takes a value wrapped in a one-item list or a one-member object for: a number,
+/// boolean, enum or scalar literal takes its only item or member; an object takes the only item of
+/// a one-item list; nothing else does.
+enum class wrapped_target : std::uint8_t { none, single_value, object };
+COVENANT_API wrapped_target wrapped_kind(const schema::model& s, const schema::type& t) noexcept;
+
+/// A one-item list or a one-member object at the reader where the target takes its only item or
+/// member (wrapped_kind; one level: [[1]] and {"a": {"b": 1}} are not 1): that value read into the
+/// target, noted. False, the reader back at the value (or failed), when it does not read so
+/// without issues.
+COVENANT_API bool read_unwrapped(json_reader& r, const reshape_target& t, const schema::type& node,
+                                 decode_context& ctx, const path_frame* at);
+
+/// An object target whose definition has exactly one field: a number or a boolean where that field
+/// is a number, boolean, literal or union, read as the field; an object none of whose keys names
+/// that field where the field is an object (or a union of objects), read as the field's value
+/// (`{"name": ..}` for `class Wrapper { selected Inner }`). Noted, with the object's checks run.
+/// False, the reader back at the value (or failed), when neither applies or the value does not
+/// read so without issues.
+COVENANT_API bool read_as_only_field(json_reader& r, const reshape_target& t, const schema::type& node,
+                                     const schema::object_def& def, decode_context& ctx, const path_frame* at);
 
 /// Index of the field whose key (or declared name) `key` denotes ignoring letter case, spaces and
 /// punctuation (so modelUsed, ModelUsed, model-used and MODEL_USED all denote model_used), then

@@ -60,6 +60,9 @@ struct COVENANT_API decode_context {
 
   /// Where coercions are recorded (may be null: not recorded).
   note_list* notes = nullptr;
+  /// Reading the only item (member) of a list (object) as the value itself (read_unwrapped): that
+  /// value is not unwrapped again. An object's fields are values of their own (they reset it).
+  bool unwrapping = false;
 
   void add(const path_frame* at, issue_code code, std::string expected, std::string actual, std::string message,
            fail_action action = fail_action::reask);
