@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "reading.hpp"
@@ -95,6 +96,25 @@ struct Inner {
 struct Wrapper {
   Inner selected;
 };
+// Unions: which alternative a value reads as.
+struct Plain {
+  int id = 0;
+  std::string name;
+};
+struct Tagged {
+  int id = 0;
+  std::string name;
+  std::optional<std::string> metadata;
+};
+struct Either {
+  std::variant<Plain, Tagged> v;
+};
+struct Ratio {
+  double x = 0;
+};
+struct RatioOrCount {
+  std::variant<Ratio, int> u;
+};
 struct Shapes {
   int n = 0;
   Level level = Level::low;
@@ -161,6 +181,12 @@ template <>
 struct covenant::describe<rules_test::Distinct> {
   static constexpr auto fields = covenant::fields<rules_test::Distinct>(covenant::field<&rules_test::Distinct::xs>(
       "Xs.", covenant::on_fail::fix(covenant::unique_items{}), covenant::on_fail::fix(covenant::max_items{2})));
+};
+
+template <>
+struct covenant::describe<rules_test::Ratio> {
+  static constexpr auto fields = covenant::fields<rules_test::Ratio>(
+      covenant::field<&rules_test::Ratio::x>("X.", covenant::on_fail::noop(covenant::range{0.0, 1.0})));
 };
 
 template <>
@@ -669,6 +695,27 @@ TEST(ReadingRules, ShapesAtCoerceLevel) {
   // A key naming the only field: the object is the class itself, and must read as it.
   EXPECT_EQ(rendered(expect_readers_agree<rules_test::Shapes>(R"({"n": 1, "level": "low", "boxed": {"value": 1}, "w": {"selected": 3}})", coerce()).typed.issues),
             "w.selected: expected object (Inner) (got 3)\n");
+}
+
+TEST(ReadingRules, TheUnionAlternativeThatLeavesNothingUnreadWins) {
+  // One rule (detail::read_union) for std::variant and a runtime schema's union: the first
+  // alternative that fits leaving no key unread and needing no coercion wins; else the fit that
+  // leaves the fewest keys unread, then needs the fewest coercions.
+  const auto tagged = expect_readers_agree<rules_test::Either>(R"({"v": {"id": 1, "name": "x", "metadata": "m"}})");
+  ASSERT_TRUE(tagged.typed.ok()) << rendered(tagged.typed.issues);
+  ASSERT_EQ(tagged.typed.value->v.index(), 1u);
+  EXPECT_EQ(std::get<1>(tagged.typed.value->v).metadata, std::optional<std::string>("m"));
+  const auto plain = expect_readers_agree<rules_test::Either>(R"({"v": {"id": 1, "name": "x"}})");
+  ASSERT_TRUE(plain.typed.ok()) << rendered(plain.typed.issues);
+  EXPECT_EQ(plain.typed.value->v.index(), 0u);
+  // The notes of the alternative that fits are kept, at the coerce level too.
+  const auto noted = expect_readers_agree<rules_test::RatioOrCount>(R"({"u": {"x": 5}})", coerce());
+  ASSERT_TRUE(noted.typed.ok()) << rendered(noted.typed.issues);
+  ASSERT_EQ(noted.typed.notes.size(), 1u);
+  EXPECT_EQ(noted.typed.notes[0].to_string(), "check_failed at u.x: check failed: must be <= 1 (got 5)");
+  // A value of a kind no alternative takes is one issue for the union.
+  EXPECT_EQ(rendered(expect_readers_agree<rules_test::RatioOrCount>(R"({"u": "x"})").typed.issues),
+            "u: expected object (Ratio) or integer (got \"x\")\n");
 }
 
 TEST(ReadingRules, ATextThatIsNotJsonIsOneIssueAndNoNotes) {

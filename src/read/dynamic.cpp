@@ -18,6 +18,7 @@
 
 #include "covenant/read/decode.hpp"
 #include "covenant/read/detail/coerce.hpp"
+#include "covenant/read/detail/read_union.hpp"
 #include "covenant/types/encode.hpp"
 #include "covenant/types/json_equal.hpp"
 #include "covenant/types/validators.hpp"
@@ -158,9 +159,7 @@ class dynamic_decoder {
     json_reader inner(json, ctx.opts.max_depth);
     dynamic_decoder d(inner, keys_);
     d.depth_ = depth_;
-    d.stats_ = std::exchange(stats_, nullptr);
     json::value v = d.read_inner(t, ctx, at);
-    ignored_keys_ += d.ignored_keys_;
     if (inner.failed()) detail::type_mismatch(ctx, at, t, json);  // strict JSON within the depth: not expected
     return v;
   }
@@ -363,96 +362,6 @@ class dynamic_decoder {
     return v;
   }
 
-  // Keys of the object an alternative of a union reads at its top (coerce mode: an object
-  // alternative that recognises none of the keys of the value does not match it).
-  struct object_stats {
-    std::size_t keys = 0;
-    std::size_t matched = 0;
-  };
-
-  static std::size_t coerced_notes(const note_list& notes) {
-    return static_cast<std::size_t>(
-        std::count_if(notes.begin(), notes.end(), [](const note& n) { return n.kind == note_kind::coerced; }));
-  }
-
-  // One pass over the alternatives with `c`: the value of the one that fits best (nullopt when
-  // none does; `best` then holds the issues of the best-ranked one, as read_variant ranks them,
-  // and `best_value` its value). The first alternative that fits wins unless it left keys of the
-  // value unread or needed coercions: then the one that leaves the fewest keys unread, then needs
-  // the fewest coercions, wins (in order of the alternatives among equals).
-  // The score of an alternative the value is of the wrong kind for, or names none of the values
-  // of (a closed choice: ranked after every alternative that only breaks a constraint).
-  static constexpr std::size_t wrong_kind = std::numeric_limits<std::size_t>::max() - 1;
-
-  // Whether `t` is a closed choice (enum, literal, union of them) without constraints of its own,
-  // so that its one constraint violation at its position is naming none of its values.
-  static bool bare_choice(const schema::model& s, const schema::type& t) {
-    const schema::type* u = s.unalias(t);
-    return u != nullptr && u->constraints.empty() && detail::choice_set(s, t).has_value();
-  }
-
-  std::optional<json::value> try_alternatives(const schema::type& t, decode_context& c, const char* start,
-                                              const covenant::path& here, issue_list& best, std::size_t& best_count,
-                                              json::value& best_value, const path_frame* at) {
-    struct fitting {
-      json::value value;
-      note_list notes;
-      const char* end = nullptr;
-      std::size_t ignored = 0;
-      std::size_t coerced = 0;
-      std::size_t text = 0;  // objects and lists read as their text: ranked after every other fit
-    };
-    std::optional<fitting> fit;
-    for (const auto& alt : t.args) {
-      r_.rewind(start);
-      issue_list local;
-      note_list local_notes;
-      decode_context sub{c.s, c.opts, local, &local_notes};
-      object_stats stats;
-      bool watch = false;
-      if (c.opts.coerce) {
-        const schema::type* u = c.s.unalias(alt);
-        const schema::definition* d = u != nullptr && u->kind == kind::ref ? c.s.resolve(*u) : nullptr;
-        watch = d != nullptr && d->object() != nullptr;
-      }
-      stats_ = watch ? &stats : nullptr;
-      const std::size_t ignored_before = ignored_keys_;
-      json::value v = read(alt, sub, at);
-      stats_ = nullptr;
-      if (r_.failed()) return json::value(nullptr);
-      if (local.empty()) {
-        const std::size_t ignored = ignored_keys_ - ignored_before;
-        const std::size_t coerced = coerced_notes(local_notes);
-        if (ignored == 0 && coerced == 0 && !fit) {
-          if (c.notes != nullptr)
-            for (auto& n : local_notes) c.notes->push_back(std::move(n));
-          return v;
-        }
-        const std::size_t text = coerced == 0 ? 0 : detail::written_text_readings(local_notes);
-        if (!fit || text < fit->text ||
-            (text == fit->text && (ignored < fit->ignored || (ignored == fit->ignored && coerced < fit->coerced))))
-          fit = fitting{std::move(v), std::move(local_notes), r_.position(), ignored, coerced, text};
-        if (ignored == 0 && coerced == 0) break;
-        continue;
-      }
-      // A value of another kind, or one naming none of a choice's values, ranks after the rest.
-      const bool wrong_type = (local.size() == 1 && local.front().path == here &&
-                               (local.front().code == issue_code::type_mismatch ||
-                                (local.front().code == issue_code::constraint_violation && bare_choice(c.s, alt)))) ||
-                              (watch && stats.keys > 0 && stats.matched == 0);
-      const std::size_t score = wrong_type ? wrong_kind : local.size();
-      if (score < best_count) {
-        best_count = score;
-        best = std::move(local);
-        best_value = std::move(v);
-      }
-    }
-    if (!fit) return std::nullopt;
-    r_.rewind(fit->end);
-    if (c.notes != nullptr)
-      for (auto& n : fit->notes) c.notes->push_back(std::move(n));
-    return std::move(fit->value);
-  }
 
   // Coerce mode: a union of string literals ("low" | "medium" | "high") reads a string the way an
   // enum does, over all its values at once (so "low or high" is ambiguous, not "low").
@@ -489,50 +398,41 @@ class dynamic_decoder {
     return v;
   }
 
+  // A union: the alternative it reads as is chosen by detail::read_union (the typed decoder's
+  // rule too); between its passes, a union of string literals is read as one choice.
+  struct union_value {
+    dynamic_decoder* d;
+    json::value scratch;
+    json::value fit;
+    json::value miss;  // best effort: the value of the best-ranked alternative
+    std::optional<json::value> whole;
+  };
+
   json::value read_union(const schema::type& t, decode_context& ctx, const path_frame* at) {
     r_.peek();
     const char* start = r_.position();
-    issue_list best;
-    json::value best_value;
-    std::size_t best_count = std::numeric_limits<std::size_t>::max();
-    const covenant::path here = detail::to_path(at);
-    std::optional<json::value> v;
-    if (ctx.opts.coerce) {
-      // An alternative that fits as written wins over one that needs coercion.
-      decode_options exact = ctx.opts;
-      exact.coerce = false;
-      decode_context strict_ctx{ctx.s, exact, ctx.issues, ctx.notes};
-      v = try_alternatives(t, strict_ctx, start, here, best, best_count, best_value, at);
-      if (!v && !r_.failed()) {
-        r_.rewind(start);
-        if (std::optional<json::value> lit = read_literal_choice(t, ctx, at)) return std::move(*lit);
-        if (r_.failed()) return nullptr;
-        best.clear();
-        best_value = nullptr;
-        best_count = std::numeric_limits<std::size_t>::max();
-        v = try_alternatives(t, ctx, start, here, best, best_count, best_value, at);
-      }
-    } else {
-      v = try_alternatives(t, ctx, start, here, best, best_count, best_value, at);
-    }
-    if (r_.failed()) return nullptr;
-    if (v) {
-      if (!t.constraints.empty()) value_constraints(t.constraints, *v, detail::span_from(r_, start), ctx, at);
-      return std::move(*v);
-    }
-    r_.rewind(start);
-    std::string_view raw;
-    if (!r_.skip_value(raw)) return nullptr;
-    if (best.size() == 1 && best.front().path == here && best_count == wrong_kind) {
-      // A union of choices (enums and literals) is one choice: a value of a kind it has names none of its values.
-      if (const auto choices = detail::choice_set(ctx.s, t); choices && detail::choice_kind(*choices, raw))
-        detail::choice_mismatch(ctx, at, *choices, raw);
-      else
-        detail::type_mismatch(ctx, at, t, raw);
-      return nullptr;
-    }
-    for (auto& i : best) ctx.issues.push_back(std::move(i));
-    return best_value;  // best effort: the value of the best-ranked alternative
+    union_value u{this, {}, {}, {}, {}};
+    detail::union_target target;
+    target.self = &u;
+    target.read = [](void* self, std::size_t, json_reader&, const schema::type& alt, decode_context& c,
+                     const path_frame* a) {
+      auto& x = *static_cast<union_value*>(self);
+      x.scratch = x.d->read(alt, c, a);
+    };
+    target.keep = [](void* self, std::size_t k, bool miss) {
+      auto& x = *static_cast<union_value*>(self);
+      if (k == detail::no_alternative) x.miss = nullptr;
+      else (miss ? x.miss : x.fit) = std::move(x.scratch);
+    };
+    target.whole = [](void* self, json_reader&, const schema::type& node, decode_context& c, const path_frame* a) {
+      auto& x = *static_cast<union_value*>(self);
+      x.whole = x.d->read_literal_choice(node, c, a);
+      return x.whole.has_value();
+    };
+    if (!detail::read_union(r_, target, t, ctx, at)) return r_.failed() ? json::value(nullptr) : std::move(u.miss);
+    if (u.whole) return std::move(*u.whole);
+    if (!t.constraints.empty()) value_constraints(t.constraints, u.fit, detail::span_from(r_, start), ctx, at);
+    return std::move(u.fit);
   }
 
   json::value read_literal(const schema::type& t, decode_context& ctx, const path_frame* at) {
@@ -623,8 +523,7 @@ class dynamic_decoder {
 
   json::value read_object(const schema::type& t, const schema::definition& d, decode_context& ctx,
                           const path_frame* at) {
-    object_stats* stats = stats_;
-    stats_ = nullptr;
+    decode_context::key_counts* stats = std::exchange(ctx.next_object_keys, nullptr);
     if (ctx.opts.coerce) {
       json::value v;
       json_target jt{this, &v};
@@ -671,7 +570,7 @@ class dynamic_decoder {
         ++stats->keys;
         if (j != n) ++stats->matched;
       }
-      if (j == n) ++ignored_keys_;
+      if (j == n) ++ctx.ignored_keys;
       if (j == n || def.fields[j].skip) {
         const std::string k(key);
         path_frame f{at, k, 0, false};
@@ -868,8 +767,6 @@ class dynamic_decoder {
   json_reader& r_;
   output_keys keys_;
   std::size_t depth_ = 0;
-  std::size_t ignored_keys_ = 0;         // keys of objects that no field reads, so far
-  object_stats* stats_ = nullptr;        // filled by the next object read (see try_alternatives)
 };
 
 }  // namespace

@@ -34,6 +34,7 @@
 #include "covenant/read/detail/coerce.hpp"
 #include "covenant/read/detail/decode_context.hpp"
 #include "covenant/read/detail/json_reader.hpp"
+#include "covenant/read/detail/read_union.hpp"
 #include "covenant/types/detail/traits.hpp"
 #include "covenant/types/issues.hpp"
 #include "covenant/types/schema_of.hpp"
@@ -568,6 +569,9 @@ struct object_codec {
   }
 
   static void read(json_reader& r, S& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
+    // the keys of this object, counted for read_union (the top object of a union's alternative)
+    decode_context::key_counts* counts = ctx.next_object_keys;
+    if (COVENANT_UNLIKELY(counts != nullptr)) ctx.next_object_keys = nullptr;
     if constexpr (N == 1) {
       if (ctx.opts.coerce && read_only_field(r, out, node, ctx, at)) return;
     }
@@ -585,6 +589,7 @@ struct object_codec {
       (void)((read_next<I>(r, out, def, table, ctx, f) && (in_order = I + 1, true)) && ...);
     }(std::make_index_sequence<N>{});
     if (r.failed()) return;
+    if (COVENANT_UNLIKELY(counts != nullptr)) counts->keys = counts->matched = in_order;
     field_set seen{};
     field_set follows{};  // fields whose own key was found written later (key spellings)
     if constexpr (N <= 64) {
@@ -628,7 +633,12 @@ struct object_codec {
           }
         }
       }
+      if (COVENANT_UNLIKELY(counts != nullptr)) {
+        ++counts->keys;
+        counts->matched += j != N ? 1 : 0;
+      }
       if (COVENANT_UNLIKELY(j == N)) {
+        ++ctx.ignored_keys;
         const std::string k(key);
         path_frame g{at, k, 0, false};
         std::string_view ignored;
@@ -677,101 +687,35 @@ void read_enum(json_reader& r, E& out, const schema::type& node, decode_context&
   if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
 }
 
-// Coerce mode: an alternative that fits only by reading objects or lists as their text, kept (in
-// the variant) in case no alternative fits without.
-struct text_fit {
-  std::size_t readings = 0;  // 0: none kept
-  const char* end = nullptr;
-  note_list notes;
+// A std::variant: the alternative it reads as is chosen by read_union (the dynamic decoder's rule
+// too), each read into a scratch variant and moved into `out` when it fits best so far.
+template <class V>
+struct variant_target {
+  V& out;
+  V scratch{};
+
+  static void read(void* self, std::size_t k, json_reader& r, const schema::type& alt, decode_context& ctx,
+                   const path_frame* at) {
+    V& v = static_cast<variant_target*>(self)->scratch;
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      (void)((k == K ? (read_value(r, v.template emplace<K>(), alt, ctx, at), true) : false) || ...);
+    }(std::make_index_sequence<std::variant_size_v<V>>{});
+  }
+  static void keep(void* self, std::size_t, bool miss) {
+    auto& t = *static_cast<variant_target*>(self);
+    if (!miss) t.out = std::move(t.scratch);
+  }
 };
 
-template <class V, std::size_t K>
-bool try_alternative(json_reader& r, V& out, const schema::type& node, decode_context& ctx, const path_frame* at,
-                     const char* start, issue_list& best, std::size_t& best_count, std::size_t& best_index,
-                     text_fit& fallback) {
-  using A = std::variant_alternative_t<K, V>;
-  r.rewind(start);
-  issue_list local;
-  note_list local_notes;
-  decode_context sub{ctx.s, ctx.opts, local, ctx.notes != nullptr || ctx.opts.coerce ? &local_notes : nullptr};
-  A value{};
-  read_value(r, value, node.args[K], sub, at);
-  if (r.failed()) return true;  // a syntax error is the same for every alternative
-  if (local.empty()) {
-    if (ctx.opts.coerce) {
-      if (const std::size_t n = written_text_readings(local_notes); n != 0) {
-        if (fallback.readings == 0 || n < fallback.readings) {
-          out.template emplace<K>(std::move(value));
-          fallback.readings = n;
-          fallback.end = r.position();
-          fallback.notes = std::move(local_notes);
-        }
-        return false;
-      }
-    }
-    out.template emplace<K>(std::move(value));
-    if (ctx.notes != nullptr)
-      for (auto& n : local_notes) ctx.notes->push_back(std::move(n));
-    return true;
-  }
-  // An alternative of the wrong JSON type ranks below any that got the type right.
-  const bool wrong_type = local.size() == 1 && local.front().code == issue_code::type_mismatch &&
-                          local.front().path == to_path(at);
-  const std::size_t score = wrong_type ? std::numeric_limits<std::size_t>::max() - 1 : local.size();
-  if (score < best_count) {
-    best_count = score;
-    best_index = K;
-    best = std::move(local);
-  }
-  return false;
-}
-
 template <class V>
-void read_variant(json_reader& r, V& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
-  const char* start = r.position();
-  issue_list best;
-  std::size_t best_count = std::numeric_limits<std::size_t>::max();
-  std::size_t best_index = 0;
-  text_fit fallback;
-  auto pass = [&](decode_context& c) {
-    const bool fits = [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return (try_alternative<V, K>(r, out, node, c, at, start, best, best_count, best_index, fallback) || ...);
-    }(std::make_index_sequence<std::variant_size_v<V>>{});
-    if (fits || r.failed() || fallback.readings == 0) return fits;
-    r.rewind(fallback.end);
-    if (c.notes != nullptr)
-      for (auto& n : fallback.notes) c.notes->push_back(std::move(n));
-    return true;
-  };
-  // In coerce mode an alternative that fits as written wins over one that needs coercion.
-  bool done = false;
-  if (ctx.opts.coerce) {
-    decode_options exact = ctx.opts;
-    exact.coerce = false;
-    decode_context strict_ctx{ctx.s, exact, ctx.issues, nullptr};
-    done = pass(strict_ctx);
-    if (!done && !r.failed()) {
-      best.clear();
-      best_count = std::numeric_limits<std::size_t>::max();
-      done = pass(ctx);
-    }
-  } else {
-    done = pass(ctx);
-  }
-  if (r.failed() || done) return;
-  // No alternative fits. If each failed only on its type at this very position, say so once.
-  const path here = to_path(at);
-  if (best.size() == 1 && best.front().code == issue_code::type_mismatch && best.front().path == here) {
-    r.rewind(start);
-    std::string_view raw;
-    if (r.skip_value(raw)) type_mismatch(ctx, at, node, raw);
-    return;
-  }
-  (void)best_index;
-  r.rewind(start);
-  std::string_view raw;
-  if (!r.skip_value(raw)) return;
-  for (auto& i : best) ctx.issues.push_back(std::move(i));
+COVENANT_NOINLINE void read_variant(json_reader& r, V& out, const schema::type& node, decode_context& ctx,
+                                    const path_frame* at) {
+  variant_target<V> v{out};
+  union_target t;
+  t.self = &v;
+  t.read = &variant_target<V>::read;
+  t.keep = &variant_target<V>::keep;
+  read_union(r, t, node, ctx, at);
 }
 
 // Inlined into the reader of the enclosing object (nesting goes through object_codec::read and
