@@ -38,21 +38,17 @@ void partial_states::clear() {
 std::uint32_t partial_states::add_member(std::uint32_t parent, std::string_view key) {
   node n;
   n.key.assign(key);
-  n.state = value_state::streaming;
-  const auto id = static_cast<std::uint32_t>(nodes_.size());
-  nodes_.push_back(std::move(n));
-  node& p = nodes_[parent];
-  if (p.last == none) p.first = id;
-  else nodes_[p.last].next = id;
-  p.last = id;
-  ++p.count;
-  return id;
+  return add(parent, std::move(n));
 }
 
 std::uint32_t partial_states::add_item(std::uint32_t parent) {
   node n;
   n.is_index = true;
   n.index = nodes_[parent].count;
+  return add(parent, std::move(n));
+}
+
+std::uint32_t partial_states::add(std::uint32_t parent, node n) {
   n.state = value_state::streaming;
   const auto id = static_cast<std::uint32_t>(nodes_.size());
   nodes_.push_back(std::move(n));
@@ -197,6 +193,12 @@ struct stream_core::impl {
     return t != nullptr && (t->stream & schema::stream_flag::done) != 0;
   }
 
+  /// Whether the stream stops on a failure of `c`: only a check whose failure is fed back or ends
+  /// the call (reask, refrain, exception), not one that is fixed, dropped or noted.
+  static bool judged(const schema::constraint& c) noexcept {
+    return c.on_fail != fail_action::noop && c.on_fail != fail_action::fix && c.on_fail != fail_action::filter;
+  }
+
   /// The constraints of `t` no later text can change the verdict of, once the value is finished.
   const std::vector<schema::constraint>& final_checks(const schema::type* t) {
     auto it = check_cache.find(t);
@@ -204,8 +206,7 @@ struct stream_core::impl {
     std::vector<schema::constraint> keep;
     if (t != nullptr) {
       for (const schema::constraint& c : t->constraints) {
-        // Only checks whose failure is fed back or ends the call (not fixed, dropped or noted).
-        if (c.on_fail == fail_action::noop || c.on_fail == fail_action::fix || c.on_fail == fail_action::filter) continue;
+        if (!judged(c)) continue;
         switch (c.kind) {
           case schema::constraint_kind::minimum:
           case schema::constraint_kind::maximum:
@@ -245,8 +246,7 @@ struct stream_core::impl {
     std::vector<schema::constraint> keep;
     if (t != nullptr)
       for (const schema::constraint& c : t->constraints)
-        if (c.on_fail != fail_action::noop && c.on_fail != fail_action::fix && c.on_fail != fail_action::filter &&
-            (c.kind == schema::constraint_kind::max_length || c.kind == schema::constraint_kind::max_items))
+        if (judged(c) && (c.kind == schema::constraint_kind::max_length || c.kind == schema::constraint_kind::max_items))
           keep.push_back(c);
     return growing_cache.emplace(t, std::move(keep)).first->second;
   }
@@ -282,9 +282,7 @@ struct stream_core::impl {
   /// Keeps only the constraints whose failure is fed back or ends the call (reask, refrain,
   /// exception): a fixed, dropped or noted value does not stop the stream.
   static void judged_only(schema::type& t) {
-    std::erase_if(t.constraints, [](const schema::constraint& c) {
-      return c.on_fail == fail_action::noop || c.on_fail == fail_action::fix || c.on_fail == fail_action::filter;
-    });
+    std::erase_if(t.constraints, [](const schema::constraint& c) { return !judged(c); });
     for (schema::type& a : t.args) judged_only(a);
   }
 

@@ -80,6 +80,7 @@ class COVENANT_API partial_states {
     value_state state = value_state::absent;
   };
   [[nodiscard]] const node* find_text(std::string_view path) const;
+  std::uint32_t add(std::uint32_t parent, node n);  // the last child of `parent`, streaming
   std::vector<node> nodes_;
 };
 
