@@ -718,6 +718,45 @@ COVENANT_NOINLINE void read_variant(json_reader& r, V& out, const schema::type& 
   read_union(r, t, node, ctx, at);
 }
 
+// A list: its items in one loop (out of line: a list is read in one call however often its type
+// appears in the objects that hold it).
+template <class V>
+COVENANT_NOINLINE void read_list(json_reader& r, V& out, const schema::type& node, decode_context& ctx,
+                                 const path_frame* at) {
+  const char c = r.peek();
+  if (c != '[' && c != 'n' && ctx.opts.coerce) return read_list_coerced(r, out, node, ctx, at);
+  if (c != '[') return mismatch_and_skip(r, node, ctx, at);
+  const char* start = r.position();
+  if (!r.begin_array()) return;
+  std::size_t n = 0;
+  std::size_t dropped = 0;
+  std::string all_dropped;  // the reason to refrain when every item is dropped
+  bool first = true;
+  path_frame f{at, {}, 0, true};
+  while (r.next_element(first)) {
+    first = false;
+    if (n == out.size()) {
+      if (out.capacity() == 0) out.reserve(4);
+      out.emplace_back();
+    }
+    f.index = n + dropped;
+    const std::size_t before = ctx.issues.size();
+    read_value(r, out[n], node.args[0], ctx, &f);
+    if (r.failed()) return;
+    if (COVENANT_UNLIKELY(ctx.issues.size() != before) && take_filtered(ctx, before, &f, &all_dropped)) {
+      ++dropped;  // on-fail action filter: the item is dropped (its slot is read into again)
+      continue;
+    }
+    ++n;
+  }
+  if (r.failed()) return;
+  if (COVENANT_UNLIKELY(dropped > 0) && n == 0 && !all_dropped.empty())
+    all_items_dropped(ctx, at, dropped, std::move(all_dropped));
+  if (n != out.size()) out.resize(n);
+  if (!count_within_bounds(node.constraints, n))
+    count_constraints(out, node, span_from(r, start), ctx, at);
+}
+
 // Inlined into the reader of the enclosing object (nesting goes through object_codec::read and
 // read_variant, which are not inlined).
 template <class T>
@@ -745,38 +784,7 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
   } else if constexpr (is_json_value_v<T>) {
     read_json_value(r, out, ctx, at);
   } else if constexpr (is_vector<T>::value) {
-    const char c = r.peek();
-    if (c != '[' && c != 'n' && ctx.opts.coerce) return read_list_coerced(r, out, node, ctx, at);
-    if (c != '[') return mismatch_and_skip(r, node, ctx, at);
-    const char* start = r.position();
-    if (!r.begin_array()) return;
-    std::size_t n = 0;
-    std::size_t dropped = 0;
-    std::string all_dropped;  // the reason to refrain when every item is dropped
-    bool first = true;
-    path_frame f{at, {}, 0, true};
-    while (r.next_element(first)) {
-      first = false;
-      if (n == out.size()) {
-        if (out.capacity() == 0) out.reserve(4);
-        out.emplace_back();
-      }
-      f.index = n + dropped;
-      const std::size_t before = ctx.issues.size();
-      read_value(r, out[n], node.args[0], ctx, &f);
-      if (r.failed()) return;
-      if (COVENANT_UNLIKELY(ctx.issues.size() != before) && take_filtered(ctx, before, &f, &all_dropped)) {
-        ++dropped;  // on-fail action filter: the item is dropped (its slot is read into again)
-        continue;
-      }
-      ++n;
-    }
-    if (r.failed()) return;
-    if (COVENANT_UNLIKELY(dropped > 0) && n == 0 && !all_dropped.empty())
-      all_items_dropped(ctx, at, dropped, std::move(all_dropped));
-    if (n != out.size()) out.resize(n);
-    if (!count_within_bounds(node.constraints, n))
-      count_constraints(out, node, span_from(r, start), ctx, at);
+    read_list(r, out, node, ctx, at);
   } else if constexpr (is_string_map<T>::value) {
     if (r.peek() != '{') return not_a_container(r, out, node, ctx, at);
     const char* start = r.position();

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -40,22 +41,28 @@ COVENANT_API std::size_t settled_issues(const issue_list& issues, const note_lis
 COVENANT_API bool drop_unfinished_item(std::string_view json, const note_list& candidate_notes,
                                        const issue_list& issues, std::string& out, note& dropped);
 
-/// Final mode: re-decodes candidate `c` without the unfinished last items of lists that `d` has
-/// issues in (drop_unfinished_item), innermost first, adding a note for each item dropped.
-template <class R, class Decode>
-void drop_unfinished_items(const candidate& c, R& d, const decode_options& options, Decode& decode,
-                           note_list& dropped) {
-  if (d.ok() || !c.truncated) return;
-  std::string json = c.json;
-  std::string next;
-  note n;
-  while (!d.issues.empty() && d.issues.front().code != issue_code::parse_error &&
-         drop_unfinished_item(json, c.notes, d.issues, next, n)) {
-    d = decode(std::string_view(next), options);
-    json.swap(next);
-    dropped.push_back(std::move(n));
-  }
-}
+/// The readings of one reply, kept by read_reply_core for its caller: three results of the
+/// caller's decoder (slot 0: the first reading, and in the end the one chosen; 1: the best
+/// candidate so far; 2: the candidate being read), as functions. References to a slot's issues and
+/// notes stay valid while it is read into and moved.
+struct reply_slots {
+  void* self = nullptr;
+  /// Decodes `text` with `options` into slot `k`.
+  void (*decode)(void* self, int k, std::string_view text, const decode_options& options) = nullptr;
+  issue_list& (*issues)(void* self, int k) = nullptr;
+  note_list& (*notes)(void* self, int k) = nullptr;
+  /// Whether slot `k` holds a value (partial mode keeps one with issues).
+  bool (*has_value)(void* self, int k) = nullptr;
+  /// Slot `to` takes slot `from`'s reading.
+  void (*move)(void* self, int from, int to) = nullptr;
+};
+
+/// The one ranking of the readings of a reply, behind read_reply_with (its rules are there); the
+/// chosen reading ends in slot 0.
+COVENANT_API void read_reply_core(std::string_view text, const decode_options& options, const lenient_options& reading,
+                                  note_list& notes, std::chrono::nanoseconds& parse_time,
+                                  std::chrono::nanoseconds& validate_time, const std::function<time_point()>& clock,
+                                  time_point* mark, const reply_slots& slots);
 
 /// Reads a model reply into T. Strict JSON first (one pass, the fast path); then, unless the
 /// strictness is `strict`: for well-formed JSON with issues, the same text with schema-guided
@@ -63,6 +70,8 @@ void drop_unfinished_items(const candidate& c, R& d, const decode_options& optio
 /// (fences, prose, repairs, truncation), each decoded and ranked: the first that decodes without
 /// issues and without changing the shape of a value wins; else the one without issues that
 /// changes the fewest shapes (the earliest among equals); else the one with the fewest issues.
+/// A candidate cut off inside the last item of a list that its issues lie in is read again without
+/// that item (final mode, drop_unfinished_item).
 /// In partial mode a candidate whose only issues are ones the rest of the stream can settle
 /// (settled_issues) ranks as one without issues. Notes say what was extracted, repaired and
 /// coerced. `decode(text, options)` reads one JSON text into a decoded<T> (typed or dynamic
@@ -74,86 +83,25 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
                            note_list& notes, std::chrono::nanoseconds& parse_time,
                            std::chrono::nanoseconds& validate_time, const std::function<time_point()>& clock,
                            Decode&& decode, time_point* mark = nullptr) {
-  const strictness level = reading.level;
-  auto now = [&] { return clock ? clock() : std::chrono::steady_clock::now(); };
-  auto done = [&](time_point since) {
-    const time_point t = now();
-    validate_time += t - since;
-    if (mark != nullptr) *mark = t;
+  struct readings {
+    std::remove_reference_t<Decode>& decode;
+    decoded<T> slot[3];
+  } r{decode, {}};
+  reply_slots slots;
+  slots.self = &r;
+  slots.decode = [](void* self, int k, std::string_view t, const decode_options& o) {
+    auto& x = *static_cast<readings*>(self);
+    x.slot[k] = x.decode(t, o);
   };
-  const time_point t0 = mark != nullptr ? *mark : now();
-  decode_options exact = options;
-  exact.coerce = false;
-  decoded<T> r = decode(text, exact);
-  if (r.ok() || level == strictness::strict) {
-    done(t0);
-    for (const note& n : r.notes) notes.push_back(n);  // failed soft checks
-    return r;
-  }
-  decode_options lenient = options;
-  lenient.coerce = level == strictness::coerce;
-  if (r.issues.front().code != issue_code::parse_error) {
-    if (lenient.coerce) {
-      decoded<T> c = decode(text, lenient);
-      if (c.issues.size() < r.issues.size()) r = std::move(c);
-    }
-    done(t0);
-    for (auto& n : r.notes) notes.push_back(std::move(n));
-    return r;
-  }
-  // Not JSON as a whole: read the candidates of the lenient reader and keep the best.
-  const std::vector<candidate> candidates = extract_candidates(text, reading);
-  const time_point t1 = now();
-  parse_time += t1 - t0;
-  // Where each candidate was read from (an object or a list where a string is wanted is read as
-  // the text it was written as).
-  source_map source = source_map::of_reply(text, reading.partial);
-  if (lenient.coerce) lenient.source = &source;
-  auto decode_from = decode_through(source, decode);
-  std::optional<decoded<T>> best;
-  const candidate* chosen = nullptr;
-  std::size_t best_shapes = 0;
-  bool chosen_ok = false;  // the best so far reads without (settled) issues
-  note_list dropped;       // unfinished list items dropped from the candidate being read
-  note_list best_dropped;  // ... from the best one
-  for (const candidate& c : candidates) {
-    source.read_from(c);
-    decoded<T> d = decode_from(c.json, lenient);
-    dropped.clear();
-    if (!reading.partial) drop_unfinished_items(c, d, lenient, decode_from, dropped);
-    // Partial mode: a candidate whose only issues are pending ones (fields not written yet)
-    // ranks as one without issues; the partial reader sets them aside.
-    if (d.ok() || (reading.partial && d.value && settled_issues(d.issues, c.notes) == 0)) {
-      const auto shapes = static_cast<std::size_t>(std::count_if(d.notes.begin(), d.notes.end(), shape_coercion));
-      if (!best || !chosen_ok || shapes < best_shapes) {
-        best = std::move(d);
-        chosen = &c;
-        best_shapes = shapes;
-        chosen_ok = true;
-        best_dropped.swap(dropped);
-      }
-      if (shapes == 0) break;
-      continue;
-    }
-    if (chosen_ok) continue;
-    if (d.issues.front().code == issue_code::parse_error) continue;
-    // A value of the wrong kind altogether (prose read as a string for an object) says less than
-    // the parse error.
-    if (d.issues.size() == 1 && d.issues.front().code == issue_code::type_mismatch && d.issues.front().path.empty())
-      continue;
-    if (!best || d.issues.size() < best->issues.size()) {
-      best = std::move(d);
-      chosen = &c;
-      best_dropped.swap(dropped);
-    }
-  }
-  done(t1);
-  if (!best) return r;
-  for (const note& n : chosen->notes) notes.push_back(n);
-  for (auto& n : best_dropped) notes.push_back(std::move(n));
-  for (auto& n : best->notes) notes.push_back(std::move(n));
-  r = std::move(*best);
-  return r;  // every path returns r: no copy or move of the value on the way out
+  slots.issues = [](void* self, int k) -> issue_list& { return static_cast<readings*>(self)->slot[k].issues; };
+  slots.notes = [](void* self, int k) -> note_list& { return static_cast<readings*>(self)->slot[k].notes; };
+  slots.has_value = [](void* self, int k) { return static_cast<readings*>(self)->slot[k].value.has_value(); };
+  slots.move = [](void* self, int from, int to) {
+    auto& x = *static_cast<readings*>(self);
+    x.slot[to] = std::move(x.slot[from]);
+  };
+  read_reply_core(text, options, reading, notes, parse_time, validate_time, clock, mark, slots);
+  return std::move(r.slot[0]);
 }
 
 /// read_reply_with at strictness `level` (final mode; the lenient reader's depth limit is the
