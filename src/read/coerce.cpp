@@ -1,4 +1,5 @@
 #include "covenant/read/detail/coerce.hpp"
+#include "covenant/read/decode.hpp"
 #include "covenant/read/validate.hpp"
 
 #include <boost/json/parse.hpp>
@@ -422,6 +423,21 @@ void read_json_value(json_reader& r, boost::json::value& out, decode_context& ct
   boost::system::error_code ec;
   out = boost::json::parse(raw, ec, {}, po);
   if (ec) ctx.add(at, issue_code::type_mismatch, "JSON value", actual_of(raw), ec.message());
+}
+
+void read_text_other(json_reader& r, std::string& out, const schema::type& node, decode_context& ctx,
+                     const path_frame* at, bool native) {
+  const char c = r.peek();
+  if (ctx.opts.coerce && (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f')) {
+    std::string_view raw;
+    if (!r.skip_value(raw)) return;
+    out.assign(raw.data(), raw.size());
+    ctx.note(at, note_kind::coerced, std::string(raw) + " read as the string \"" + out + "\"");
+    if (!node.constraints.empty()) string_constraints(out, node, raw, ctx, at, native);
+    return;
+  }
+  if ((c == '{' || c == '[') && ctx.opts.coerce) return read_written_text(r, out, node, ctx, at, native);
+  mismatch_and_skip(r, node, ctx, at);
 }
 
 bool take_json_in_string(json_reader& r, decode_context& ctx, const path_frame* at, std::string& json) {

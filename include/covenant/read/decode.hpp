@@ -431,21 +431,14 @@ COVENANT_ALWAYS_INLINE void read_boolean(json_reader& r, bool& out, const schema
   if (native && !node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
 }
 
+// A string expected and something else written: in coerce mode a number or boolean read as its
+// text, an object or a list as the text it was written as; else a type mismatch.
+COVENANT_API void read_text_other(json_reader& r, std::string& out, const schema::type& node, decode_context& ctx,
+                                  const path_frame* at, bool native);
+
 COVENANT_ALWAYS_INLINE void read_text(json_reader& r, std::string& out, const schema::type& node, decode_context& ctx,
                                       const path_frame* at, bool native = true) {
-  const char c = r.peek();
-  if (c != '"' && ctx.opts.coerce && (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f')) {
-    std::string_view raw;
-    if (!r.skip_value(raw)) return;
-    out.assign(raw.data(), raw.size());
-    ctx.note(at, note_kind::coerced, std::string(raw) + " read as the string \"" + out + "\"");
-    if (!node.constraints.empty()) string_constraints(out, node, raw, ctx, at, native);
-    return;
-  }
-  if (c != '"') {
-    if ((c == '{' || c == '[') && ctx.opts.coerce) return read_written_text(r, out, node, ctx, at, native);
-    return mismatch_and_skip(r, node, ctx, at);
-  }
+  if (r.peek() != '"') return read_text_other(r, out, node, ctx, at, native);
   const char* start = r.position();
   if (!r.read_string(out)) return;
   if (!string_within_bounds(node.constraints, out.size()))
