@@ -718,6 +718,20 @@ TEST(ReadingRules, TheUnionAlternativeThatLeavesNothingUnreadWins) {
             "u: expected object (Ratio) or integer (got \"x\")\n");
 }
 
+TEST(ReadingRules, AKeyGivenTwiceIsReadAsItsLastValue) {
+  // The streams too: a repeated key starts its value afresh (it was appended to, "SM" here).
+  const auto r = expect_readers_agree<rules_test::Pick>(R"({"level": "low", "size": "S", "size": "M"})");
+  ASSERT_TRUE(r.typed.ok()) << rendered(r.typed.issues);
+  EXPECT_EQ(r.typed.value->size, "M");
+  EXPECT_TRUE(r.typed_stream.empty()) << rendered(r.typed_stream);
+  const auto list = expect_readers_agree<Rec>(rec(R"("tags": ["a"], "tags": ["b", "c"])"));
+  ASSERT_TRUE(list.typed.ok()) << rendered(list.typed.issues);
+  EXPECT_EQ(list.typed.value->tags, (std::vector<std::string>{"b", "c"}));
+  covenant::detail::stream_reader<Rec> stream({}, covenant::strictness::strict);
+  stream.feed(rec(R"("tags": ["a"], "tags": ["b", "c"])"));
+  EXPECT_EQ(stream.view().value().tags, (std::vector<std::string>{"b", "c"}));
+}
+
 TEST(ReadingRules, ATextThatIsNotJsonIsOneIssueAndNoNotes) {
   // The typed decoder kept the notes of what it read before the syntax error (here a filtered
   // item); the dynamic reader dropped them. Neither is a reading: one parse error, no notes.

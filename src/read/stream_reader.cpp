@@ -153,6 +153,7 @@ struct frame {
   const schema::object_def* def = nullptr;  // objects with a schema
   std::string key;                         // the key being read
   int field = -1;                          // the field of the next value (-1: unknown)
+  std::vector<bool> seen;                  // the fields given so far (a key given again: the last wins)
   bool any_key = false;                    // maps / any: every key is kept (JSON)
   std::size_t count = 0;                   // list elements so far
   // An opaque typed value (variant, map, ...) is built as JSON here and assigned at its end.
@@ -344,13 +345,16 @@ struct stream_core::impl {
       }
       const std::string& key = f.key;
       if (f.def != nullptr && f.field >= 0) {
-        const schema::field& fd = f.def->fields[static_cast<std::size_t>(f.field)];
+        const auto j = static_cast<std::size_t>(f.field);
+        const schema::field& fd = f.def->fields[j];
         s.node = resolve(&fd.type);
         if (f.at.ops->kind == value_kind::object) {
-          const field_ops& fs = f.at.ops->fields[static_cast<std::size_t>(f.field)];
+          const field_ops& fs = f.at.ops->fields[j];
           s.ops = &fs.ops();
           s.target = fs.member(f.at.target);
-        } else {  // JSON
+          if (f.seen[j]) s.ops->clear(s.target);  // a key given again: its last value wins, as in the final reading
+          f.seen[j] = true;
+        } else {  // JSON (member() starts every key afresh)
           s.ops = f.at.ops;
           s.target = f.at.ops->member(f.at.target, fd.key);
         }
@@ -440,6 +444,7 @@ struct stream_core::impl {
     if (object) {
       f.def = object_of(s.node);
       f.any_key = f.def == nullptr && as_json;
+      if (f.def != nullptr) f.seen.assign(f.def->fields.size(), false);
     }
     f.at = s;
     stack.push_back(std::move(f));
