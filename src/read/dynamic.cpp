@@ -523,7 +523,6 @@ class dynamic_decoder {
 
   json::value read_object(const schema::type& t, const schema::definition& d, decode_context& ctx,
                           const path_frame* at) {
-    decode_context::key_counts* stats = std::exchange(ctx.next_object_keys, nullptr);
     if (ctx.opts.coerce) {
       json::value v;
       json_target jt{this, &v};
@@ -531,7 +530,6 @@ class dynamic_decoder {
       if (r_.failed()) return nullptr;
     }
     if (r_.peek() != '{') return mismatch(t, ctx, at);
-    ctx.unwrapping = false;  // the fields of an object are values of their own
     const char* start = r_.position();
     const schema::object_def& def = *d.object();
     const std::size_t n = def.fields.size();
@@ -565,10 +563,6 @@ class dynamic_decoder {
             ctx.note(&f, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
           }
         }
-      }
-      if (stats != nullptr) {
-        ++stats->keys;
-        if (j != n) ++stats->matched;
       }
       if (j == n) ++ctx.ignored_keys;
       if (j == n || def.fields[j].skip) {

@@ -11,7 +11,8 @@ namespace covenant::detail {
 
 void read_reply_core(std::string_view text, const decode_options& options, const lenient_options& reading,
                      note_list& notes, std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
-                     const std::function<time_point()>& clock, time_point* mark, const reply_slots& slots) {
+                     const std::function<time_point()>& clock, time_point t0, time_point* mark,
+                     const reply_slots& slots) {
   constexpr int result = 0;     // the first reading, and in the end the one chosen
   constexpr int best = 1;       // the best candidate so far
   constexpr int candidate = 2;  // the candidate being read
@@ -21,24 +22,15 @@ void read_reply_core(std::string_view text, const decode_options& options, const
   issue_list& read_issues = slots.issues(self, candidate);
   note_list& read_notes = slots.notes(self, candidate);
 
-  const strictness level = reading.level;
   auto now = [&] { return clock ? clock() : std::chrono::steady_clock::now(); };
   auto done = [&](time_point since) {
     const time_point t = now();
     validate_time += t - since;
     if (mark != nullptr) *mark = t;
   };
-  const time_point t0 = mark != nullptr ? *mark : now();
-  decode_options exact = options;
-  exact.coerce = false;
-  slots.decode(self, result, text, exact);
-  if (result_issues.empty() || level == strictness::strict) {
-    done(t0);
-    for (const note& n : slots.notes(self, result)) notes.push_back(n);  // failed soft checks
-    return;
-  }
+  // The first reading (strict JSON) is in `result`, with issues, and the level is not strict.
   decode_options lenient = options;
-  lenient.coerce = level == strictness::coerce;
+  lenient.coerce = reading.level == strictness::coerce;
   if (result_issues.front().code != issue_code::parse_error) {
     if (lenient.coerce) {
       slots.decode(self, candidate, text, lenient);

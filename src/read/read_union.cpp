@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "covenant/read/detail/coerce.hpp"
@@ -29,12 +31,38 @@ bool bare_choice(const schema::model& s, const schema::type& t) {
   return u != nullptr && u->constraints.empty() && choice_set(s, t).has_value();
 }
 
-// Whether alternative `alt` is an object (coerce mode: one that reads none of the value's keys
-// does not fit it).
-bool is_object(const schema::model& s, const schema::type& alt) {
+// The object definition alternative `alt` names, or null.
+const schema::object_def* object_of(const schema::model& s, const schema::type& alt) {
   const schema::type* u = s.unalias(alt);
   const schema::definition* d = u != nullptr && u->kind == schema::kind::ref ? s.resolve(*u) : nullptr;
-  return d != nullptr && d->object() != nullptr;
+  return d != nullptr ? d->object() : nullptr;
+}
+
+// Coerce mode: whether the value at the reader is an object with keys of which none names a field
+// of `def` (as written, or spelled otherwise: match_field_key). Such an object alternative does not
+// fit the value at all. The reader is left where it was.
+bool names_no_field(json_reader& r, const schema::object_def& def) {
+  if (r.peek() != '{') return false;
+  const char* start = r.position();
+  if (!r.begin_object()) return false;
+  std::string scratch;
+  std::string_view key;
+  bool first = true;
+  bool any = false;
+  bool named = false;
+  while (r.next_key(first, key, scratch)) {  // to the end: the reader's depth is restored
+    first = false;
+    any = true;
+    if (!named) {
+      for (const auto& f : def.fields) named = named || f.key == key;
+      named = named || match_field_key(def, key) != no_match;
+    }
+    std::string_view ignored;
+    if (!r.skip_value(ignored)) return false;
+  }
+  if (r.failed()) return false;
+  r.rewind(start);
+  return any && !named;
 }
 
 struct the_best_miss {
@@ -61,9 +89,6 @@ bool pass(json_reader& r, const union_target& t, const schema::type& node, decod
     issue_list local;
     note_list local_notes;
     decode_context sub{c.s, c.opts, local, &local_notes};
-    decode_context::key_counts keys;
-    const bool watch = c.opts.coerce && is_object(c.s, alt);
-    sub.next_object_keys = watch ? &keys : nullptr;
     t.read(t.self, k, r, alt, sub, at);
     if (r.failed()) return false;  // a syntax error is the same for every alternative
     if (local.empty()) {
@@ -78,10 +103,15 @@ bool pass(json_reader& r, const union_target& t, const schema::type& node, decod
       if (ignored == 0 && coerced == 0) break;  // fits as it is: no later one can do better
       continue;
     }
-    const bool wrong_type = (local.size() == 1 && local.front().path == here &&
-                             (local.front().code == issue_code::type_mismatch ||
-                              (local.front().code == issue_code::constraint_violation && bare_choice(c.s, alt)))) ||
-                            (watch && keys.keys > 0 && keys.matched == 0);
+    bool wrong_type = local.size() == 1 && local.front().path == here &&
+                      (local.front().code == issue_code::type_mismatch ||
+                       (local.front().code == issue_code::constraint_violation && bare_choice(c.s, alt)));
+    if (!wrong_type && c.opts.coerce) {
+      if (const schema::object_def* def = object_of(c.s, alt)) {
+        r.rewind(start);  // (every alternative is read from there again)
+        wrong_type = names_no_field(r, *def);
+      }
+    }
     const std::size_t score = wrong_type ? wrong_kind : local.size();
     if (score < miss.score) {
       miss.score = score;

@@ -96,7 +96,6 @@ bool read_unwrapped(json_reader& r, const reshape_target& t, const schema::type&
   const char c = r.peek();
   const wrapped_target w = wrapped_kind(ctx.s, node);
   if (w == wrapped_target::none || (w == wrapped_target::object && c != '[')) return false;
-  if (ctx.unwrapping) return false;  // one level: [[1]] and {"a": {"b": 1}} are not 1
   const char* start = r.position();
   const bool list = c == '[';
   if (!(list ? r.begin_array() : r.begin_object())) return false;
@@ -107,11 +106,20 @@ bool read_unwrapped(json_reader& r, const reshape_target& t, const schema::type&
     if (!r.failed()) r.rewind(start);
     return false;
   }
+  // One level: [[1]] and {"a": {"b": 1}} are not 1, [[{..}]] is no object.
+  const char inner = r.peek();
+  if (inner == '[' || (inner == '{' && w == wrapped_target::single_value)) {
+    std::string_view ignored;
+    do {
+      if (!r.skip_value(ignored)) return false;
+    } while (list ? r.next_element(false) : r.next_key(false, key, scratch));
+    if (!r.failed()) r.rewind(start);
+    return false;
+  }
   if (!list) member = std::string(key);
   issue_list local;
   note_list local_notes;
   decode_context sub{ctx.s, ctx.opts, local, &local_notes};
-  sub.unwrapping = true;
   t.read(t.self, r, node, sub, at);
   if (r.failed()) return false;
   const bool single = !(list ? r.next_element(false) : r.next_key(false, key, scratch));

@@ -562,9 +562,6 @@ struct object_codec {
   }
 
   static void read(json_reader& r, S& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
-    // the keys of this object, counted for read_union (the top object of a union's alternative)
-    decode_context::key_counts* counts = ctx.next_object_keys;
-    if (COVENANT_UNLIKELY(counts != nullptr)) ctx.next_object_keys = nullptr;
     if constexpr (N == 1) {
       if (ctx.opts.coerce && read_only_field(r, out, node, ctx, at)) return;
     }
@@ -573,7 +570,6 @@ struct object_codec {
     const schema::object_def& def = *std::get_if<schema::object_def>(&ctx.s.defs[node.def].body);
     const std::size_t issues_before = ctx.issues.size();
     if (!r.begin_object()) return;
-    ctx.unwrapping = false;  // the fields of an object are values of their own
     const key_table& table = keys_of(def);
     path_frame f{at, {}, 0, false};
     // The members in declaration order, each key matched as written: `in_order` of them.
@@ -582,7 +578,6 @@ struct object_codec {
       (void)((read_next<I>(r, out, def, table, ctx, f) && (in_order = I + 1, true)) && ...);
     }(std::make_index_sequence<N>{});
     if (r.failed()) return;
-    if (COVENANT_UNLIKELY(counts != nullptr)) counts->keys = counts->matched = in_order;
     field_set seen{};
     field_set follows{};  // fields whose own key was found written later (key spellings)
     if constexpr (N <= 64) {
@@ -625,10 +620,6 @@ struct object_codec {
             ctx.note(&g, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
           }
         }
-      }
-      if (COVENANT_UNLIKELY(counts != nullptr)) {
-        ++counts->keys;
-        counts->matched += j != N ? 1 : 0;
       }
       if (COVENANT_UNLIKELY(j == N)) {
         ++ctx.ignored_keys;

@@ -60,19 +60,8 @@ struct COVENANT_API decode_context {
 
   /// Where coercions are recorded (may be null: not recorded).
   note_list* notes = nullptr;
-  /// Reading the only item (member) of a list (object) as the value itself (read_unwrapped): that
-  /// value is not unwrapped again. An object's fields are values of their own (they reset it).
-  bool unwrapping = false;
   /// Keys of objects that no field reads, so far (read_union ranks the alternatives by them).
   std::size_t ignored_keys = 0;
-  /// Counts of the keys of the next object read, and of those a field reads (read_union, coerce
-  /// mode: an object alternative that reads none of the value's keys does not fit it). The object
-  /// read takes it (sets it back to null).
-  struct key_counts {
-    std::size_t keys = 0;
-    std::size_t matched = 0;
-  };
-  key_counts* next_object_keys = nullptr;
 
   void add(const path_frame* at, issue_code code, std::string expected, std::string actual, std::string message,
            fail_action action = fail_action::reask);

@@ -41,6 +41,12 @@ COVENANT_API std::size_t settled_issues(const issue_list& issues, const note_lis
 COVENANT_API bool drop_unfinished_item(std::string_view json, const note_list& candidate_notes,
                                        const issue_list& issues, std::string& out, note& dropped);
 
+/// The decoder of read_reply<T>: decode<T>.
+template <class T>
+struct typed_decode {
+  decoded<T> operator()(std::string_view t, const decode_options& o) const { return decode<T>(t, o); }
+};
+
 /// The readings of one reply, kept by read_reply_core for its caller: three results of the
 /// caller's decoder (slot 0: the first reading, and in the end the one chosen; 1: the best
 /// candidate so far; 2: the candidate being read), as functions. References to a slot's issues and
@@ -57,12 +63,13 @@ struct reply_slots {
   void (*move)(void* self, int from, int to) = nullptr;
 };
 
-/// The one ranking of the readings of a reply, behind read_reply_with (its rules are there); the
-/// chosen reading ends in slot 0.
+/// The one ranking of the readings of a reply, behind read_reply_with (its rules are there), once
+/// the first reading (strict JSON, in slot 0, begun at `t0`) has issues at a level that is not
+/// strict; the chosen reading ends in slot 0.
 COVENANT_API void read_reply_core(std::string_view text, const decode_options& options, const lenient_options& reading,
                                   note_list& notes, std::chrono::nanoseconds& parse_time,
                                   std::chrono::nanoseconds& validate_time, const std::function<time_point()>& clock,
-                                  time_point* mark, const reply_slots& slots);
+                                  time_point t0, time_point* mark, const reply_slots& slots);
 
 /// Reads a model reply into T. Strict JSON first (one pass, the fast path); then, unless the
 /// strictness is `strict`: for well-formed JSON with issues, the same text with schema-guided
@@ -83,25 +90,48 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
                            note_list& notes, std::chrono::nanoseconds& parse_time,
                            std::chrono::nanoseconds& validate_time, const std::function<time_point()>& clock,
                            Decode&& decode, time_point* mark = nullptr) {
+  // The first reading, strict JSON: the fast path, read straight into the value returned.
+  const time_point t0 = mark != nullptr ? *mark : clock ? clock() : std::chrono::steady_clock::now();
+  decode_options exact = options;
+  exact.coerce = false;
+  decoded<T> first = decode(text, exact);
+  if (first.ok() || reading.level == strictness::strict) {
+    const time_point t = clock ? clock() : std::chrono::steady_clock::now();
+    validate_time += t - t0;
+    if (mark != nullptr) *mark = t;
+    for (const note& n : first.notes) notes.push_back(n);  // failed soft checks
+    return first;
+  }
+  decoded<T> best;
+  decoded<T> candidate;
   struct readings {
     std::remove_reference_t<Decode>& decode;
-    decoded<T> slot[3];
-  } r{decode, {}};
+    decoded<T>* slot[3];
+  } r{decode, {&first, &best, &candidate}};
   reply_slots slots;
   slots.self = &r;
   slots.decode = [](void* self, int k, std::string_view t, const decode_options& o) {
     auto& x = *static_cast<readings*>(self);
-    x.slot[k] = x.decode(t, o);
+    decoded<T>& d = *x.slot[k];
+    if constexpr (std::is_same_v<std::decay_t<Decode>, typed_decode<T>>) {
+      // A C++ type is decoded in place, into the slot's storage.
+      d.notes.clear();
+      if (!d.value) d.value.emplace();
+      d.issues = decode_into(t, *d.value, o, &d.notes);
+      if (!d.issues.empty()) d.value.reset();
+    } else {
+      d = x.decode(t, o);
+    }
   };
-  slots.issues = [](void* self, int k) -> issue_list& { return static_cast<readings*>(self)->slot[k].issues; };
-  slots.notes = [](void* self, int k) -> note_list& { return static_cast<readings*>(self)->slot[k].notes; };
-  slots.has_value = [](void* self, int k) { return static_cast<readings*>(self)->slot[k].value.has_value(); };
+  slots.issues = [](void* self, int k) -> issue_list& { return static_cast<readings*>(self)->slot[k]->issues; };
+  slots.notes = [](void* self, int k) -> note_list& { return static_cast<readings*>(self)->slot[k]->notes; };
+  slots.has_value = [](void* self, int k) { return static_cast<readings*>(self)->slot[k]->value.has_value(); };
   slots.move = [](void* self, int from, int to) {
     auto& x = *static_cast<readings*>(self);
-    x.slot[to] = std::move(x.slot[from]);
+    *x.slot[to] = std::move(*x.slot[from]);
   };
-  read_reply_core(text, options, reading, notes, parse_time, validate_time, clock, mark, slots);
-  return std::move(r.slot[0]);
+  read_reply_core(text, options, reading, notes, parse_time, validate_time, clock, t0, mark, slots);
+  return first;
 }
 
 /// read_reply_with at strictness `level` (final mode; the lenient reader's depth limit is the
@@ -121,9 +151,7 @@ template <class T>
 decoded<T> read_reply(std::string_view text, const decode_options& options, strictness level, note_list& notes,
                       std::chrono::nanoseconds& parse_time, std::chrono::nanoseconds& validate_time,
                       const std::function<time_point()>& clock, time_point* mark = nullptr) {
-  return read_reply_with<T>(
-      text, options, level, notes, parse_time, validate_time, clock,
-      [](std::string_view t, const decode_options& o) { return decode<T>(t, o); }, mark);
+  return read_reply_with<T>(text, options, level, notes, parse_time, validate_time, clock, typed_decode<T>{}, mark);
 }
 
 }  // namespace covenant::detail
