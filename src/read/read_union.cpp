@@ -38,33 +38,6 @@ const schema::object_def* object_of(const schema::model& s, const schema::type& 
   return d != nullptr ? d->object() : nullptr;
 }
 
-// Coerce mode: whether the value at the reader is an object with keys of which none names a field
-// of `def` (as written, or spelled otherwise: match_field_key). Such an object alternative does not
-// fit the value at all. The reader is left where it was.
-bool names_no_field(json_reader& r, const schema::object_def& def) {
-  if (r.peek() != '{') return false;
-  const char* start = r.position();
-  if (!r.begin_object()) return false;
-  std::string scratch;
-  std::string_view key;
-  bool first = true;
-  bool any = false;
-  bool named = false;
-  while (r.next_key(first, key, scratch)) {  // to the end: the reader's depth is restored
-    first = false;
-    any = true;
-    if (!named) {
-      for (const auto& f : def.fields) named = named || f.key == key;
-      named = named || match_field_key(def, key) != no_match;
-    }
-    std::string_view ignored;
-    if (!r.skip_value(ignored)) return false;
-  }
-  if (r.failed()) return false;
-  r.rewind(start);
-  return any && !named;
-}
-
 struct the_best_miss {
   issue_list issues;
   std::size_t score = std::numeric_limits<std::size_t>::max();
@@ -108,8 +81,10 @@ bool pass(json_reader& r, const union_target& t, const schema::type& node, decod
                        (local.front().code == issue_code::constraint_violation && bare_choice(c.s, alt)));
     if (!wrong_type && c.opts.coerce) {
       if (const schema::object_def* def = object_of(c.s, alt)) {
+        // an object none of whose keys names a field of the alternative does not fit it at all
         r.rewind(start);  // (every alternative is read from there again)
-        wrong_type = names_no_field(r, *def);
+        object_keys keys;
+        wrong_type = look_at_keys(r, *def, keys) && keys.count > 0 && !keys.names_field;
       }
     }
     const std::size_t score = wrong_type ? wrong_kind : local.size();

@@ -73,6 +73,29 @@ bool read_in_field(json_reader& r, const reshape_target& t, const schema::type& 
 
 }  // namespace
 
+bool look_at_keys(json_reader& r, const schema::object_def& def, object_keys& out) {
+  out = {};
+  if (r.peek() != '{') return false;
+  const char* start = r.position();
+  if (!r.begin_object()) return false;
+  std::string scratch;
+  std::string_view key;
+  bool first = true;
+  while (r.next_key(first, key, scratch)) {  // to the end: the reader's depth is restored
+    first = false;
+    ++out.count;
+    if (!out.names_field) {
+      for (const auto& f : def.fields) out.names_field = out.names_field || (!f.skip && f.key == key);
+      out.names_field = out.names_field || match_field_key(def, key) != no_match;
+    }
+    std::string_view ignored;
+    if (!r.skip_value(ignored)) return false;
+  }
+  if (r.failed()) return false;
+  r.rewind(start);
+  return true;
+}
+
 wrapped_target wrapped_kind(const schema::model& s, const schema::type& t) noexcept {
   switch (t.kind) {
     case kind::boolean:
@@ -163,21 +186,8 @@ bool read_as_only_field(json_reader& r, const reshape_target& t, const schema::t
   }
   if (!object_like(ctx.s, only->type)) return false;
   // Does a key of the object name the field? Then it is read as the class itself.
-  const char* start = r.position();
-  if (!r.begin_object()) return false;
-  std::string scratch;
-  std::string_view key;
-  bool first = true;
-  bool names_field = false;
-  while (r.next_key(first, key, scratch)) {  // to the end: the reader's depth is restored
-    first = false;
-    names_field = names_field || key == only->key || match_field_key(def, key) != no_match;
-    std::string_view ignored;
-    if (!r.skip_value(ignored)) return false;
-  }
-  if (r.failed()) return false;
-  r.rewind(start);
-  if (names_field) return false;
+  object_keys keys;
+  if (!look_at_keys(r, def, keys) || keys.names_field) return false;
   return read_in_field(r, t, node, def, j, "an object read as the value of the only field ", ctx, at);
 }
 

@@ -93,6 +93,16 @@ COVENANT_API bool read_unwrapped(json_reader& r, const reshape_target& t, const 
 COVENANT_API bool read_as_only_field(json_reader& r, const reshape_target& t, const schema::type& node,
                                      const schema::object_def& def, decode_context& ctx, const path_frame* at);
 
+/// The object at the reader, looked at without reading it (the reader is left where it was): how
+/// many keys it has, and whether one names a field of `def` that is not skipped (its key as
+/// written, or spelled otherwise: match_field_key). False when the value is no object, or is not
+/// JSON (then the reader failed).
+struct object_keys {
+  std::size_t count = 0;
+  bool names_field = false;
+};
+COVENANT_API bool look_at_keys(json_reader& r, const schema::object_def& def, object_keys& out);
+
 /// Index of the field whose key (or declared name) `key` denotes ignoring letter case, spaces and
 /// punctuation (so modelUsed, ModelUsed, model-used and MODEL_USED all denote model_used), then
 /// also accents ("direccion" for "dirección"), when exactly one field matches; no_match otherwise.
