@@ -18,6 +18,7 @@
 
 #include "covenant/read/decode.hpp"
 #include "covenant/read/detail/coerce.hpp"
+#include "covenant/read/detail/read_members.hpp"
 #include "covenant/read/detail/read_union.hpp"
 #include "covenant/types/encode.hpp"
 #include "covenant/types/json_equal.hpp"
@@ -33,8 +34,6 @@ using detail::json_reader;
 using detail::path_frame;
 using schema::constraint_kind;
 using schema::kind;
-
-bool is_number(const json::value& v) { return v.is_int64() || v.is_uint64() || v.is_double(); }
 
 double as_double(const json::value& v) {
   if (v.is_int64()) return static_cast<double>(v.get_int64());
@@ -227,8 +226,7 @@ class dynamic_decoder {
     if (!t.constraints.empty()) {
       // an object or a list read as its text is shown as that text
       const bool written = std::is_same_v<N, std::string> && (c == '{' || c == '[');
-      rules(t.constraints, v, written ? std::string_view(v.get_string()) : detail::span_from(r_, start), false, false,
-            ctx, at);
+      rules(t.constraints, v, written ? std::string_view(v.get_string()) : detail::span_from(r_, start), false, ctx, at);
     }
     return v;
   }
@@ -262,29 +260,18 @@ class dynamic_decoder {
     }
     if (c != '[') return mismatch(t, ctx, at);
     const char* start = r_.position();
-    if (!r_.begin_array()) return nullptr;
-    json::array out;
-    bool first = true;
-    std::size_t n = 0;
-    std::size_t dropped = 0;
-    std::string all_dropped;  // the reason to refrain when every item is dropped
-    while (r_.next_element(first)) {
-      first = false;
-      path_frame f{at, {}, n, true};
-      const std::size_t before = ctx.issues.size();
-      json::value item = read(t.args[0], ctx, &f);
-      if (r_.failed()) return nullptr;
-      ++n;
-      // on-fail action filter: the item is dropped
-      if (ctx.issues.size() != before && detail::take_filtered(ctx, before, &f, &all_dropped)) {
-        ++dropped;
-        continue;
+    struct items {
+      dynamic_decoder& d;
+      const schema::type& item;
+      json::array out;
+      void read(std::size_t, json_reader&, decode_context& ctx, const path_frame* f) {
+        out.push_back(d.read(item, ctx, f));
       }
-      out.push_back(std::move(item));
-    }
-    if (r_.failed()) return nullptr;
-    if (out.empty() && dropped > 0 && !all_dropped.empty())
-      detail::all_items_dropped(ctx, at, dropped, std::move(all_dropped));
+      void drop(std::size_t) { out.pop_back(); }
+    } list{*this, t.args[0], {}};
+    std::size_t n = 0;
+    if (!detail::read_items(r_, list, n, ctx, at)) return nullptr;
+    json::array& out = list.out;
     json::value v = std::move(out);
     if (!t.constraints.empty()) array_rules(t, v, detail::span_from(r_, start), ctx, at);
     return v;
@@ -312,7 +299,7 @@ class dynamic_decoder {
         },
         &u};
     detail::check_count_fix(t.constraints, false, raw, &v.get_array(), ops, ctx, at);
-    rules(t.constraints, v, raw, true, false, ctx, at);
+    rules(t.constraints, v, raw, true, ctx, at);
   }
 
   // Whether `key` is one the key type accepts (any string, unless it is a closed choice of
@@ -357,7 +344,7 @@ class dynamic_decoder {
     if (!t.constraints.empty()) {
       const std::string_view raw = detail::span_from(r_, start);
       detail::check_count(t.constraints, v.get_object().size(), true, raw, nullptr, ctx, at);
-      rules(t.constraints, v, raw, true, true, ctx, at);
+      rules(t.constraints, v, raw, true, ctx, at);
     }
     return v;
   }
@@ -440,7 +427,7 @@ class dynamic_decoder {
     const char c = r_.peek();
     const char* start = r_.position();
     bool match = false;
-    if (c == '"' && ctx.opts.coerce && !lit.is_string() && (lit.is_bool() || is_number(lit))) {
+    if (c == '"' && ctx.opts.coerce && !lit.is_string() && (lit.is_bool() || lit.is_number())) {
       // A number or boolean written as a string.
       std::string scratch;
       std::string_view s;
@@ -456,7 +443,7 @@ class dynamic_decoder {
       }
       ctx.note(at, note_kind::coerced, std::string(raw) + " read as " + json_text(lit));
       json::value v = lit;
-      if (!t.constraints.empty()) rules(t.constraints, v, raw, false, false, ctx, at);
+      if (!t.constraints.empty()) rules(t.constraints, v, raw, false, ctx, at);
       return v;
     }
     if (lit.is_string()) {
@@ -477,7 +464,7 @@ class dynamic_decoder {
       bool b = false;
       if (!r_.read_bool(b)) return nullptr;
       match = b == lit.get_bool();
-    } else if (is_number(lit)) {
+    } else if (lit.is_number()) {
       if (c != '-' && (c < '0' || c > '9')) return mismatch(t, ctx, at);
       detail::number_token tok;
       if (!r_.read_number(tok)) return nullptr;
@@ -496,12 +483,12 @@ class dynamic_decoder {
     const std::string_view raw = detail::span_from(r_, start);
     if (!match) {
       // A literal is a one-value choice: a value of its kind that is another value breaks the choice.
-      if (lit.is_string() || lit.is_bool() || is_number(lit)) detail::choice_mismatch(ctx, at, {lit}, raw);
+      if (lit.is_string() || lit.is_bool() || lit.is_number()) detail::choice_mismatch(ctx, at, {lit}, raw);
       else detail::type_mismatch(ctx, at, t, raw);
       return nullptr;
     }
     json::value v = lit;
-    if (!t.constraints.empty()) rules(t.constraints, v, raw, false, false, ctx, at);
+    if (!t.constraints.empty()) rules(t.constraints, v, raw, false, ctx, at);
     return v;
   }
 
@@ -516,7 +503,7 @@ class dynamic_decoder {
     json::value out = json::string(keys_ == output_keys::declared && !ev.declared_name.empty() ? ev.declared_name : ev.name);
     if (!t.constraints.empty()) {
       const json::value seen = json::string(ev.declared_name.empty() ? ev.name : ev.declared_name);
-      rules(t.constraints, seen, raw, false, false, ctx, at);
+      rules(t.constraints, seen, raw, false, ctx, at);
     }
     return out;
   }
@@ -535,77 +522,41 @@ class dynamic_decoder {
     const std::size_t n = def.fields.size();
     const std::size_t issues_before = ctx.issues.size();
     if (!r_.begin_object()) return nullptr;
-    std::vector<json::value> slots(n);
+    // The fields read (or given their defaults) in `seen`, their values in `slots`.
+    struct members {
+      dynamic_decoder& d;
+      const schema::object_def& def;
+      std::vector<bool>& seen;
+      std::vector<json::value> slots;
+      std::size_t size() const noexcept { return def.fields.size(); }
+      const std::string& key(std::size_t k) const noexcept { return def.fields[k].key; }
+      static bool plain(std::size_t) noexcept { return false; }
+      void read(std::size_t j, json_reader&, decode_context& ctx, const path_frame* f) {
+        const std::size_t before = ctx.issues.size();
+        slots[j] = d.read(def.fields[j].type, ctx, f);
+        // on-fail action filter: an optional field is dropped (a required one is the object's concern)
+        if (ctx.issues.size() != before && !d.r_.failed() && !def.fields[j].required &&
+            detail::take_filtered(ctx, before, f)) {
+          seen[j] = false;
+          slots[j] = nullptr;
+        }
+      }
+      void absent(std::size_t j) {
+        const schema::field& fd = def.fields[j];
+        if (fd.required) slots[j] = json::array{};  // a missing list read as empty
+        else if (fd.default_value) slots[j] = *fd.default_value;
+        else return;
+        seen[j] = true;
+      }
+    };
     std::vector<bool> seen(n, false);
-    std::vector<bool> follows(n, false);  // fields whose own key was found written later (key spellings)
-    std::string scratch;
-    std::string_view key;
-    bool first = true;
-    while (r_.next_key(first, key, scratch)) {
-      first = false;
-      std::size_t j = n;
-      for (std::size_t k = 0; k < n; ++k) {
-        if (def.fields[k].key == key) {
-          j = k;
-          break;
-        }
-      }
-      if (j == n && ctx.opts.coerce) {
-        // Not when the field's own key is written too, before or after (looked for once per
-        // field: many spellings of one key must not make the object quadratic to read).
-        const std::size_t m = detail::match_field_key(def, key);
-        if (m != detail::no_match && !seen[m] && !follows[m]) {
-          if (r_.later_key_is(def.fields[m].key)) {
-            follows[m] = true;
-          } else {
-            j = m;
-            path_frame f{at, def.fields[j].key, 0, false};
-            ctx.note(&f, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
-          }
-        }
-      }
-      if (j == n) ++ctx.ignored_keys;
-      if (j == n || def.fields[j].skip) {
-        const std::string k(key);
-        path_frame f{at, k, 0, false};
-        std::string_view ignored;
-        if (!r_.skip_value(ignored)) return nullptr;
-        if (j == n && ctx.opts.reject_unknown_fields) detail::unknown_field(ctx, &f);
-        continue;
-      }
-      seen[j] = true;
-      path_frame f{at, def.fields[j].key, 0, false};
-      const std::size_t before = ctx.issues.size();
-      slots[j] = read(def.fields[j].type, ctx, &f);
-      if (r_.failed()) return nullptr;
-      // on-fail action filter: an optional field is dropped (a required one is the object's concern)
-      if (ctx.issues.size() != before && !def.fields[j].required && detail::take_filtered(ctx, before, &f)) {
-        seen[j] = false;
-        slots[j] = nullptr;
-      }
-    }
-    if (r_.failed()) return nullptr;
+    std::vector<bool> follows(n, false);
+    members m{*this, def, seen, std::vector<json::value>(n)};
+    path_frame f{at, {}, 0, false};
+    if (!detail::read_members(r_, m, def, seen, follows, 0, ctx, f, at)) return nullptr;
     json::object out;
-    for (std::size_t j = 0; j < n; ++j) {
-      const schema::field& f = def.fields[j];
-      if (f.skip) continue;
-      const std::string& name = keys_ == output_keys::declared ? f.name : f.key;
-      if (seen[j]) {
-        out.emplace(name, std::move(slots[j]));
-        continue;
-      }
-      if (f.required) {
-        path_frame pf{at, f.key, 0, false};
-        if (detail::missing_list_reads_as_empty(ctx, f.type)) {
-          out.emplace(name, json::array{});
-          ctx.note(&pf, note_kind::coerced, std::string(detail::missing_list_note));
-        } else {
-          detail::missing_field(ctx, &pf, f.key);
-        }
-      } else if (f.default_value) {
-        out.emplace(name, *f.default_value);
-      }
-    }
+    for (std::size_t j = 0; j < n; ++j)
+      if (seen[j]) out.emplace(keys_ == output_keys::declared ? def.fields[j].name : def.fields[j].key, std::move(m.slots[j]));
     json::value v = std::move(out);
     if (ctx.issues.size() == issues_before) object_rules(t, def, v, detail::span_from(r_, start), ctx, at);
     return v;
@@ -618,7 +569,7 @@ class dynamic_decoder {
     if (def.invariants.empty() && t.constraints.empty()) return;
     const json::value view = rule_view(def, v);
     detail::check_invariants_json(def, view, ctx, at);
-    if (!t.constraints.empty()) rules(t.constraints, view, raw, false, false, ctx, at);
+    if (!t.constraints.empty()) rules(t.constraints, view, raw, false, ctx, at);
   }
 
 
@@ -639,8 +590,7 @@ class dynamic_decoder {
   // Custom checks on JSON values (predicates from schema files) and soft constraints.
   // `container`: arrays and maps report like check_count (expected = rule, no actual).
   void rules(const std::vector<schema::constraint>& cs, const json::value& v, std::string_view raw, bool container,
-             bool is_map, decode_context& ctx, const path_frame* at) {
-    (void)is_map;
+             decode_context& ctx, const path_frame* at) {
     for (const auto& c : cs) {
       if (c.kind != constraint_kind::predicate || !c.custom || !c.custom->has_json()) continue;
       auto r = c.custom->check_json(v);
@@ -659,103 +609,61 @@ class dynamic_decoder {
   // Keyword and custom constraints of a ref-to-alias or union node, on the value already read.
   void value_constraints(const std::vector<schema::constraint>& cs, const json::value& v, std::string_view raw,
                          decode_context& ctx, const path_frame* at) {
-    if (v.is_string()) {
-      detail::check_string(cs, v.get_string(), raw, nullptr, ctx, at);
-      rules(cs, v, raw, false, false, ctx, at);
-    } else if (is_number(v)) {
-      detail::check_number(cs, as_double(v), raw, nullptr, ctx, at);
-      rules(cs, v, raw, false, false, ctx, at);
-    } else if (v.is_array()) {
-      detail::check_count(cs, v.get_array().size(), false, raw, nullptr, ctx, at);
-      rules(cs, v, raw, true, false, ctx, at);
-    } else if (v.is_object()) {
-      detail::check_count(cs, v.get_object().size(), true, raw, nullptr, ctx, at);
-      rules(cs, v, raw, true, true, ctx, at);
-    } else {
-      rules(cs, v, raw, false, false, ctx, at);
-    }
+    if (v.is_string()) detail::check_string(cs, v.get_string(), raw, nullptr, ctx, at);
+    else if (v.is_number()) detail::check_number(cs, as_double(v), raw, nullptr, ctx, at);
+    else if (v.is_array()) detail::check_count(cs, v.get_array().size(), false, raw, nullptr, ctx, at);
+    else if (v.is_object()) detail::check_count(cs, v.get_object().size(), true, raw, nullptr, ctx, at);
+    rules(cs, v, raw, v.is_array() || v.is_object(), ctx, at);
   }
 
-  // unique_items and unique_by on a JSON array, with the typed validators' messages.
-  // The first duplicates of the array `a` by `c` (unique_items, unique_by), or nullopt; with
-  // `fix`, the later duplicates are dropped (the counts check runs it in declared order).
+  // unique_items and unique_by on a JSON array (the counts check runs them in their declared
+  // order): the first two equal items, with the typed validators' messages, or nullopt; with
+  // `fix`, the later of equal items are dropped.
   std::optional<std::string> duplicates(const schema::type& item, const schema::constraint& c, bool fix,
                                         json::array& a, decode_context& ctx) const {
-    std::optional<std::string> m = c.kind == constraint_kind::unique_items ? duplicate_items(a)
-                                                                            : duplicate_members(item, c.text, a, ctx);
-    if (m && fix) drop_duplicates(item, c, a, ctx);
-    return m;
-  }
-
-  // Keeps the first of equal items (unique_items) or of items with equal members (unique_by).
-  void drop_duplicates(const schema::type& item, const schema::constraint& c, json::array& a,
-                       decode_context& ctx) const {
-    std::string key = c.text;
-    if (c.kind == constraint_kind::unique_by) {
-      if (const schema::type* u = ctx.s.unalias(item)) {
-        if (const schema::definition* d = ctx.s.resolve(*u); d != nullptr && d->object() != nullptr) {
-          for (const auto& f : d->object()->fields)
-            if (f.name == c.text || f.key == c.text) key = keys_ == output_keys::declared ? f.name : f.key;
+    std::string key = c.text;  // unique_by: the member's key in the output, and its type
+    const schema::type* mtype = nullptr;
+    const schema::type* u = c.kind == constraint_kind::unique_by ? ctx.s.unalias(item) : nullptr;
+    if (const schema::definition* d = u != nullptr ? ctx.s.resolve(*u) : nullptr; d != nullptr && d->object() != nullptr) {
+      for (const auto& f : d->object()->fields) {
+        if (f.name == c.text || f.key == c.text) {
+          key = keys_ == output_keys::declared ? f.name : f.key;
+          mtype = &f.type;
+          break;
         }
       }
     }
     static const json::value null_value;
     auto part = [&](const json::value& v) -> const json::value& {
       if (c.kind == constraint_kind::unique_items) return v;
-      if (v.is_object())
-        if (const auto* m = v.get_object().if_contains(key)) return *m;
-      return null_value;
+      const json::value* m = v.is_object() ? v.get_object().if_contains(key) : nullptr;
+      return m != nullptr ? *m : null_value;
     };
-    detail::keep_first_of_equal(a, [&](const json::value& x, const json::value& y) { return json_equal(part(x), part(y)); });
-  }
-
-  static std::optional<std::string> duplicate_items(const json::array& a) {
-    for (std::size_t i = 0; i < a.size(); ++i)
-      for (std::size_t j = i + 1; j < a.size(); ++j)
-        if (json_equal(a[i], a[j]))
-          return "items must be unique ([" + std::to_string(i) + "] and [" + std::to_string(j) + "] are equal)";
-    return std::nullopt;
-  }
-
-  std::optional<std::string> duplicate_members(const schema::type& item, const std::string& member, const json::array& a,
-                                               decode_context& ctx) const {
-    // The member's key in the output and its type (for the message's rendering of the value).
-    std::string key = member;
-    const schema::type* mtype = nullptr;
-    if (const schema::type* u = ctx.s.unalias(item)) {
-      if (const schema::definition* d = ctx.s.resolve(*u); d != nullptr && d->object() != nullptr) {
-        for (const auto& f : d->object()->fields) {
-          if (f.name == member || f.key == member) {
-            key = keys_ == output_keys::declared ? f.name : f.key;
-            mtype = &f.type;
-            break;
-          }
+    auto equal = [&](const json::value& x, const json::value& y) { return json_equal(part(x), part(y)); };
+    std::optional<std::string> found;
+    for (std::size_t i = 0; i < a.size() && !found; ++i) {
+      for (std::size_t j = i + 1; j < a.size() && !found; ++j) {
+        if (!equal(a[i], a[j])) continue;
+        if (c.kind == constraint_kind::unique_items) {
+          found = "items must be unique ([" + std::to_string(i) + "] and [" + std::to_string(j) + "] are equal)";
+          continue;
         }
-      }
-    }
-    static const json::value null_value;
-    auto member_of = [&](const json::value& v) -> const json::value& {
-      if (v.is_object())
-        if (const auto* m = v.get_object().if_contains(key)) return *m;
-      return null_value;
-    };
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      for (std::size_t j = i + 1; j < a.size(); ++j) {
-        const json::value& x = member_of(a[i]);
-        if (!json_equal(x, member_of(a[j]))) continue;
+        // the value shown as the typed message shows it (a plain scalar member)
+        const json::value& x = part(a[i]);
         std::string shown;
         const schema::type* mt = mtype == nullptr ? nullptr : ctx.s.unalias(*mtype);
         if (mt != nullptr && !mtype->nullable && !mt->nullable) {
           if (mt->kind == kind::string && x.is_string()) detail::append_json_string(shown, x.get_string());
           else if (mt->kind == kind::integer && x.is_int64()) shown = std::to_string(x.get_int64());
           else if (mt->kind == kind::integer && x.is_uint64()) shown = std::to_string(x.get_uint64());
-          else if (mt->kind == kind::number && is_number(x)) shown = std::to_string(as_double(x));
+          else if (mt->kind == kind::number && x.is_number()) shown = std::to_string(as_double(x));
           else if (mt->kind == kind::boolean && x.is_bool()) shown = std::to_string(x.get_bool() ? 1 : 0);
         }
-        return detail::render_unique_by_duplicate(member, shown, i, j);
+        found = detail::render_unique_by_duplicate(c.text, shown, i, j);
       }
     }
-    return std::nullopt;
+    if (found && fix) detail::keep_first_of_equal(a, equal);
+    return found;
   }
 
   json_reader& r_;

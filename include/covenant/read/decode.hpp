@@ -34,6 +34,7 @@
 #include "covenant/read/detail/coerce.hpp"
 #include "covenant/read/detail/decode_context.hpp"
 #include "covenant/read/detail/json_reader.hpp"
+#include "covenant/read/detail/read_members.hpp"
 #include "covenant/read/detail/read_union.hpp"
 #include "covenant/types/detail/traits.hpp"
 #include "covenant/types/issues.hpp"
@@ -506,22 +507,7 @@ struct object_codec {
     return table;
   }
 
-  // Fields seen so far: one word for up to 64 fields.
-  using field_set = std::conditional_t<(N <= 64), std::uint64_t, std::bitset<N == 0 ? 1 : N>>;
-  static void mark(field_set& seen, std::size_t j) noexcept {
-    if constexpr (N <= 64) seen |= std::uint64_t{1} << j;
-    else seen.set(j);
-  }
-  static bool marked(const field_set& seen, std::size_t j) noexcept {
-    if constexpr (N <= 64) return ((seen >> j) & 1U) != 0;
-    else return seen.test(j);
-  }
-  static bool all_marked(const field_set& seen) noexcept {
-    if constexpr (N == 0) return true;
-    else if constexpr (N < 64) return seen == (std::uint64_t{1} << N) - 1;
-    else if constexpr (N == 64) return seen == ~std::uint64_t{0};
-    else return seen.all();
-  }
+  using field_set = detail::field_set<N>;
 
   // Field I when it is the next member, with its key written as usual ("key": value): reads it
   // and returns true (false on a syntax error too, which the caller checks). Returns false
@@ -561,6 +547,20 @@ struct object_codec {
     return read_as_only_field(r, target(out), node, def, ctx, at) || r.failed();
   }
 
+  // This type as the target of read_members.
+  struct members {
+    S& out;
+    const schema::object_def& def;
+    const key_table& table;
+    static constexpr std::size_t size() noexcept { return N; }
+    const std::string& key(std::size_t k) const noexcept { return table.keys[k]; }
+    bool plain(std::size_t k) const noexcept { return table.plain[k]; }
+    COVENANT_ALWAYS_INLINE void read(std::size_t j, json_reader& r, decode_context& ctx, const path_frame* f) {
+      read_field(j, r, out, def, ctx, f);
+    }
+    void absent(std::size_t j) { resetters[j](out); }
+  };
+
   static void read(json_reader& r, S& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
     if constexpr (N == 1) {
       if (ctx.opts.coerce && read_only_field(r, out, node, ctx, at)) return;
@@ -583,76 +583,12 @@ struct object_codec {
     if constexpr (N <= 64) {
       seen = in_order == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << in_order) - 1;
     } else {
-      for (std::size_t j = 0; j < in_order; ++j) mark(seen, j);
+      for (std::size_t j = 0; j < in_order; ++j) seen.set(j);
     }
     // Whatever follows (the end of the object, members out of order, unknown or repeated keys,
-    // keys written otherwise), one member at a time.
-    std::string scratch;
-    std::string_view key;
-    std::size_t hint = in_order;
-    bool first = in_order == 0;
-    bool matched = false;
-    while (r.next_key(first, key, scratch,
-                      hint < N && table.plain[hint] ? std::string_view(table.keys[hint]) : std::string_view(),
-                      matched)) {
-      first = false;
-      std::size_t j = N;
-      if (matched) {
-        j = hint;
-      } else {
-        for (std::size_t k = 0; k < N; ++k) {
-          if (table.keys[k] == key) {
-            j = k;
-            break;
-          }
-        }
-      }
-      if (COVENANT_UNLIKELY(j == N) && ctx.opts.coerce) {
-        // Not when the field's own key is written too, before or after (looked for once per
-        // field: many spellings of one key must not make the object quadratic to read).
-        const std::size_t m = match_field_key(def, key);
-        if (m != no_match && !marked(seen, m) && !marked(follows, m)) {
-          if (r.later_key_is(table.keys[m])) {
-            mark(follows, m);
-          } else {
-            j = m;
-            path_frame g{at, def.fields[j].key, 0, false};
-            ctx.note(&g, note_kind::coerced, "key \"" + std::string(key) + "\" read as \"" + def.fields[j].key + "\"");
-          }
-        }
-      }
-      if (COVENANT_UNLIKELY(j == N)) {
-        ++ctx.ignored_keys;
-        const std::string k(key);
-        path_frame g{at, k, 0, false};
-        std::string_view ignored;
-        if (!r.skip_value(ignored)) return;
-        if (ctx.opts.reject_unknown_fields) unknown_field(ctx, &g);
-        continue;
-      }
-      mark(seen, j);
-      hint = j + 1;
-      f.key = table.keys[j];
-      read_field(j, r, out, def, ctx, &f);
-      if (r.failed()) return;
-    }
-    if (r.failed()) return;
-    if (!all_marked(seen)) {
-      for (std::size_t j = 0; j < N; ++j) {
-        if (marked(seen, j)) continue;
-        if (!def.fields[j].required) {
-          resetters[j](out);
-          continue;
-        }
-        path_frame g{at, def.fields[j].key, 0, false};
-        if (missing_list_reads_as_empty(ctx, def.fields[j].type)) {
-          resetters[j](out);
-          ctx.note(&g, note_kind::coerced, std::string(missing_list_note));
-        } else {
-          missing_field(ctx, &g, def.fields[j].key);
-        }
-      }
-    }
+    // keys written otherwise), then the fields not given: the rules both decoders share.
+    members m{out, def, table};
+    if (!read_members(r, m, def, seen, follows, in_order, ctx, f, at)) return;
     if (ctx.issues.size() == issues_before) {
       if (!def.invariants.empty()) check_invariants_native(def, &out, ctx, at);
       if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);
@@ -711,31 +647,20 @@ COVENANT_NOINLINE void read_list(json_reader& r, V& out, const schema::type& nod
   if (c != '[' && c != 'n' && ctx.opts.coerce) return read_list_coerced(r, out, node, ctx, at);
   if (c != '[') return mismatch_and_skip(r, node, ctx, at);
   const char* start = r.position();
-  if (!r.begin_array()) return;
+  struct items {
+    V& out;
+    const schema::type& item;
+    COVENANT_ALWAYS_INLINE void read(std::size_t n, json_reader& r, decode_context& ctx, const path_frame* f) {
+      if (n == out.size()) {
+        if (out.capacity() == 0) out.reserve(4);
+        out.emplace_back();
+      }
+      read_value(r, out[n], item, ctx, f);
+    }
+    static void drop(std::size_t) noexcept {}  // (its slot is read into again)
+  } t{out, node.args[0]};
   std::size_t n = 0;
-  std::size_t dropped = 0;
-  std::string all_dropped;  // the reason to refrain when every item is dropped
-  bool first = true;
-  path_frame f{at, {}, 0, true};
-  while (r.next_element(first)) {
-    first = false;
-    if (n == out.size()) {
-      if (out.capacity() == 0) out.reserve(4);
-      out.emplace_back();
-    }
-    f.index = n + dropped;
-    const std::size_t before = ctx.issues.size();
-    read_value(r, out[n], node.args[0], ctx, &f);
-    if (r.failed()) return;
-    if (COVENANT_UNLIKELY(ctx.issues.size() != before) && take_filtered(ctx, before, &f, &all_dropped)) {
-      ++dropped;  // on-fail action filter: the item is dropped (its slot is read into again)
-      continue;
-    }
-    ++n;
-  }
-  if (r.failed()) return;
-  if (COVENANT_UNLIKELY(dropped > 0) && n == 0 && !all_dropped.empty())
-    all_items_dropped(ctx, at, dropped, std::move(all_dropped));
+  if (!read_items(r, t, n, ctx, at)) return;
   if (n != out.size()) out.resize(n);
   if (!count_within_bounds(node.constraints, n))
     count_constraints(out, node, span_from(r, start), ctx, at);
