@@ -741,4 +741,75 @@ TEST(ReadingRules, ATextThatIsNotJsonIsOneIssueAndNoNotes) {
   EXPECT_TRUE(r.typed.notes.empty());
 }
 
+
+// Both streams of `text`, fed one byte at a time and whole, at the strict level: the typed
+// partial of Plain and the dynamic partial of its schema, each as JSON.
+std::vector<boost::json::value> streamed_plain(std::string_view text) {
+  std::vector<boost::json::value> out;
+  for (std::size_t piece : {std::size_t{1}, text.size()}) {
+    covenant::detail::stream_reader<rules_test::Plain> typed({}, covenant::strictness::strict);
+    covenant::detail::dynamic_stream_reader dynamic(covenant::schema_of<rules_test::Plain>(), {},
+                                                    covenant::strictness::strict);
+    for (std::size_t at = 0; at < text.size(); at += piece) {
+      typed.feed(text.substr(at, piece));
+      dynamic.feed(text.substr(at, piece));
+    }
+    out.push_back(covenant::to_value(typed.view().value()));
+    out.push_back(dynamic.view().value());
+  }
+  return out;
+}
+
+TEST(ReadingRules, TheStreamsTakeOnlyTheJsonTheFinalReaderTakes) {
+  // Numbers, UTF-8 and \u escapes the final reader refuses: the streams stop before the value (a
+  // number with a leading zero was shown as 1, a lone surrogate as U+FFFD, invalid UTF-8 as is).
+  const std::string refused[] = {
+      R"({"id": 01, "name": "x"})",         R"({"id": 1., "name": "x"})",
+      R"({"id": -, "name": "x"})",          R"({"id": 1e, "name": "x"})",
+      R"({"id": 2, "name": "\uD800"})",     R"({"id": 2, "name": "\uDC00"})",
+      R"({"id": 2, "name": "\uD800\u0041"})", R"({"id": 2, "name": "\uD800x"})",
+      "{\"id\": 2, \"name\": \"a\xff\"}",   "{\"id\": 2, \"name\": \"\xc0\xaf\"}",
+      "{\"id\": 2, \"name\": \"\xe2\x82\"}", "{\"id\": 2, \"name\": \"\xed\xa0\x80\"}",
+      "{\"id\": 2, \"n\xffme\": \"x\"}"};
+  for (const std::string& text : refused) {
+    const auto final_reading = covenant::decode<rules_test::Plain>(text);
+    ASSERT_EQ(final_reading.issues.size(), 1u) << text;
+    EXPECT_EQ(final_reading.issues[0].code, covenant::issue_code::parse_error) << text;
+    for (const boost::json::value& v : streamed_plain(text)) {
+      const auto* id = v.as_object().if_contains("id");
+      const auto* name = v.as_object().if_contains("name");
+      // (a string shows its text up to where the stream stopped: "a" here)
+      EXPECT_TRUE(id == nullptr || (id->is_int64() && (id->get_int64() == 0 || id->get_int64() == 2)))
+          << text << " -> " << covenant::json_text(v);
+      EXPECT_TRUE(name == nullptr || name->is_null() || (name->is_string() && (name->get_string() == "" || name->get_string() == "a")))
+          << text << " -> " << covenant::json_text(v);
+    }
+  }
+  // Valid UTF-8 and surrogate pairs, cut anywhere: the streams end with the final reader's value.
+  const std::string taken = "{\"id\": 7, \"name\": \"na\xc3\xafve \xe2\x82\xac \xf0\x9d\x84\x9e \\u00e9\\ud834\\udd1e\"}";
+  const auto final_reading = covenant::decode<rules_test::Plain>(taken);
+  ASSERT_TRUE(final_reading.ok()) << rendered(final_reading.issues);
+  const boost::json::value expected = covenant::to_value(*final_reading.value);
+  for (const boost::json::value& v : streamed_plain(taken))
+    EXPECT_TRUE(covenant::json_equal(v, expected)) << covenant::json_text(v) << " != " << covenant::json_text(expected);
+}
+
+TEST(ReadingRules, AStreamShowsAScalarOnlyOfAKindItsTypeTakes) {
+  // A value of another kind is the final reader's to coerce or refuse: the typed stream cannot
+  // store it, and the dynamic stream no longer shows it either (it showed "5" for an integer).
+  for (const char* text : {R"({"id": "5", "name": 6})", R"({"id": true, "name": false})", R"({"id": 2.5, "name": null})"}) {
+    const std::vector<boost::json::value> seen = streamed_plain(text);
+    EXPECT_EQ(covenant::json_text(seen[0]), R"({"id":0,"name":""})") << text;
+    const auto& dynamic = seen[1].as_object();
+    EXPECT_TRUE(dynamic.at("id").is_null()) << text << " -> " << covenant::json_text(seen[1]);
+    EXPECT_TRUE(dynamic.at("name").is_null()) << text << " -> " << covenant::json_text(seen[1]);
+  }
+  // Of a kind it takes, through a union, a literal or an enum: shown.
+  auto model = covenant::schema_of<rules_test::Pick>();
+  covenant::detail::dynamic_stream_reader dynamic(model, {}, covenant::strictness::strict);
+  dynamic.feed(R"({"level": "low", "size": "S"})");
+  EXPECT_EQ(dynamic.view().value().as_object().at("level"), "low");
+  EXPECT_EQ(dynamic.view().value().as_object().at("size"), "S");
+}
+
 }  // namespace

@@ -16,6 +16,8 @@
 #endif
 
 #include "covenant/read/detail/json_lexer.hpp"
+#include "covenant/read/detail/json_reader.hpp"
+#include "covenant/types/detail/utf8.hpp"
 
 namespace covenant::detail {
 
@@ -24,8 +26,9 @@ namespace covenant::detail {
 /// begin_container(object?), end_container(), key_part(text) + key_done(), string_part(text,
 /// last), number(value) (with the number's text in `number_text`), boolean(b), null(). String
 /// text is passed through in runs found 16 bytes at a time; escapes are decoded; a UTF-8
-/// character cut by the end of a piece is held back until it is whole. Trailing commas are
-/// accepted. Hand-written: Boost.JSON's basic_parser reads a string byte by byte once it has
+/// character cut by the end of a piece is held back until it is whole. Numbers, UTF-8 and
+/// surrogate pairs are held to the final reader's rules (json_reader): text it refuses stops the
+/// tokenizer. Trailing commas are accepted. Hand-written: Boost.JSON's basic_parser reads a string byte by byte once it has
 /// seen an escape, which made streamed text about five times slower to follow.
 template <class Reader>
 class push_tokenizer {
@@ -38,6 +41,7 @@ class push_tokenizer {
     number_.clear();
     literal_.clear();
     held_.clear();
+    high_ = 0;
     done_ = false;
   }
 
@@ -191,35 +195,47 @@ class push_tokenizer {
     }
   }
 
-  // Text of a string or key up to its end, an escape, or the end of the piece.
+  // Text of a string or key up to its end, an escape, or the end of the piece. Its UTF-8 is
+  // checked as the final reader checks it (utf8_sequence): an invalid sequence is an error.
   const char* string_run(const char* p, const char* e) {
     if (!held_.empty()) {  // finish the UTF-8 character the previous piece cut
       while (p < e && held_.size() < utf8_length(held_[0]) && (static_cast<unsigned char>(*p) & 0xC0u) == 0x80u)
         held_.push_back(*p++);
       if (held_.size() < utf8_length(held_[0]) && p == e) return p;
+      if (utf8_sequence(held_.data(), held_.data() + held_.size()) != held_.size()) return fail_at(e);
       emit(held_);
       held_.clear();
     }
+    if (high_ != 0 && p < e && *p != '\\') return fail_at(e);  // a lone high surrogate
     const char* q = find_special(p, e);
-    if (q == e) {
-      // Hold back a UTF-8 character cut by the end of the piece.
-      const char* keep = cut_utf8(p, e);
-      if (keep > p) emit(std::string_view(p, static_cast<std::size_t>(keep - p)));
-      held_.assign(keep, e);
-      return e;
+    while (q < e && static_cast<unsigned char>(*q) >= 0x80) {
+      const std::size_t n = utf8_sequence(q, e);
+      if (n == 0) {
+        if (!cut_by_end(q, e)) return fail_at(e);
+        // Hold back a UTF-8 character cut by the end of the piece.
+        if (q > p) emit(std::string_view(p, static_cast<std::size_t>(q - p)));
+        held_.assign(q, e);
+        return e;
+      }
+      q = find_special(q + n, e);
     }
     if (q > p) emit(std::string_view(p, static_cast<std::size_t>(q - p)));
+    if (q == e) return e;
     if (*q == '"') {
+      if (high_ != 0) return fail_at(e);
       end_string();
       return q + 1;
     }
     if (*q == '\\') {
-      state_ = state_ == st::key ? st::key : st::string;
       in_key_ = state_ == st::key;
       state_ = st::escape;
       return q + 1;
     }
-    error();  // a raw control character
+    return fail_at(e);  // a raw control character
+  }
+
+  const char* fail_at(const char* e) {
+    error();
     return e;
   }
 
@@ -228,17 +244,13 @@ class push_tokenizer {
     return c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
   }
 
-  // Where a UTF-8 character cut by `e` begins (e when none is cut).
-  static const char* cut_utf8(const char* p, const char* e) {
-    const char* q = e;
-    for (int back = 0; back < 3 && q > p; ++back) {
-      --q;
-      const auto c = static_cast<unsigned char>(*q);
-      if ((c & 0xC0u) == 0x80u) continue;
-      if (c >= 0xC0 && static_cast<std::size_t>(e - q) < utf8_length(*q)) return q;
-      return e;
-    }
-    return e;
+  // Whether the bytes from `q` to the end of the piece begin a UTF-8 character the piece cut.
+  static bool cut_by_end(const char* q, const char* e) {
+    const auto c = static_cast<unsigned char>(*q);
+    if (c < 0xC2 || c > 0xF4 || static_cast<std::size_t>(e - q) >= utf8_length(*q)) return false;
+    for (const char* x = q + 1; x < e; ++x)
+      if ((static_cast<unsigned char>(*x) & 0xC0u) != 0x80u) return false;
+    return true;
   }
 
   static const char* find_special(const char* p, const char* e) {
@@ -250,14 +262,14 @@ class push_tokenizer {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
       const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
                                      _mm_cmpeq_epi8(_mm_min_epu8(v, control), v));
-      const int bits = _mm_movemask_epi8(m);
+      const int bits = _mm_movemask_epi8(m) | _mm_movemask_epi8(v);  // (and bytes >= 0x80)
       if (bits != 0) return p + __builtin_ctz(static_cast<unsigned>(bits));
       p += 16;
     }
 #endif
     for (; p < e; ++p) {
       const auto c = static_cast<unsigned char>(*p);
-      if (c == '"' || c == '\\' || c < 0x20) return p;
+      if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return p;
     }
     return e;
   }
@@ -278,6 +290,7 @@ class push_tokenizer {
   }
 
   bool escape(char c) {
+    if (high_ != 0 && c != 'u') return false;  // a lone high surrogate
     if (c == 'u') {
       hex_ = 0;
       hex_digits_ = 0;
@@ -298,16 +311,14 @@ class push_tokenizer {
     if (++hex_digits_ < 4) return true;
     std::uint32_t cp = hex_;
     if (cp >= 0xD800 && cp <= 0xDBFF) {  // a high surrogate: its low half follows as \uXXXX
+      if (high_ != 0) return false;
       high_ = cp;
       state_ = in_key_ ? st::key : st::string;
       return true;
     }
-    if (cp >= 0xDC00 && cp <= 0xDFFF) {
-      if (high_ == 0) cp = 0xFFFD;
-      else cp = 0x10000 + ((high_ - 0xD800) << 10) + (cp - 0xDC00);
-    } else if (high_ != 0) {
-      emit_code_point(0xFFFD);  // a lone high surrogate
-    }
+    // A surrogate must come in a pair, as the final reader requires.
+    if ((cp >= 0xDC00 && cp <= 0xDFFF) != (high_ != 0)) return false;
+    if (high_ != 0) cp = 0x10000 + ((high_ - 0xD800) << 10) + (cp - 0xDC00);
     high_ = 0;
     emit_code_point(cp);
     state_ = in_key_ ? st::key : st::string;
@@ -326,6 +337,11 @@ class push_tokenizer {
   bool end_number() {
     const char* b = number_.data();
     const char* e = b + number_.size();
+    {  // the final reader's number grammar (no leading zeros, digits after '.' and 'e')
+      json_reader grammar(number_, 1);
+      number_token t;
+      if (!grammar.read_number(t) || t.end != e) return false;
+    }
     const bool integral = number_.find_first_of(".eE") == std::string::npos;
     r_.number_text = number_;
     if (integral) {

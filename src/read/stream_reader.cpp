@@ -194,6 +194,30 @@ struct stream_core::impl {
     return t != nullptr && (t->stream & schema::stream_flag::done) != 0;
   }
 
+  /// Whether a finished scalar of kind `k` is shown in a JSON slot whose schema type is `t`: when
+  /// `t` takes that kind as written (a value of another kind is the final reader's to coerce or
+  /// refuse, as a C++ slot of another kind does not take it either).
+  [[nodiscard]] bool takes(const schema::type* t, json::kind k) const {
+    if (t == nullptr) return true;
+    const bool number = k == json::kind::int64 || k == json::kind::uint64 || k == json::kind::double_;
+    switch (t->kind) {
+      case schema::kind::any: return true;
+      case schema::kind::null: return k == json::kind::null;
+      case schema::kind::boolean: return k == json::kind::bool_;
+      case schema::kind::integer: return k == json::kind::int64 || k == json::kind::uint64;
+      case schema::kind::number: return number;
+      case schema::kind::string: return k == json::kind::string;
+      case schema::kind::literal: return t->literal.kind() == k || (number && t->literal.is_number());
+      case schema::kind::union_:
+        return std::any_of(t->args.begin(), t->args.end(), [&](const schema::type& a) { return takes(resolve(&a), k); });
+      case schema::kind::ref: {
+        const schema::definition* d = model.resolve(*t);
+        return d != nullptr && d->enumeration() != nullptr && k == json::kind::string;
+      }
+      default: return false;
+    }
+  }
+
   /// Whether the stream stops on a failure of `c`: only a check whose failure is fed back or ends
   /// the call (reask, refrain, exception), not one that is fixed, dropped or noted.
   static bool judged(const schema::constraint& c) noexcept {
@@ -543,8 +567,10 @@ struct stream_core::impl {
           changed = true;
           break;
         }
-        case value_kind::opaque:
         case value_kind::json:
+          if (!takes(current.node, json::kind::string)) break;
+          [[fallthrough]];
+        case value_kind::opaque:
           current.ops->assign(current.target, json::value(json::string(json::string_view(value.data(), value.size()))),
                               options);
           changed = changed || current.ops->kind == value_kind::json;
@@ -624,8 +650,10 @@ struct stream_core::impl {
         s.ops->set_floating(s.target, d);
         stored = true;
         break;
-      case value_kind::opaque:
-      case value_kind::json: stored = s.ops->assign(s.target, v, options); break;
+      case value_kind::json:
+        if (!takes(s.node, v.kind())) break;
+        [[fallthrough]];
+      case value_kind::opaque: stored = s.ops->assign(s.target, v, options); break;
       default: break;
     }
     if (stored) changed = true;
@@ -650,7 +678,7 @@ struct stream_core::impl {
     unwrap(s);
     if (!s.skip) {
       if (s.ops->kind == value_kind::boolean) s.ops->set_boolean(s.target, b);
-      else if (s.ops->kind == value_kind::opaque || s.ops->kind == value_kind::json)
+      else if (s.ops->kind == value_kind::opaque || (s.ops->kind == value_kind::json && takes(s.node, json::kind::bool_)))
         s.ops->assign(s.target, json::value(b), options);
       changed = true;
       if (!violations_frozen && is_choice(s.node)) check_scalar_alone(s.node, b ? "true" : "false");
