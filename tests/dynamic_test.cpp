@@ -1,6 +1,8 @@
 // Dynamic decoding: JSON text against a runtime schema, with the typed decoder's exact issues.
 #include <covenant/read/decode.hpp>
+#include <covenant/read/detail/stream_reader.hpp>
 #include <covenant/read/dynamic.hpp>
+#include <covenant/types/json_equal.hpp>
 #include <covenant/types/json_schema.hpp>
 #include <covenant/types/prompt_format.hpp>
 #include <covenant/runtime/schema_file.hpp>
@@ -619,6 +621,48 @@ TEST(StreamAttributes, UnfinishedStringIsNotReadAsALiteralOrEnumValue) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.value, boost::json::parse(R"({"s": "x"})"));
   EXPECT_TRUE(has_note(r, "e", "unfinished string"));
+}
+
+TEST(StreamAttributes, TheStreamShowsWhatAPartialReadingShows) {
+  // The incremental stream of a runtime schema follows the same attributes as a partial reading
+  // of the text so far: a @stream.done value is left out until finished, an object until its
+  // @stream.not_null fields have values, a string of a closed choice until it ends. (The stream
+  // applied @stream.done to strings only, and @stream.not_null not at all.)
+  const auto set = covenant::schema_set::parse(R"(
+    class Step {
+      title string @stream.not_null
+      notes string[]
+    }
+    class Part {
+      name string
+      @@stream.done
+    }
+    class Plan {
+      steps Step[]
+      summary string @stream.done
+      tags string[] @stream.done
+      parts Part[]
+      label "a" | "b"
+    }
+  )");
+  const auto model = set.model_for("Plan");
+  const std::string text =
+      R"({"steps": [{"notes": ["x", "y"], "title": "first"}, {"title": "second", "notes": []}], )"
+      R"("summary": "all done", "tags": ["p", "q"], "parts": [{"name": "one"}, {"name": "two"}], "label": "b"})";
+  covenant::detail::dynamic_stream_reader stream(model, {}, covenant::strictness::coerce);
+  std::size_t compared = 0;
+  for (std::size_t n = 1; n <= text.size(); ++n) {
+    stream.feed(text.substr(n - 1, 1));
+    covenant::read_options o;
+    o.partial = true;
+    const auto reading = covenant::read_dynamic(text.substr(0, n), model, o);
+    if (!reading.ok()) continue;
+    ++compared;
+    EXPECT_TRUE(covenant::json_equal(stream.view().value(), reading.value))
+        << "after " << text.substr(0, n) << "\nstream:  " << covenant::json_text(stream.view().value())
+        << "\nreading: " << covenant::json_text(reading.value);
+  }
+  EXPECT_GT(compared, text.size() / 2);
 }
 
 TEST(StreamAttributes, FinalModeIgnoresThem) {

@@ -178,7 +178,10 @@ class push_tokenizer {
         r_.begin_container(c == '{');
         state_ = c == '{' ? st::object_first : st::array_first;
         return true;
-      case '"': state_ = st::string; return true;
+      case '"':  // (a string is there from its opening quote on)
+        state_ = st::string;
+        r_.string_part({}, false);
+        return true;
       case 't':
       case 'f':
       case 'n':

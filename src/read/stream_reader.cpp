@@ -135,10 +135,15 @@ namespace {
 constexpr std::uint32_t no_node = partial_states::none;
 
 /// Where the next value goes: a C++ value and its table, or a JSON value (json_ops(): the
-/// dynamic target, and the JSON an opaque C++ value is built as).
+/// dynamic target, and the JSON an opaque C++ value is built as). A member or an item of a JSON
+/// value is made when its value is shown (place()): `target` is null until then, and `parent`
+/// and `key` (or `item`) say where it goes.
 struct slot {
   const value_ops* ops = nullptr;
   void* target = nullptr;
+  void* parent = nullptr;
+  std::string key;
+  bool item = false;
   const schema::type* node = nullptr;
   std::uint32_t state = no_node;
   bool skip = false;               // read but not shown (an unknown key)
@@ -156,10 +161,15 @@ struct frame {
   std::vector<bool> seen;                  // the fields given so far (a key given again: the last wins)
   bool any_key = false;                    // maps / any: every key is kept (JSON)
   std::size_t count = 0;                   // list elements so far
-  // An opaque typed value (variant, map, ...) is built as JSON here and assigned at its end.
+  // An opaque typed value (variant, map, ...) is built as JSON here and assigned at its end; so
+  // is a JSON value held back by the streaming attributes (`home`: where it is shown).
   std::unique_ptr<json::value> scratch;
   const value_ops* opaque_ops = nullptr;
   void* opaque_target = nullptr;
+  slot home;
+  bool held = false;
+  std::vector<bool> waiting;    // @stream.not_null fields without a value yet
+  std::size_t waiting_for = 0;  // how many
 };
 
 }  // namespace
@@ -190,9 +200,14 @@ struct stream_core::impl {
     if (it == choice_cache.end()) it = choice_cache.emplace(t, detail::choice_set(model, *t).has_value()).first;
     return it->second;
   }
-  [[nodiscard]] static bool stream_done(const schema::type* t) {
-    return t != nullptr && (t->stream & schema::stream_flag::done) != 0;
+  /// The streaming attributes at `t` (schema files: @stream.done, @stream.not_null): its own,
+  /// and its class's.
+  [[nodiscard]] std::uint8_t stream_flags(const schema::type* t) const {
+    if (t == nullptr) return 0;
+    const schema::object_def* o = object_of(t);
+    return static_cast<std::uint8_t>(t->stream | (o != nullptr ? o->stream : 0));
   }
+  [[nodiscard]] bool stream_done(const schema::type* t) const { return (stream_flags(t) & schema::stream_flag::done) != 0; }
 
   /// Whether a finished scalar of kind `k` is shown in a JSON slot whose schema type is `t`: when
   /// `t` takes that kind as written (a value of another kind is the final reader's to coerce or
@@ -340,8 +355,8 @@ struct stream_core::impl {
 
   // --- values ----------------------------------------------------------------------------
 
-  /// The slot the next value goes to.
-  slot next_slot() {
+  /// The slot the next value goes to (`null_value`: the value is null).
+  slot next_slot(bool null_value = false) {
     slot s;
     if (stack.empty()) {
       if (root_used) {
@@ -378,15 +393,21 @@ struct stream_core::impl {
           s.target = fs.member(f.at.target);
           if (f.seen[j]) s.ops->clear(s.target);  // a key given again: its last value wins, as in the final reading
           f.seen[j] = true;
-        } else {  // JSON (member() starts every key afresh)
+        } else {  // JSON: made by place() (member() starts every key afresh)
+          if (!null_value && f.waiting_for > 0 && f.waiting[j]) {
+            f.waiting[j] = false;
+            if (--f.waiting_for == 0) publish(f);
+          }
           s.ops = f.at.ops;
-          s.target = f.at.ops->member(f.at.target, fd.key);
+          s.parent = f.at.target;
+          s.key = fd.key;
         }
       } else if (f.any_key) {  // a map or an untyped object: keep every key
         if (f.at.node != nullptr && f.at.node->kind == schema::kind::map && f.at.node->args.size() == 2)
           s.node = resolve(&f.at.node->args[1]);
         s.ops = f.at.ops;
-        s.target = f.at.ops->member(f.at.target, key);
+        s.parent = f.at.target;
+        s.key = key;
       } else {
         s.skip = true;
         return s;
@@ -400,8 +421,13 @@ struct stream_core::impl {
     // array
     if (f.at.node != nullptr && f.at.node->kind == schema::kind::array && !f.at.node->args.empty())
       s.node = resolve(&f.at.node->args[0]);
-    s.ops = &f.at.ops->item();  // a C++ list, or a JSON array
-    s.target = f.at.ops->emplace(f.at.target);
+    s.ops = &f.at.ops->item();  // a C++ list, or a JSON array (its item made by place())
+    if (f.at.ops->kind == value_kind::json) {
+      s.parent = f.at.target;
+      s.item = true;
+    } else {
+      s.target = f.at.ops->emplace(f.at.target);
+    }
     s.state = states.add_item(f.at.state);
     ++f.count;
     changed = true;
@@ -422,6 +448,23 @@ struct stream_core::impl {
     return s;
   }
 
+  /// Makes the JSON member or item of `s` (null) where its value is shown.
+  static void place(slot& s) {
+    if (s.target != nullptr || s.parent == nullptr) return;
+    s.target = s.item ? s.ops->emplace(s.parent) : s.ops->member(s.parent, s.key);
+  }
+
+  /// Shows the JSON value the frame `f` holds back, and goes on writing it where it is shown.
+  void publish(frame& f) {
+    if (!f.held) return;
+    place(f.home);
+    *static_cast<json::value*>(f.home.target) = std::move(*f.scratch);
+    f.at.target = f.home.target;
+    f.scratch.reset();
+    f.held = false;
+    changed = true;
+  }
+
   /// The value at `s` is finished.
   void finish_value(const slot& s) {
     if (s.state != no_node) {
@@ -439,6 +482,21 @@ struct stream_core::impl {
     }
   }
 
+  /// Whether a JSON list or object at `s` is held back: it is @stream.done, or an object with
+  /// @stream.not_null fields (marked in `f`).
+  bool hold_container(const slot& s, bool object, frame& f) {
+    if (stream_done(s.node)) return true;
+    const schema::object_def* def = object ? object_of(s.node) : nullptr;
+    if (def == nullptr) return false;
+    for (std::size_t j = 0; j < def->fields.size(); ++j) {
+      if ((stream_flags(&def->fields[j].type) & schema::stream_flag::not_null) == 0) continue;
+      f.waiting.resize(def->fields.size());
+      f.waiting[j] = true;
+      ++f.waiting_for;
+    }
+    return f.waiting_for > 0;
+  }
+
   void begin_container(bool object) {
     slot s = next_slot();
     frame f;
@@ -450,6 +508,15 @@ struct stream_core::impl {
       return;
     }
     unwrap(s);
+    if (s.ops->kind == value_kind::json && hold_container(s, object, f)) {
+      // Shown when finished (@stream.done) or once its @stream.not_null fields have values.
+      f.home = s;
+      f.held = true;
+      f.scratch = std::make_unique<json::value>();
+      s.target = f.scratch.get();
+    } else if (s.ops->kind == value_kind::json) {
+      place(s);
+    }
     if (s.ops->kind == value_kind::opaque) {
       // Build its JSON, assign it whole at its end.
       f.scratch = std::make_unique<json::value>();
@@ -481,9 +548,8 @@ struct stream_core::impl {
       finish_value(f.at);
       return;
     }
-    if (f.scratch) {
-      f.opaque_ops->assign(f.opaque_target, *f.scratch, options);
-    }
+    if (f.held) publish(f);
+    else if (f.scratch) f.opaque_ops->assign(f.opaque_target, *f.scratch, options);
     finish_value(f.at);
   }
 
@@ -526,6 +592,7 @@ struct stream_core::impl {
                                  (current.node == nullptr || current.node->kind == schema::kind::string ||
                                   current.node->kind == schema::kind::any);
         grow_visible = (current.ops->kind == value_kind::string || json_string) && !stream_done(current.node);
+        if (grow_visible) place(current);  // (else shown once finished)
       }
     }
     if (!current.skip) {
@@ -568,6 +635,7 @@ struct stream_core::impl {
           break;
         }
         case value_kind::json:
+          place(current);
           if (!takes(current.node, json::kind::string)) break;
           [[fallthrough]];
         case value_kind::opaque:
@@ -638,6 +706,7 @@ struct stream_core::impl {
       finish_value(s);
       return;
     }
+    place(s);
     const double d = v.is_double() ? v.get_double() : v.is_int64() ? static_cast<double>(v.get_int64())
                                                                      : static_cast<double>(v.get_uint64());
     bool stored = false;
@@ -677,6 +746,7 @@ struct stream_core::impl {
     slot s = next_slot();
     unwrap(s);
     if (!s.skip) {
+      place(s);
       if (s.ops->kind == value_kind::boolean) s.ops->set_boolean(s.target, b);
       else if (s.ops->kind == value_kind::opaque || (s.ops->kind == value_kind::json && takes(s.node, json::kind::bool_)))
         s.ops->assign(s.target, json::value(b), options);
@@ -687,8 +757,9 @@ struct stream_core::impl {
   }
 
   void null() {
-    slot s = next_slot();
+    slot s = next_slot(true);
     if (!s.skip) {
+      place(s);
       if (s.ops->kind == value_kind::optional) s.ops->reset(s.target);
       else if (s.ops->kind == value_kind::json) s.ops->clear(s.target);
       changed = true;
