@@ -775,7 +775,11 @@ TEST(ReadingRules, TheStreamsTakeOnlyTheJsonTheFinalReaderTakes) {
     const auto final_reading = covenant::decode<rules_test::Plain>(text);
     ASSERT_EQ(final_reading.issues.size(), 1u) << text;
     EXPECT_EQ(final_reading.issues[0].code, covenant::issue_code::parse_error) << text;
-    for (const boost::json::value& v : streamed_plain(text)) {
+    const std::vector<boost::json::value> seen = streamed_plain(text);
+    // however the text was cut: one byte at a time, or whole
+    EXPECT_EQ(covenant::json_text(seen[0]), covenant::json_text(seen[2])) << text;
+    EXPECT_EQ(covenant::json_text(seen[1]), covenant::json_text(seen[3])) << text;
+    for (const boost::json::value& v : seen) {
       const auto* id = v.as_object().if_contains("id");
       const auto* name = v.as_object().if_contains("name");
       // (a string shows its text up to where the stream stopped: "a" here)

@@ -11,13 +11,10 @@
 #include <string_view>
 #include <system_error>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "covenant/read/detail/json_lexer.hpp"
 #include "covenant/read/detail/json_reader.hpp"
 #include "covenant/types/detail/utf8.hpp"
+#include "lenient_text.hpp"
 
 namespace covenant::detail {
 
@@ -210,17 +207,18 @@ class push_tokenizer {
       held_.clear();
     }
     if (high_ != 0 && p < e && *p != '\\') return fail_at(e);  // a lone high surrogate
-    const char* q = find_special(p, e);
+    const char* q = find_string_special(p, e, 0);
     while (q < e && static_cast<unsigned char>(*q) >= 0x80) {
       const std::size_t n = utf8_sequence(q, e);
       if (n == 0) {
-        if (!cut_by_end(q, e)) return fail_at(e);
-        // Hold back a UTF-8 character cut by the end of the piece.
+        // The text up to here, however the pieces were cut; then the stop at the invalid
+        // sequence, or a UTF-8 character cut by the end of the piece held back.
         if (q > p) emit(std::string_view(p, static_cast<std::size_t>(q - p)));
+        if (!utf8_cut_at_end(q, e)) return fail_at(e);
         held_.assign(q, e);
         return e;
       }
-      q = find_special(q + n, e);
+      q = find_string_special(q + n, e, 0);
     }
     if (q > p) emit(std::string_view(p, static_cast<std::size_t>(q - p)));
     if (q == e) return e;
@@ -247,35 +245,6 @@ class push_tokenizer {
     return c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
   }
 
-  // Whether the bytes from `q` to the end of the piece begin a UTF-8 character the piece cut.
-  static bool cut_by_end(const char* q, const char* e) {
-    const auto c = static_cast<unsigned char>(*q);
-    if (c < 0xC2 || c > 0xF4 || static_cast<std::size_t>(e - q) >= utf8_length(*q)) return false;
-    for (const char* x = q + 1; x < e; ++x)
-      if ((static_cast<unsigned char>(*x) & 0xC0u) != 0x80u) return false;
-    return true;
-  }
-
-  static const char* find_special(const char* p, const char* e) {
-#if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
-    const __m128i control = _mm_set1_epi8(0x1F);
-    while (e - p >= 16) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                                     _mm_cmpeq_epi8(_mm_min_epu8(v, control), v));
-      const int bits = _mm_movemask_epi8(m) | _mm_movemask_epi8(v);  // (and bytes >= 0x80)
-      if (bits != 0) return p + __builtin_ctz(static_cast<unsigned>(bits));
-      p += 16;
-    }
-#endif
-    for (; p < e; ++p) {
-      const auto c = static_cast<unsigned char>(*p);
-      if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return p;
-    }
-    return e;
-  }
 
   void emit(std::string_view text) {
     if (state_ == st::key || (state_ == st::escape && in_key_) || (state_ == st::unicode && in_key_)) r_.key_part(text);

@@ -20,23 +20,12 @@ bool valid_utf8(std::string_view s) noexcept {
         continue;
       }
     }
-    const unsigned char c = u[i];
-    if (c < 0x80) {
+    if (u[i] < 0x80) {
       ++i;
       continue;
     }
-    std::size_t len = 0;
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4;
-    else return false;
-    if (i + len > n) return false;
-    for (std::size_t k = 1; k < len; ++k)
-      if ((u[i + k] & 0xC0) != 0x80) return false;
-    if (c == 0xE0 && u[i + 1] < 0xA0) return false;
-    if (c == 0xED && u[i + 1] > 0x9F) return false;
-    if (c == 0xF0 && u[i + 1] < 0x90) return false;
-    if (c == 0xF4 && u[i + 1] > 0x8F) return false;
+    const std::size_t len = utf8_sequence(s.data() + i, s.data() + n);  // the one rule (utf8.hpp)
+    if (len == 0) return false;
     i += len;
   }
   return true;

@@ -1,6 +1,8 @@
 // Prometheus text exposition format 0.0.4: metric primitives, families, registry and writer.
 #include <covenant/telemetry/metrics_text.hpp>
 
+#include "covenant/types/detail/utf8.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -177,35 +179,7 @@ bool is_valid_label_name(std::string_view name) noexcept {
 }
 
 bool is_valid_utf8(std::string_view text) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const auto* end = p + text.size();
-  while (p < end) {
-    const unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    std::size_t extra = 0;
-    std::uint32_t code = 0;
-    std::uint32_t min = 0;
-    if ((c & 0xE0) == 0xC0) {
-      extra = 1, code = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2, code = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3, code = c & 0x07, min = 0x10000;
-    } else {
-      return false;
-    }
-    if (static_cast<std::size_t>(end - p) <= extra) return false;
-    for (std::size_t i = 1; i <= extra; ++i) {
-      if ((p[i] & 0xC0) != 0x80) return false;
-      code = (code << 6) | (p[i] & 0x3F);
-    }
-    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
-    p += extra + 1;
-  }
-  return true;
+  return covenant::detail::first_invalid_utf8(text) == std::string_view::npos;
 }
 
 void append_value(std::string& out, double value) {
