@@ -244,31 +244,28 @@ class dynamic_decoder {
     return scalar<std::int64_t>(t, ctx, at);
   }
 
+  // A JSON array as the target of read_items and read_one_item.
+  struct items {
+    dynamic_decoder& d;
+    const schema::type& item;
+    json::array out;
+    void read(std::size_t, json_reader&, decode_context& ctx, const path_frame* f) { out.push_back(d.read(item, ctx, f)); }
+    void drop(std::size_t) { out.pop_back(); }
+  };
+
   json::value read_array(const schema::type& t, decode_context& ctx, const path_frame* at) {
     const char c = r_.peek();
     if (c != '[' && c != 'n' && ctx.opts.coerce) {
       // A single value where a list is expected: a one-item list.
-      const std::size_t before = ctx.issues.size();
-      path_frame f{at, {}, 0, true};
-      json::array out;
-      out.push_back(read(t.args[0], ctx, &f));
-      if (r_.failed()) return nullptr;
-      if (ctx.issues.size() == before) ctx.note(at, note_kind::coerced, "a single value read as a one-item list");
-      json::value v = std::move(out);
+      items one{*this, t.args[0], {}};
+      if (!detail::read_one_item(r_, one, ctx, at)) return nullptr;
+      json::value v = std::move(one.out);
       if (!t.constraints.empty()) array_rules(t, v, "[...]", ctx, at);
       return v;
     }
     if (c != '[') return mismatch(t, ctx, at);
     const char* start = r_.position();
-    struct items {
-      dynamic_decoder& d;
-      const schema::type& item;
-      json::array out;
-      void read(std::size_t, json_reader&, decode_context& ctx, const path_frame* f) {
-        out.push_back(d.read(item, ctx, f));
-      }
-      void drop(std::size_t) { out.pop_back(); }
-    } list{*this, t.args[0], {}};
+    items list{*this, t.args[0], {}};
     std::size_t n = 0;
     if (!detail::read_items(r_, list, n, ctx, at)) return nullptr;
     json::array& out = list.out;

@@ -202,9 +202,8 @@ bool shape_coercion(const note& n) noexcept {
   if (n.kind != note_kind::coerced) return false;
   if (is_written_text_note(n)) return true;
   const std::string_view d = n.detail;
-  return d == "a single value read as a one-item list" || d == "a one-item list read as its item" ||
-         (d.starts_with("the only member ") && d.ends_with(" read as the value")) ||
-         d.starts_with("a single value read as the object's only field ");
+  return d == one_item_list_note || d == item_of_list_note ||
+         (d.starts_with(only_member_note) && d.ends_with(only_member_note_end)) || d.starts_with(only_field_note);
 }
 
 bool pending_issue(const issue& i, const std::vector<path>& unfinished, std::string* detail) {

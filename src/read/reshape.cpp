@@ -159,11 +159,11 @@ bool read_unwrapped(json_reader& r, const reshape_target& t, const schema::type&
   }
   std::string detail;
   if (list) {
-    detail = "a one-item list read as its item";
+    detail = item_of_list_note;
   } else {
-    detail = "the only member ";
+    detail = only_member_note;
     append_json_string(detail, member);
-    detail += " read as the value";
+    detail += only_member_note_end;
   }
   ctx.note(at, note_kind::coerced, std::move(detail));
   keep_notes(ctx, local_notes);
@@ -182,7 +182,7 @@ bool read_as_only_field(json_reader& r, const reshape_target& t, const schema::t
     if (ft == nullptr || (ft->kind != kind::integer && ft->kind != kind::number && ft->kind != kind::boolean &&
                           ft->kind != kind::literal && ft->kind != kind::union_))
       return false;
-    return read_in_field(r, t, node, def, j, "a single value read as the object's only field ", ctx, at);
+    return read_in_field(r, t, node, def, j, only_field_note, ctx, at);
   }
   if (!object_like(ctx.s, only->type)) return false;
   // Does a key of the object name the field? Then it is read as the class itself.

@@ -174,12 +174,13 @@ template <class V>
 COVENANT_NOINLINE void read_list_coerced(json_reader& r, V& out, const schema::type& node, decode_context& ctx,
                                          const path_frame* at) {
   if (r.peek() == '"' && read_json_in_string(r, out, node, ctx, at)) return;
-  const std::size_t before = ctx.issues.size();
   out.resize(1);
-  path_frame f{at, {}, 0, true};
-  read_value(r, out[0], node.args[0], ctx, &f);
-  if (r.failed()) return;
-  if (ctx.issues.size() == before) ctx.note(at, note_kind::coerced, "a single value read as a one-item list");
+  struct item {
+    V& out;
+    const schema::type& node;
+    void read(std::size_t, json_reader& r, decode_context& ctx, const path_frame* f) { read_value(r, out[0], node, ctx, f); }
+  } t{out, node.args[0]};
+  if (!read_one_item(r, t, ctx, at)) return;
   if (!node.constraints.empty()) count_constraints(out, node, "[...]", ctx, at);
 }
 

@@ -156,6 +156,16 @@ COVENANT_API bool missing_list_reads_as_empty(const decode_context& ctx, const s
 /// The note of that reading.
 inline constexpr std::string_view missing_list_note = "missing list read as empty";
 
+/// The notes of the shape coercions (detail::shape_coercion recognises a note by them): a single
+/// value read as a one-item list, a one-item list read as its item, the only member of an object
+/// read as the value (`only_member_note` + the key in JSON + `only_member_note_end`), a single
+/// value read as an object's only field (+ the field's key in JSON).
+inline constexpr std::string_view one_item_list_note = "a single value read as a one-item list";
+inline constexpr std::string_view item_of_list_note = "a one-item list read as its item";
+inline constexpr std::string_view only_member_note = "the only member ";
+inline constexpr std::string_view only_member_note_end = " read as the value";
+inline constexpr std::string_view only_field_note = "a single value read as the object's only field ";
+
 /// Coerce mode, an object or a list where a string is wanted, `raw` being its JSON text in the text
 /// being decoded: the text it was written as in the reply (ctx.opts.source), or `raw` itself when
 /// that text is the reply's (strict JSON is its own text). False when the reply ended inside it

@@ -133,6 +133,18 @@ COVENANT_ALWAYS_INLINE bool read_members(json_reader& r, Target& t, const schema
   return true;
 }
 
+/// Coerce mode, a single value where a list is expected: item 0 of a one-item list (noted when it
+/// reads without issues). False on a syntax error.
+template <class Target>
+bool read_one_item(json_reader& r, Target& t, decode_context& ctx, const path_frame* at) {
+  const std::size_t before = ctx.issues.size();
+  path_frame f{at, {}, 0, true};
+  t.read(0, r, ctx, &f);
+  if (r.failed()) return false;
+  if (ctx.issues.size() == before) ctx.note(at, note_kind::coerced, std::string(one_item_list_note));
+  return true;
+}
+
 /// Reads the items of the list the reader is at ('['), each by `t.read(n, r, ctx, f)` as item n
 /// of those kept; an item that fails a check with the on-fail action filter is dropped
 /// (`t.drop(n)`), and when every item is, the reason to refrain is reported for the list. `kept`
