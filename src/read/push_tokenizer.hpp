@@ -197,7 +197,7 @@ class push_tokenizer {
 
   // Text of a string or key up to its end, an escape, or the end of the piece. Its UTF-8 is
   // checked as the final reader checks it (utf8_sequence): an invalid sequence is an error.
-  const char* string_run(const char* p, const char* e) {
+  COVENANT_ALWAYS_INLINE const char* string_run(const char* p, const char* e) {
     if (!held_.empty()) {  // finish the UTF-8 character the previous piece cut
       while (p < e && held_.size() < utf8_length(held_[0]) && (static_cast<unsigned char>(*p) & 0xC0u) == 0x80u)
         held_.push_back(*p++);

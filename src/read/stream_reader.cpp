@@ -400,20 +400,19 @@ struct stream_core::impl {
           }
           s.ops = f.at.ops;
           s.parent = f.at.target;
-          s.key = fd.key;
         }
       } else if (f.any_key) {  // a map or an untyped object: keep every key
         if (f.at.node != nullptr && f.at.node->kind == schema::kind::map && f.at.node->args.size() == 2)
           s.node = resolve(&f.at.node->args[1]);
         s.ops = f.at.ops;
         s.parent = f.at.target;
-        s.key = key;
       } else {
         s.skip = true;
         return s;
       }
       s.state = states.add_member(f.at.state, key);
       path.push_back({key, 0, false});
+      if (s.parent != nullptr) s.key = std::move(f.key);  // (the frame reads its next key afresh)
       s.pushed = true;
       changed = true;
       return s;
