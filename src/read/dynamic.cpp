@@ -2,6 +2,8 @@
 // issues (decode.hpp is the reference: every branch below mirrors one of its readers).
 #include "covenant/read/dynamic.hpp"
 
+#include "dynamic_value.hpp"
+
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
@@ -670,6 +672,12 @@ class dynamic_decoder {
 
 }  // namespace
 
+boost::json::value detail::read_dynamic_value(json_reader& r, const schema::type& t, decode_context& ctx,
+                                              const path_frame* at, output_keys keys) {
+  dynamic_decoder d(r, keys);
+  return d.read(t, ctx, at);
+}
+
 dynamic_result decode_dynamic(std::string_view text, const schema::model& m, const decode_options& options,
                               output_keys keys) {
   dynamic_result result;
@@ -680,8 +688,7 @@ dynamic_result decode_dynamic(std::string_view text, const schema::model& m, con
   }
   ctx.notes = &result.notes;
   detail::json_reader r(text, options.max_depth);
-  dynamic_decoder d(r, keys);
-  result.value = d.read(m.root, ctx, nullptr);
+  result.value = detail::read_dynamic_value(r, m.root, ctx, nullptr, keys);
   r.finish();
   if (r.failed()) {
     result.issues.clear();

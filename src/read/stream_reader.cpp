@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "covenant/read/dynamic.hpp"
+#include "dynamic_value.hpp"
 #include "push_tokenizer.hpp"
 #include "read/json_ops.hpp"
 
@@ -326,31 +327,22 @@ struct stream_core::impl {
     for (schema::type& a : t.args) judged_only(a);
   }
 
-  /// The issues of a finished scalar, read alone the way the final decoder reads it.
+  /// The issues of a finished scalar (its JSON text), read alone by the final reader (with its
+  /// coercions at the stream's level) and only the checks whose failure stops the stream: what
+  /// does not fit now will not fit in the final reading either.
   void check_scalar_alone(const schema::type* t, std::string_view json_text) {
-    if (!violations.empty()) return;
-    issue_list found;
-    if (scalar_model.defs.empty() && !model.defs.empty()) scalar_model.defs = model.defs;
-    scalar_model.root = *t;
-    judged_only(scalar_model.root);
-    dynamic_result r = decode_dynamic(json_text, scalar_model, checks_options);
-    for (issue& i : r.issues) {
-      // Read with the final reader's own options (coercions included), a finished scalar that
-      // does not fit will not fit then either; a text it could not parse is not judged here.
-      if (i.code == issue_code::parse_error) return;
-      covenant::path full;
-      for (const path_step& s : path) {
-        if (s.is_index) full.index(s.index);
-        else full.key(s.key);
-      }
-      for (const path_segment& seg : i.path) {
-        if (seg.is_index) full.index(seg.index);
-        else full.key(seg.key);
-      }
-      i.path = std::move(full);
-      found.push_back(std::move(i));
+    auto it = judged_cache.find(t);
+    if (it == judged_cache.end()) {
+      schema::type judged = *t;
+      judged_only(judged);
+      it = judged_cache.emplace(t, std::move(judged)).first;
     }
-    for (issue& i : found) violations.push_back(std::move(i));
+    with_path([&](decode_context& ctx, const path_frame* at) {
+      json_reader r(json_text, checks_options.max_depth);
+      const std::size_t before = ctx.issues.size();
+      read_dynamic_value(r, it->second, ctx, at);
+      if (!r.finish()) ctx.issues.resize(before);  // a text it could not parse is not judged here
+    });
   }
 
   // --- values ----------------------------------------------------------------------------
@@ -917,7 +909,7 @@ struct stream_core::impl {
 
   std::unordered_map<const schema::type*, std::vector<schema::constraint>> check_cache;
   std::unordered_map<const schema::type*, std::vector<schema::constraint>> growing_cache;
-  schema::model scalar_model;
+  std::unordered_map<const schema::type*, schema::type> judged_cache;  // judged_only() of a scalar's type
 };
 
 stream_core::stream_core(const schema::model& m, const decode_options& options, strictness level,
