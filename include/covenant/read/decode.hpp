@@ -588,8 +588,10 @@ struct object_codec {
     }
     // Whatever follows (the end of the object, members out of order, unknown or repeated keys,
     // keys written otherwise), then the fields not given: the rules both decoders share.
-    members m{out, def, table};
-    if (!read_members(r, m, def, seen, follows, in_order, ctx, f, at)) return;
+    if (in_order != N || !r.end_object()) {  // (every field in order, and the end: nothing more to settle)
+      members m{out, def, table};
+      if (!read_members(r, m, def, seen, follows, in_order, ctx, f, at)) return;
+    }
     if (ctx.issues.size() == issues_before) {
       if (!def.invariants.empty()) check_invariants_native(def, &out, ctx, at);
       if (!node.constraints.empty()) check_native(node.constraints, span_from(r, start), &out, ctx, at);

@@ -183,6 +183,14 @@ class json_reader {
     return true;
   }
 
+  /// Object iteration: true (and the reader after the object) when '}' is next.
+  COVENANT_ALWAYS_INLINE bool end_object() noexcept {
+    if (peek() != '}') return false;
+    ++p_;
+    --depth_;
+    return true;
+  }
+
   bool next_key(bool first, std::string_view& key, std::string& scratch) {
     bool matched;
     return next_key(first, key, scratch, {}, matched);
