@@ -637,18 +637,29 @@ TEST(StreamAttributes, TheStreamShowsWhatAPartialReadingShows) {
       name string
       @@stream.done
     }
+    enum Level {
+      low
+      high
+    }
+    class Tag {
+      name string
+      level Level @stream.not_null
+      done_list int[] @stream.done @stream.not_null
+    }
     class Plan {
       steps Step[]
       summary string @stream.done
       tags string[] @stream.done
       parts Part[]
       label "a" | "b"
+      marks Tag[]
     }
   )");
   const auto model = set.model_for("Plan");
   const std::string text =
       R"({"steps": [{"notes": ["x", "y"], "title": "first"}, {"title": "second", "notes": []}], )"
-      R"("summary": "all done", "tags": ["p", "q"], "parts": [{"name": "one"}, {"name": "two"}], "label": "b"})";
+      R"("summary": "all done", "tags": ["p", "q"], "parts": [{"name": "one"}, {"name": "two"}], "label": "b", )"
+      R"("marks": [{"name": "m", "level": "high", "done_list": [1, 2]}, {"done_list": [3], "level": "low", "name": "n"}]})";
   covenant::detail::dynamic_stream_reader stream(model, {}, covenant::strictness::coerce);
   std::size_t compared = 0;
   for (std::size_t n = 1; n <= text.size(); ++n) {

@@ -145,6 +145,8 @@ struct slot {
   void* parent = nullptr;
   std::string key;
   bool item = false;
+  std::size_t owner = 0;  // with field >= 0: the frame (in the stack) of an object waiting for this
+  int field = -1;         // @stream.not_null field to be shown
   const schema::type* node = nullptr;
   std::uint32_t state = no_node;
   bool skip = false;               // read but not shown (an unknown key)
@@ -347,8 +349,8 @@ struct stream_core::impl {
 
   // --- values ----------------------------------------------------------------------------
 
-  /// The slot the next value goes to (`null_value`: the value is null).
-  slot next_slot(bool null_value = false) {
+  /// The slot the next value goes to.
+  slot next_slot() {
     slot s;
     if (stack.empty()) {
       if (root_used) {
@@ -386,9 +388,9 @@ struct stream_core::impl {
           if (f.seen[j]) s.ops->clear(s.target);  // a key given again: its last value wins, as in the final reading
           f.seen[j] = true;
         } else {  // JSON: made by place() (member() starts every key afresh)
-          if (!null_value && f.waiting_for > 0 && f.waiting[j]) {
-            f.waiting[j] = false;
-            if (--f.waiting_for == 0) publish(f);
+          if (f.waiting_for > 0 && f.waiting[j]) {
+            s.owner = stack.size() - 1;
+            s.field = static_cast<int>(j);
           }
           s.ops = f.at.ops;
           s.parent = f.at.target;
@@ -439,10 +441,16 @@ struct stream_core::impl {
     return s;
   }
 
-  /// Makes the JSON member or item of `s` (null) where its value is shown.
-  static void place(slot& s) {
+  /// Makes the JSON member or item of `s` (null) where its value is shown; a value that is not
+  /// null (`null_value`) may show the object that waits for it (@stream.not_null).
+  void place(slot& s, bool null_value = false) {
     if (s.target != nullptr || s.parent == nullptr) return;
     s.target = s.item ? s.ops->emplace(s.parent) : s.ops->member(s.parent, s.key);
+    if (s.field < 0 || null_value) return;
+    frame& o = stack[s.owner];
+    if (!o.waiting[static_cast<std::size_t>(s.field)]) return;
+    o.waiting[static_cast<std::size_t>(s.field)] = false;
+    if (--o.waiting_for == 0) publish(o);
   }
 
   /// Shows the JSON value the frame `f` holds back, and goes on writing it where it is shown.
@@ -748,9 +756,9 @@ struct stream_core::impl {
   }
 
   void null() {
-    slot s = next_slot(true);
+    slot s = next_slot();
     if (!s.skip) {
-      place(s);
+      place(s, true);
       if (s.ops->kind == value_kind::optional) s.ops->reset(s.target);
       else if (s.ops->kind == value_kind::json) s.ops->clear(s.target);
       changed = true;
