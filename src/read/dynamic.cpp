@@ -1,8 +1,8 @@
 // Decoding JSON text against a runtime schema into a boost::json::value, with the typed decoder's
-// issues (decode.hpp is the reference: every branch below mirrors one of its readers).
+// issues. The rules both decoders have are theirs in common (decode.hpp's scalar readers,
+// read_members.hpp's loops, coerce.cpp, reshape.cpp, read_union.cpp, checks.cpp); what is here is
+// the JSON target's own: building the value, literals, map keys, JSON rules and uniqueness.
 #include "covenant/read/dynamic.hpp"
-
-#include "dynamic_value.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -25,6 +25,7 @@
 #include "covenant/types/encode.hpp"
 #include "covenant/types/json_equal.hpp"
 #include "covenant/types/validators.hpp"
+#include "dynamic_value.hpp"
 
 namespace covenant {
 
@@ -270,8 +271,7 @@ class dynamic_decoder {
     items list{*this, t.args[0], {}};
     std::size_t n = 0;
     if (!detail::read_items(r_, list, n, ctx, at)) return nullptr;
-    json::array& out = list.out;
-    json::value v = std::move(out);
+    json::value v = std::move(list.out);
     if (!t.constraints.empty()) array_rules(t, v, detail::span_from(r_, start), ctx, at);
     return v;
   }

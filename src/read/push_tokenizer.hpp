@@ -25,8 +25,9 @@ namespace covenant::detail {
 /// text is passed through in runs found 16 bytes at a time; escapes are decoded; a UTF-8
 /// character cut by the end of a piece is held back until it is whole. Numbers, UTF-8 and
 /// surrogate pairs are held to the final reader's rules (json_reader): text it refuses stops the
-/// tokenizer. Trailing commas are accepted. Hand-written: Boost.JSON's basic_parser reads a string byte by byte once it has
-/// seen an escape, which made streamed text about five times slower to follow.
+/// tokenizer. Trailing commas are accepted. Hand-written: Boost.JSON's basic_parser reads a
+/// string byte by byte once it has seen an escape, which made streamed text about five times
+/// slower to follow.
 template <class Reader>
 class push_tokenizer {
  public:
@@ -245,7 +246,6 @@ class push_tokenizer {
     return c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
   }
 
-
   void emit(std::string_view text) {
     if (state_ == st::key || (state_ == st::escape && in_key_) || (state_ == st::unicode && in_key_)) r_.key_part(text);
     else r_.string_part(text, false);
@@ -309,14 +309,12 @@ class push_tokenizer {
   bool end_number() {
     const char* b = number_.data();
     const char* e = b + number_.size();
-    {  // the final reader's number grammar (no leading zeros, digits after '.' and 'e')
-      json_reader grammar(number_, 1);
-      number_token t;
-      if (!grammar.read_number(t) || t.end != e) return false;
-    }
-    const bool integral = number_.find_first_of(".eE") == std::string::npos;
+    // The final reader's number grammar (no leading zeros, digits after '.' and 'e').
+    json_reader grammar(number_, 1);
+    number_token t;
+    if (!grammar.read_number(t) || t.end != e) return false;
     r_.number_text = number_;
-    if (integral) {
+    if (t.integral) {
       std::int64_t i = 0;
       if (auto [q, ec] = std::from_chars(b, e, i); ec == std::errc() && q == e) {
         r_.number(boost::json::value(i));

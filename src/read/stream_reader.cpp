@@ -624,7 +624,11 @@ struct stream_core::impl {
       return;
     }
     const std::string_view value = current_string();
-    auto raw_of = [&] { return json::serialize(json::string(json::string_view(value.data(), value.size()))); };
+    std::string raw;  // the value as JSON, written once when needed
+    auto raw_of = [&]() -> const std::string& {
+      if (raw.empty()) raw = json::serialize(json::string(json::string_view(value.data(), value.size())));
+      return raw;
+    };
     if (!grow_visible) {
       switch (current.ops->kind) {
         case value_kind::enumeration: {
@@ -651,9 +655,8 @@ struct stream_core::impl {
       } else if (current.node->kind == schema::kind::string) {
         const auto& cs = final_checks(current.node);
         if (!cs.empty() && !within_length_bounds(cs, value)) {
-          const std::string raw = raw_of();
           with_path([&](decode_context& ctx, const path_frame* at) {
-            check_string(cs, value, raw, grow_visible ? native_of(current, value_kind::string) : nullptr, ctx, at);
+            check_string(cs, value, raw_of(), grow_visible ? native_of(current, value_kind::string) : nullptr, ctx, at);
           });
         }
       }
@@ -686,8 +689,7 @@ struct stream_core::impl {
     for (const schema::constraint& c : cs) {
       if (c.kind != schema::constraint_kind::min_length && c.kind != schema::constraint_kind::max_length) return false;
       if (!counted) {
-        for (char ch : v)
-          if ((static_cast<unsigned char>(ch) & 0xC0u) != 0x80u) ++points;
+        points = code_points(v);
         counted = true;
       }
       if (c.kind == schema::constraint_kind::min_length && points < c.count) return false;

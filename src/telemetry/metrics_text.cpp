@@ -1,13 +1,13 @@
 // Prometheus text exposition format 0.0.4: metric primitives, families, registry and writer.
 #include <covenant/telemetry/metrics_text.hpp>
 
-#include "covenant/types/detail/utf8.hpp"
-
 #include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <stdexcept>
 #include <system_error>
+
+#include "covenant/types/detail/utf8.hpp"
 
 namespace covenant::prometheus {
 

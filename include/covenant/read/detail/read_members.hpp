@@ -65,8 +65,9 @@ inline bool all_marked(const std::vector<bool>& s, std::size_t) {
 /// may be matched byte for byte as the next key), read(j, r, ctx, f) (reads field j's value at
 /// the path frame f) and absent(j) (field j reads as its default). False on a syntax error.
 template <class Target, class Set>
-COVENANT_ALWAYS_INLINE bool read_members(json_reader& r, Target& t, const schema::object_def& def, Set& seen, Set& follows,
-                  std::size_t in_order, decode_context& ctx, path_frame& f, const path_frame* at) {
+COVENANT_ALWAYS_INLINE bool read_members(json_reader& r, Target& t, const schema::object_def& def, Set& seen,
+                                          Set& follows, std::size_t in_order, decode_context& ctx, path_frame& f,
+                                          const path_frame* at) {
   const std::size_t n = t.size();
   std::string scratch;
   std::string_view key;

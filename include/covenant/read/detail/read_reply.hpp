@@ -41,10 +41,17 @@ COVENANT_API std::size_t settled_issues(const issue_list& issues, const note_lis
 COVENANT_API bool drop_unfinished_item(std::string_view json, const note_list& candidate_notes,
                                        const issue_list& issues, std::string& out, note& dropped);
 
-/// The decoder of read_reply<T>: decode<T>.
+/// The decoder of read_reply<T>: decode<T>, also in place into a reading's storage (strings and
+/// lists keep their capacity from one candidate to the next).
 template <class T>
 struct typed_decode {
   decoded<T> operator()(std::string_view t, const decode_options& o) const { return decode<T>(t, o); }
+  void operator()(decoded<T>& d, std::string_view t, const decode_options& o) const {
+    d.notes.clear();
+    if (!d.value) d.value.emplace();
+    d.issues = decode_into(t, *d.value, o, &d.notes);
+    if (!d.issues.empty()) d.value.reset();
+  }
 };
 
 /// The readings of one reply, kept by read_reply_core for its caller: three results of the
@@ -113,15 +120,8 @@ decoded<T> read_reply_with(std::string_view text, const decode_options& options,
   slots.decode = [](void* self, int k, std::string_view t, const decode_options& o) {
     auto& x = *static_cast<readings*>(self);
     decoded<T>& d = *x.slot[k];
-    if constexpr (std::is_same_v<std::decay_t<Decode>, typed_decode<T>>) {
-      // A C++ type is decoded in place, into the slot's storage.
-      d.notes.clear();
-      if (!d.value) d.value.emplace();
-      d.issues = decode_into(t, *d.value, o, &d.notes);
-      if (!d.issues.empty()) d.value.reset();
-    } else {
-      d = x.decode(t, o);
-    }
+    if constexpr (requires { x.decode(d, t, o); }) x.decode(d, t, o);  // in place, when it can
+    else d = x.decode(t, o);
   };
   slots.issues = [](void* self, int k) -> issue_list& { return static_cast<readings*>(self)->slot[k]->issues; };
   slots.notes = [](void* self, int k) -> note_list& { return static_cast<readings*>(self)->slot[k]->notes; };
