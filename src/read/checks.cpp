@@ -5,8 +5,10 @@
 #include <cmath>
 #include <string>
 
+#include "covenant/read/detail/coerce.hpp"
 #include "covenant/read/detail/decode_context.hpp"
 #include "covenant/types/formats.hpp"
+#include "covenant/types/detail/utf8.hpp"
 #include "covenant/types/json_equal.hpp"
 #include "types/number_text.hpp"
 
@@ -89,12 +91,6 @@ void decode_context::note(const path_frame* at, note_kind kind, std::string deta
 
 namespace {
 
-std::size_t code_points(std::string_view s) noexcept {
-  std::size_t n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
-  return n;
-}
-
 std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
@@ -146,14 +142,10 @@ const char* format_message(const std::string& format) {
 namespace {
 
 // The number as written in `text` when it is an integer (exactly, also beyond 2^53), else `v`.
-boost::json::value number_value(std::string_view text, double v) {
-  const char* b = text.data();
-  const char* e = b + text.size();
-  std::int64_t i = 0;
-  if (auto [q, ec] = std::from_chars(b, e, i); ec == std::errc() && q == e) return i;
-  std::uint64_t u = 0;
-  if (auto [q, ec] = std::from_chars(b, e, u); ec == std::errc() && q == e) return u;
-  return v;
+boost::json::value written_number(std::string_view text, double v) {
+  boost::json::value out;
+  if (!number_value(text, out) || out.is_double()) out = v;
+  return out;
 }
 
 // The fix of a failed number constraint: true when `v` was changed to satisfy it.
@@ -210,7 +202,7 @@ bool number_checks(const std::vector<schema::constraint>& cs, double& v, const s
         break;
       }
       case schema::constraint_kind::one_of: {
-        const boost::json::value seen = number_value(changed ? std::string_view(now) : raw, v);
+        const boost::json::value seen = written_number(changed ? std::string_view(now) : raw, v);
         bool found = false;
         for (const auto& val : c.values) {
           found = val.is_number() && json_equal(val, seen);

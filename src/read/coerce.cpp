@@ -415,6 +415,25 @@ std::size_t read_enum_value(json_reader& r, const schema::type& node, const sche
   return no_match;
 }
 
+bool number_value(std::string_view text, boost::json::value& out) noexcept {
+  const char* b = text.data();
+  const char* e = b + text.size();
+  std::int64_t i = 0;
+  if (auto [q, ec] = std::from_chars(b, e, i); ec == std::errc() && q == e) {
+    out = i;
+    return true;
+  }
+  std::uint64_t u = 0;
+  if (auto [q, ec] = std::from_chars(b, e, u); ec == std::errc() && q == e) {
+    out = u;
+    return true;
+  }
+  double d = 0;
+  if (auto [q, ec] = std::from_chars(b, e, d); ec != std::errc() || q != e || !std::isfinite(d)) return false;
+  out = d;
+  return true;
+}
+
 void read_json_value(json_reader& r, boost::json::value& out, decode_context& ctx, const path_frame* at) {
   std::string_view raw;
   if (!r.skip_value(raw)) return;

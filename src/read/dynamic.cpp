@@ -10,7 +10,6 @@
 #include <boost/json/string.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -38,33 +37,7 @@ using detail::path_frame;
 using schema::constraint_kind;
 using schema::kind;
 
-double as_double(const json::value& v) {
-  if (v.is_int64()) return static_cast<double>(v.get_int64());
-  if (v.is_uint64()) return static_cast<double>(v.get_uint64());
-  return v.is_double() ? v.get_double() : 0;
-}
-
-// A number token as a JSON value: an integer as int64 or uint64 when it fits, else a double;
-// false when it is not a finite number.
-bool token_value(const detail::number_token& tok, json::value& out) {
-  if (tok.integral) {
-    std::int64_t i = 0;
-    if (auto [q, ec] = std::from_chars(tok.begin, tok.end, i); ec == std::errc() && q == tok.end) {
-      out = i;
-      return true;
-    }
-    std::uint64_t u = 0;
-    if (auto [q, ec] = std::from_chars(tok.begin, tok.end, u); ec == std::errc() && q == tok.end) {
-      out = u;
-      return true;
-    }
-  }
-  double d = 0;
-  const auto res = std::from_chars(tok.begin, tok.end, d);
-  if (res.ec != std::errc() || !std::isfinite(d)) return false;
-  out = d;
-  return true;
-}
+double as_double(const json::value& v) { return v.to_number<double>(); }
 
 class dynamic_decoder {
  public:
@@ -468,7 +441,7 @@ class dynamic_decoder {
       detail::number_token tok;
       if (!r_.read_number(tok)) return nullptr;
       json::value v;
-      match = token_value(tok, v) && json_equal(v, lit);
+      match = detail::number_value(tok.text(), v) && json_equal(v, lit);
     } else if (lit.is_null()) {
       if (c != 'n') return mismatch(t, ctx, at);
       r_.read_null();

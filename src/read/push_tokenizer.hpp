@@ -4,13 +4,12 @@
 
 #include <boost/json/value.hpp>
 
-#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <system_error>
 
+#include "covenant/read/detail/coerce.hpp"
 #include "covenant/read/detail/json_lexer.hpp"
 #include "covenant/read/detail/json_reader.hpp"
 #include "covenant/types/detail/utf8.hpp"
@@ -21,7 +20,8 @@ namespace covenant::detail {
 /// A resumable JSON tokenizer: fed pieces of a text that may end anywhere (inside a string, an
 /// escape, a number, a literal or a UTF-8 character), it calls the reader back for each token:
 /// begin_container(object?), end_container(), key_part(text) + key_done(), string_part(text,
-/// last), number(value) (with the number's text in `number_text`), boolean(b), null(). String
+/// last), number(value) (with the number's text in `number_text`; null out of a double's range),
+/// boolean(b), null(). String
 /// text is passed through in runs found 16 bytes at a time; escapes are decoded; a UTF-8
 /// character cut by the end of a piece is held back until it is whole. Numbers, UTF-8 and
 /// surrogate pairs are held to the final reader's rules (json_reader): text it refuses stops the
@@ -307,31 +307,14 @@ class push_tokenizer {
   }
 
   bool end_number() {
-    const char* b = number_.data();
-    const char* e = b + number_.size();
     // The final reader's number grammar (no leading zeros, digits after '.' and 'e').
     json_reader grammar(number_, 1);
     number_token t;
-    if (!grammar.read_number(t) || t.end != e) return false;
+    if (!grammar.read_number(t) || t.end != number_.data() + number_.size()) return false;
     r_.number_text = number_;
-    if (t.integral) {
-      std::int64_t i = 0;
-      if (auto [q, ec] = std::from_chars(b, e, i); ec == std::errc() && q == e) {
-        r_.number(boost::json::value(i));
-        after_value();
-        return true;
-      }
-      std::uint64_t u = 0;
-      if (auto [q, ec] = std::from_chars(b, e, u); ec == std::errc() && q == e) {
-        r_.number(boost::json::value(u));
-        after_value();
-        return true;
-      }
-    }
-    double d = 0;
-    auto [q, ec] = std::from_chars(b, e, d);
-    if (q != e || (ec != std::errc() && ec != std::errc::result_out_of_range)) return false;
-    r_.number(boost::json::value(d));
+    boost::json::value v;  // null: out of a double's range (the final reader refuses it)
+    number_value(number_, v);
+    r_.number(v);
     after_value();
     return true;
   }

@@ -2,7 +2,6 @@
 // JSON tokenizer writing into C++ values through value_ops tables, or into JSON values).
 #include "covenant/read/detail/stream_reader.hpp"
 
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
@@ -654,7 +653,7 @@ struct stream_core::impl {
         check_scalar_alone(current.node, raw_of());
       } else if (current.node->kind == schema::kind::string) {
         const auto& cs = final_checks(current.node);
-        if (!cs.empty() && !within_length_bounds(cs, value)) {
+        if (!cs.empty() && !string_within_bounds(cs, value.size())) {
           with_path([&](decode_context& ctx, const path_frame* at) {
             check_string(cs, value, raw_of(), grow_visible ? native_of(current, value_kind::string) : nullptr, ctx, at);
           });
@@ -662,14 +661,6 @@ struct stream_core::impl {
       }
     }
     finish_value(current);
-  }
-
-  /// UTF-8 code points in `s` (bytes that do not continue a sequence).
-  static std::size_t code_points(std::string_view s) noexcept {
-    std::size_t n = 0;
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    for (std::size_t i = 0; i < s.size(); ++i) n += (p[i] & 0xC0u) != 0x80u;
-    return n;
   }
 
   /// The current string as read so far: its target's text when shown as it grows, else the scratch.
@@ -682,34 +673,17 @@ struct stream_core::impl {
     return string_scratch;
   }
 
-  /// True when `cs` holds only length bounds that `v` meets (the check would find nothing).
-  static bool within_length_bounds(const std::vector<schema::constraint>& cs, std::string_view v) {
-    std::size_t points = 0;
-    bool counted = false;
-    for (const schema::constraint& c : cs) {
-      if (c.kind != schema::constraint_kind::min_length && c.kind != schema::constraint_kind::max_length) return false;
-      if (!counted) {
-        points = code_points(v);
-        counted = true;
-      }
-      if (c.kind == schema::constraint_kind::min_length && points < c.count) return false;
-      if (c.kind == schema::constraint_kind::max_length && points > c.count) return false;
-    }
-    return true;
-  }
-
   void number(const json::value& v) {
     slot s = next_slot();
     unwrap(s);
     std::string raw;
     raw.swap(number_text);
-    if (s.skip) {
+    if (s.skip || v.is_null()) {  // (null: out of range, refused by the final reader)
       finish_value(s);
       return;
     }
     place(s);
-    const double d = v.is_double() ? v.get_double() : v.is_int64() ? static_cast<double>(v.get_int64())
-                                                                     : static_cast<double>(v.get_uint64());
+    const double d = v.to_number<double>();
     bool stored = false;
     switch (s.ops->kind) {
       case value_kind::integer:
@@ -770,7 +744,8 @@ struct stream_core::impl {
 
   // --- feeding ---------------------------------------------------------------------------
 
-  void reset_reading() {
+  /// Back to no value read (the tokenizer too); the text and the violations stay.
+  void restart() {
     tokens.reset();
     stack.clear();
     path.clear();
@@ -780,6 +755,11 @@ struct stream_core::impl {
     string_open = false;
     key_open = false;
     root_used = false;
+    current = slot{};
+  }
+
+  void reset_reading() {
+    restart();
     finished = false;
     started = false;
     consumed = 0;
@@ -829,21 +809,12 @@ struct stream_core::impl {
     lo.max_candidates = 1;
     const std::vector<candidate> found = extract_candidates(text, lo);
     if (found.empty()) return false;
-    json::error_code ec;
-    json::value value = json::parse(found.front().json, ec);
-    if (ec || !(value.is_object() || value.is_array())) return false;
-    // Replay the value into the target as if it had been parsed.
+    const std::string& json = found.front().json;  // compact JSON
+    if (json.empty() || (json.front() != '{' && json.front() != '[')) return false;
+    // Read the repaired text afresh, as if it had been streamed.
     root_ops->clear(root_target);
-    stack.clear();
-    path.clear();
-    states.clear();
-    root_used = false;
-    // The tokenizer may have stopped inside a key or a string: its slot points into the value just
-    // cleared.
-    key_open = false;
-    string_open = false;
-    current = slot{};
-    replay(value);
+    restart();
+    tokens.feed(json);
     states.complete_all();
     for (const note& nt : found.front().notes) {
       if (nt.kind != note_kind::incomplete) continue;
@@ -851,38 +822,6 @@ struct stream_core::impl {
       if (id != no_node) states.set(id, value_state::streaming);
     }
     return true;
-  }
-
-  void replay(const json::value& v) {
-    switch (v.kind()) {
-      case json::kind::object:
-        begin_container(true);
-        for (const auto& kv : v.get_object()) {
-          key_part(std::string_view(kv.key().data(), kv.key().size()));
-          key_done();
-          replay(kv.value());
-        }
-        end_container();
-        break;
-      case json::kind::array:
-        begin_container(false);
-        for (const auto& e : v.get_array()) replay(e);
-        end_container();
-        break;
-      case json::kind::string: {
-        const json::string& s = v.get_string();
-        string_part(std::string_view(s.data(), s.size()), true);
-        break;
-      }
-      case json::kind::int64:
-      case json::kind::uint64:
-      case json::kind::double_:
-        number_text = json::serialize(v);
-        number(v);
-        break;
-      case json::kind::bool_: boolean(v.get_bool()); break;
-      case json::kind::null: null(); break;
-    }
   }
 
   const schema::model& model;

@@ -6,6 +6,7 @@
 #include <boost/json/string.hpp>
 
 #include "covenant/types/formats.hpp"
+#include "covenant/types/detail/utf8.hpp"
 #include "covenant/types/json_equal.hpp"
 #include "types/number_text.hpp"
 
@@ -718,12 +719,6 @@ std::optional<int> order(const json::value& a, const json::value& b) {
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
   }
   return std::nullopt;
-}
-
-std::size_t code_points(std::string_view s) {
-  std::size_t n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
-  return n;
 }
 
 json::value number_result(double v) {

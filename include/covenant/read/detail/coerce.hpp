@@ -53,6 +53,10 @@ COVENANT_API std::size_t match_enum_value(const schema::enum_def& e, std::string
 COVENANT_API std::size_t read_enum_value(json_reader& r, const schema::type& node, const schema::definition& def,
                                          decode_context& ctx, const path_frame* at);
 
+/// The JSON value of a number's text: an integer as int64 or uint64 when it is one that fits,
+/// else a double; false when it is not a number or out of a double's range.
+COVENANT_API bool number_value(std::string_view text, boost::json::value& out) noexcept;
+
 /// Any JSON value at the reader, parsed whole (within the depth limit); a type_mismatch issue
 /// when it cannot be.
 COVENANT_API void read_json_value(json_reader& r, boost::json::value& out, decode_context& ctx, const path_frame* at);

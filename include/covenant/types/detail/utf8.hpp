@@ -1,5 +1,5 @@
 // covenant/types/detail/utf8.hpp - UTF-8 sequences: checking one (the strict and the lenient readers),
-// finding the first invalid one in a text, and writing a code point.
+// counting code points, finding the first invalid one in a text, and writing a code point.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +27,13 @@ inline std::size_t utf8_sequence(const char* q, const char* e) noexcept {
     return 4;
   }
   return 0;
+}
+
+/// Code points in `s` (the bytes that do not continue a UTF-8 sequence): what string lengths count.
+inline std::size_t code_points(std::string_view s) noexcept {
+  std::size_t n = 0;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return n;
 }
 
 /// Offset in `text` of the first byte that does not start a valid UTF-8 sequence (a stray
