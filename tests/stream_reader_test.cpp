@@ -412,6 +412,37 @@ class R {
   EXPECT_EQ(first.violations()[0].to_string(), "label: must be one of \"positive\", \"negative\", \"neutral\" (got \"furious\")");
 }
 
+TEST(DynamicStreamReader, AnAssertOnAStreamDoneScalarIsJudgedWhenItIsFinished) {
+  // A rule on the JSON value of a @stream.done string or number is judged as soon as the value is
+  // finished, with the final reader's issue; the same rule on a value not marked @stream.done
+  // waits for the final reading.
+  const auto set = covenant::schema_set::parse(R"(
+class R {
+  code string @stream.done @assert({{ this != "ABC" }})
+  n int @stream.done @assert({{ this != 7 }})
+  loose string @assert({{ this != "ABC" }})
+  rest string
+}
+)");
+  const covenant::schema::model m = set.model("R");
+  for (const char* bad : {R"("code": "ABC")", R"("n": 7)"}) {
+    SCOPED_TRACE(bad);
+    covenant::detail::dynamic_stream_reader r(m, {}, covenant::strictness::coerce);
+    r.feed("{" + std::string(bad) + R"(, "rest": "more to come)");
+    ASSERT_EQ(r.violations().size(), 1u);
+    const auto final_issues = covenant::decode_dynamic("{" + std::string(bad) + "}", m).issues;
+    const std::string key = std::string(bad).substr(1, std::string(bad).find('"', 1) - 1);
+    const covenant::issue* same = nullptr;
+    for (const auto& i : final_issues)
+      if (i.path.to_string() == key) same = &i;
+    ASSERT_NE(same, nullptr);
+    EXPECT_EQ(r.violations()[0], *same);
+  }
+  covenant::detail::dynamic_stream_reader loose(m, {}, covenant::strictness::coerce);
+  loose.feed(R"({"loose": "ABC", "rest": "more to come)");
+  EXPECT_TRUE(loose.violations().empty());
+}
+
 TEST(DynamicStreamReader, AFilterAssertOnAChoiceIsNotAViolation) {
   // Only the checks whose failure is fed back or ends the call stop a stream: the final reader
   // drops a filtered item, fixes or notes the others.

@@ -194,14 +194,6 @@ struct stream_core::impl {
     const schema::definition* d = model.resolve(*t);
     return d == nullptr ? nullptr : d->object();
   }
-  /// Whether `t` is a closed choice (an enum; a string, number or boolean literal; a union whose
-  /// non-null alternatives are all choices): a finished value of it is judged at once.
-  [[nodiscard]] bool is_choice(const schema::type* t) {
-    if (t == nullptr) return false;
-    auto it = choice_cache.find(t);
-    if (it == choice_cache.end()) it = choice_cache.emplace(t, detail::choice_set(model, *t).has_value()).first;
-    return it->second;
-  }
   /// The streaming attributes at `t` (schema files: @stream.done, @stream.not_null): its own,
   /// and its class's.
   [[nodiscard]] std::uint8_t stream_flags(const schema::type* t) const {
@@ -241,36 +233,55 @@ struct stream_core::impl {
     return c.on_fail != fail_action::noop && c.on_fail != fail_action::fix && c.on_fail != fail_action::filter;
   }
 
-  /// The constraints of `t` no later text can change the verdict of, once the value is finished.
-  const std::vector<schema::constraint>& final_checks(const schema::type* t) {
-    auto it = check_cache.find(t);
-    if (it != check_cache.end()) return it->second;
-    std::vector<schema::constraint> keep;
-    if (t != nullptr) {
-      for (const schema::constraint& c : t->constraints) {
-        if (!judged(c)) continue;
-        switch (c.kind) {
-          case schema::constraint_kind::minimum:
-          case schema::constraint_kind::maximum:
-          case schema::constraint_kind::exclusive_minimum:
-          case schema::constraint_kind::exclusive_maximum:
-          case schema::constraint_kind::multiple_of:
-          case schema::constraint_kind::min_length:
-          case schema::constraint_kind::max_length:
-          case schema::constraint_kind::pattern:
-          case schema::constraint_kind::format:
-          case schema::constraint_kind::one_of: keep.push_back(c); break;
-          case schema::constraint_kind::predicate:
-            // A rule on the JSON value of a @stream.done value (schema files' @assert), or a C++
-            // predicate marked streaming_safe() (judged on the typed value, see native_of()).
-            if (c.custom && ((stream_done(t) && c.custom->has_json()) || (c.streaming_safe && c.custom->has_native())))
-              keep.push_back(c);
-            break;
-          default: break;
-        }
-      }
+  /// Whether a check of a value (marked @stream.done: `done`) has its verdict once the value is
+  /// finished, whatever text follows: keyword bounds, patterns, formats and choices; a rule on the
+  /// JSON value of a @stream.done value (schema files' @assert). C++ predicates: see judged_type.
+  static bool final_check(const schema::constraint& c, bool done) {
+    if (!judged(c)) return false;
+    switch (c.kind) {
+      case schema::constraint_kind::minimum:
+      case schema::constraint_kind::maximum:
+      case schema::constraint_kind::exclusive_minimum:
+      case schema::constraint_kind::exclusive_maximum:
+      case schema::constraint_kind::multiple_of:
+      case schema::constraint_kind::min_length:
+      case schema::constraint_kind::max_length:
+      case schema::constraint_kind::pattern:
+      case schema::constraint_kind::format:
+      case schema::constraint_kind::one_of: return true;
+      case schema::constraint_kind::predicate: return done && c.custom && c.custom->has_json();
+      default: return false;
     }
-    return check_cache.emplace(t, std::move(keep)).first->second;
+  }
+
+  /// A scalar's type as a finished value of it is judged: `type` keeps only its final_check()s;
+  /// `native` holds the C++ predicates marked streaming_safe() (run on the typed value); `choice`:
+  /// a closed choice or a literal, read alone whatever its checks.
+  struct judged_type {
+    schema::type type;
+    std::vector<schema::constraint> native;
+    bool choice = false;
+  };
+
+  void keep_final(schema::type& t) const {
+    const bool done = stream_done(&t);
+    std::erase_if(t.constraints, [&](const schema::constraint& c) { return !final_check(c, done); });
+    for (schema::type& a : t.args) keep_final(a);
+  }
+
+  const judged_type& judged_of(const schema::type* t) {
+    static const judged_type none;
+    if (t == nullptr) return none;
+    auto it = judged_cache.find(t);
+    if (it != judged_cache.end()) return it->second;
+    judged_type j;
+    j.type = *t;
+    keep_final(j.type);
+    for (const schema::constraint& c : t->constraints)
+      if (judged(c) && c.kind == schema::constraint_kind::predicate && c.streaming_safe && c.custom && c.custom->has_native())
+        j.native.push_back(c);
+    j.choice = t->kind == schema::kind::literal || detail::choice_set(model, *t).has_value();
+    return judged_cache.emplace(t, std::move(j)).first->second;
   }
 
   /// The typed value a finished scalar was stored into, for a C++ predicate: the slot's target
@@ -321,28 +332,17 @@ struct stream_core::impl {
     for (issue& i : found) violations.push_back(std::move(i));
   }
 
-  /// Keeps only the constraints whose failure is fed back or ends the call (reask, refrain,
-  /// exception): a fixed, dropped or noted value does not stop the stream.
-  static void judged_only(schema::type& t) {
-    std::erase_if(t.constraints, [](const schema::constraint& c) { return !judged(c); });
-    for (schema::type& a : t.args) judged_only(a);
-  }
-
-  /// The issues of a finished scalar (its JSON text), read alone by the final reader (with its
-  /// coercions at the stream's level) and only the checks whose failure stops the stream: what
-  /// does not fit now will not fit in the final reading either.
-  void check_scalar_alone(const schema::type* t, std::string_view json_text) {
-    auto it = judged_cache.find(t);
-    if (it == judged_cache.end()) {
-      schema::type judged = *t;
-      judged_only(judged);
-      it = judged_cache.emplace(t, std::move(judged)).first;
-    }
+  /// Judges a finished scalar (`json_text`; `native`: its typed value or null): read alone by the
+  /// final reader, with its coercions at the stream's level, against judged_of() its type; then
+  /// the C++ predicates on the typed value. What does not fit now will not fit in the final
+  /// reading either.
+  void judge(const judged_type& j, std::string_view json_text, const void* native) {
     with_path([&](decode_context& ctx, const path_frame* at) {
       json_reader r(json_text, checks_options.max_depth);
       const std::size_t before = ctx.issues.size();
-      read_dynamic_value(r, it->second, ctx, at);
+      read_dynamic_value(r, j.type, ctx, at);
       if (!r.finish()) ctx.issues.resize(before);  // a text it could not parse is not judged here
+      if (native != nullptr && !j.native.empty()) check_native(j.native, json_text, native, ctx, at);
     });
   }
 
@@ -649,16 +649,10 @@ struct stream_core::impl {
       }
     }
     if (!violations_frozen && violations.empty() && current.node != nullptr) {
-      if (is_choice(current.node) || current.node->kind == schema::kind::literal) {
-        check_scalar_alone(current.node, raw_of());
-      } else if (current.node->kind == schema::kind::string) {
-        const auto& cs = final_checks(current.node);
-        if (!cs.empty() && !string_within_bounds(cs, value.size())) {
-          with_path([&](decode_context& ctx, const path_frame* at) {
-            check_string(cs, value, raw_of(), grow_visible ? native_of(current, value_kind::string) : nullptr, ctx, at);
-          });
-        }
-      }
+      const judged_type& j = judged_of(current.node);
+      if (j.choice || (current.node->kind == schema::kind::string &&
+                       !(j.native.empty() && string_within_bounds(j.type.constraints, value.size()))))
+        judge(j, raw_of(), grow_visible ? native_of(current, value_kind::string) : nullptr);
     }
     finish_value(current);
   }
@@ -704,16 +698,11 @@ struct stream_core::impl {
     const bool numeric_node =
         s.node != nullptr && (s.node->kind == schema::kind::number || s.node->kind == schema::kind::integer);
     // An integer that does not fit its width is that issue alone: its constraints are not judged.
-    if (!violations_frozen && stored && numeric_node &&
-        !(s.node->kind == schema::kind::integer && (v.is_double() || !detail::integer_fits(*s.node, v)))) {
-      const auto& cs = final_checks(s.node);
-      if (!cs.empty() && !number_within_bounds(cs, d))
-        with_path([&](decode_context& ctx, const path_frame* at) {
-          check_number(cs, d, raw, native_of(s, s.ops->kind), ctx, at);
-        });
-    } else if (!violations_frozen && s.node != nullptr && (s.node->kind == schema::kind::literal || is_choice(s.node))) {
-      check_scalar_alone(s.node, raw);
-    }
+    const judged_type& j = judged_of(s.node);
+    const bool judged_number = stored && numeric_node &&
+                               !(s.node->kind == schema::kind::integer && (v.is_double() || !detail::integer_fits(*s.node, v))) &&
+                               !(j.native.empty() && number_within_bounds(j.type.constraints, d));
+    if (!violations_frozen && (judged_number || j.choice)) judge(j, raw, native_of(s, s.ops->kind));
     finish_value(s);
   }
 
@@ -726,7 +715,7 @@ struct stream_core::impl {
       else if (s.ops->kind == value_kind::opaque || (s.ops->kind == value_kind::json && takes(s.node, json::kind::bool_)))
         s.ops->assign(s.target, json::value(b), options);
       changed = true;
-      if (!violations_frozen && is_choice(s.node)) check_scalar_alone(s.node, b ? "true" : "false");
+      if (!violations_frozen && judged_of(s.node).choice) judge(judged_of(s.node), b ? "true" : "false", nullptr);
     }
     finish_value(s);
   }
@@ -827,7 +816,6 @@ struct stream_core::impl {
   const schema::model& model;
   decode_options options;
   decode_options checks_options;
-  std::unordered_map<const schema::type*, bool> choice_cache;
   strictness level;
   const value_ops* root_ops;
   void* root_target;
@@ -856,9 +844,8 @@ struct stream_core::impl {
   const std::vector<schema::constraint>* string_grow = nullptr;  // maxima of the current string
   std::string number_text;
 
-  std::unordered_map<const schema::type*, std::vector<schema::constraint>> check_cache;
   std::unordered_map<const schema::type*, std::vector<schema::constraint>> growing_cache;
-  std::unordered_map<const schema::type*, schema::type> judged_cache;  // judged_only() of a scalar's type
+  std::unordered_map<const schema::type*, judged_type> judged_cache;
 };
 
 stream_core::stream_core(const schema::model& m, const decode_options& options, strictness level,
