@@ -338,20 +338,35 @@ class dynamic_decoder {
       values.push_back(&u->literal);
     }
     if (names.empty()) return std::nullopt;
+    return read_string_choice(t, names, values, ctx, at);
+  }
+
+  // A string (at the reader) that names one of `values` (string literals): as written, or in
+  // coerce mode as an enum value is named (detail::match_name, noted); null after the issue when
+  // it names none; nullopt when the text could not be read.
+  std::optional<json::value> read_string_choice(const schema::type& t, const std::vector<detail::named_value>& names,
+                                                const std::vector<const json::value*>& values, decode_context& ctx,
+                                                const path_frame* at) {
     const char* start = r_.position();
     std::string scratch;
     std::string_view s;
     if (!r_.read_string_view(s, scratch)) return std::nullopt;
     const std::string_view raw = detail::span_from(r_, start);
     std::string how;
-    const std::size_t k = detail::match_name(names, s, how);
+    std::size_t k = detail::no_match;
+    for (const auto& n : names)
+      if (n.name == s) k = n.index;
+    if (k == detail::no_match && ctx.opts.coerce) {
+      k = detail::match_name(names, s, how);
+      if (k != detail::no_match)
+        ctx.note(at, note_kind::coerced, std::string(raw) + " read as " + json_text(*values[k]) + " (" + how + ")");
+    }
     if (k == detail::no_match) {
       std::vector<json::value> choices;
       for (const json::value* x : values) choices.push_back(*x);
       detail::choice_mismatch(ctx, at, choices, raw);
       return json::value(nullptr);
     }
-    ctx.note(at, note_kind::coerced, std::string(raw) + " read as " + json_text(*values[k]) + " (" + how + ")");
     json::value v = *values[k];
     if (!t.constraints.empty()) value_constraints(t.constraints, v, raw, ctx, at);
     return v;
@@ -420,18 +435,10 @@ class dynamic_decoder {
     }
     if (lit.is_string()) {
       if (c != '"') return mismatch(t, ctx, at);
-      std::string scratch;
-      std::string_view s;
-      if (!r_.read_string_view(s, scratch)) return nullptr;
-      match = s == std::string_view(lit.get_string());
-      if (!match && ctx.opts.coerce) {
-        std::string how;
-        const std::vector<detail::named_value> names{{std::string_view(lit.get_string()), 0}};
-        match = detail::match_name(names, s, how) == 0;
-        if (match)
-          ctx.note(at, note_kind::coerced, std::string(detail::span_from(r_, start)) + " read as " + json_text(lit) + " (" + how + ")");
-      }
-    } else if (lit.is_bool()) {
+      std::optional<json::value> v = read_string_choice(t, {{std::string_view(lit.get_string()), 0}}, {&lit}, ctx, at);
+      return v ? std::move(*v) : json::value(nullptr);
+    }
+    if (lit.is_bool()) {
       if (c != 't' && c != 'f') return mismatch(t, ctx, at);
       bool b = false;
       if (!r_.read_bool(b)) return nullptr;
@@ -455,7 +462,7 @@ class dynamic_decoder {
     const std::string_view raw = detail::span_from(r_, start);
     if (!match) {
       // A literal is a one-value choice: a value of its kind that is another value breaks the choice.
-      if (lit.is_string() || lit.is_bool() || lit.is_number()) detail::choice_mismatch(ctx, at, {lit}, raw);
+      if (lit.is_bool() || lit.is_number()) detail::choice_mismatch(ctx, at, {lit}, raw);
       else detail::type_mismatch(ctx, at, t, raw);
       return nullptr;
     }
