@@ -9,6 +9,7 @@
 
 #include "covenant/read/dynamic.hpp"
 #include "dynamic_value.hpp"
+#include "partial_rules.hpp"
 #include "push_tokenizer.hpp"
 #include "read/json_ops.hpp"
 
@@ -144,8 +145,6 @@ struct slot {
   void* parent = nullptr;
   std::string key;
   bool item = false;
-  std::size_t owner = 0;  // with field >= 0: the frame (in the stack) of an object waiting for this
-  int field = -1;         // @stream.not_null field to be shown
   const schema::type* node = nullptr;
   std::uint32_t state = no_node;
   bool skip = false;               // read but not shown (an unknown key)
@@ -163,15 +162,10 @@ struct frame {
   std::vector<bool> seen;                  // the fields given so far (a key given again: the last wins)
   bool any_key = false;                    // maps / any: every key is kept (JSON)
   std::size_t count = 0;                   // list elements so far
-  // An opaque typed value (variant, map, ...) is built as JSON here and assigned at its end; so
-  // is a JSON value held back by the streaming attributes (`home`: where it is shown).
+  // An opaque typed value (variant, map, ...) is built as JSON here and assigned at its end.
   std::unique_ptr<json::value> scratch;
   const value_ops* opaque_ops = nullptr;
   void* opaque_target = nullptr;
-  slot home;
-  bool held = false;
-  std::vector<bool> waiting;    // @stream.not_null fields without a value yet
-  std::size_t waiting_for = 0;  // how many
 };
 
 }  // namespace
@@ -387,10 +381,6 @@ struct stream_core::impl {
           if (f.seen[j]) s.ops->clear(s.target);  // a key given again: its last value wins, as in the final reading
           f.seen[j] = true;
         } else {  // JSON: made by place() (member() starts every key afresh)
-          if (f.waiting_for > 0 && f.waiting[j]) {
-            s.owner = stack.size() - 1;
-            s.field = static_cast<int>(j);
-          }
           s.ops = f.at.ops;
           s.parent = f.at.target;
         }
@@ -440,27 +430,9 @@ struct stream_core::impl {
     return s;
   }
 
-  /// Makes the JSON member or item of `s` (null) where its value is shown; a value that is not
-  /// null (`null_value`) may show the object that waits for it (@stream.not_null).
-  void place(slot& s, bool null_value = false) {
-    if (s.target != nullptr || s.parent == nullptr) return;
-    s.target = s.item ? s.ops->emplace(s.parent) : s.ops->member(s.parent, s.key);
-    if (s.field < 0 || null_value) return;
-    frame& o = stack[s.owner];
-    if (!o.waiting[static_cast<std::size_t>(s.field)]) return;
-    o.waiting[static_cast<std::size_t>(s.field)] = false;
-    if (--o.waiting_for == 0) publish(o);
-  }
-
-  /// Shows the JSON value the frame `f` holds back, and goes on writing it where it is shown.
-  void publish(frame& f) {
-    if (!f.held) return;
-    place(f.home);
-    *static_cast<json::value*>(f.home.target) = std::move(*f.scratch);
-    f.at.target = f.home.target;
-    f.scratch.reset();
-    f.held = false;
-    changed = true;
+  /// Makes the JSON member or item of `s` (null) where its value is shown.
+  static void place(slot& s) {
+    if (s.target == nullptr && s.parent != nullptr) s.target = s.item ? s.ops->emplace(s.parent) : s.ops->member(s.parent, s.key);
   }
 
   /// The value at `s` is finished.
@@ -480,21 +452,6 @@ struct stream_core::impl {
     }
   }
 
-  /// Whether a JSON list or object at `s` is held back: it is @stream.done, or an object with
-  /// @stream.not_null fields (marked in `f`).
-  bool hold_container(const slot& s, bool object, frame& f) {
-    if (stream_done(s.node)) return true;
-    const schema::object_def* def = object ? object_of(s.node) : nullptr;
-    if (def == nullptr) return false;
-    for (std::size_t j = 0; j < def->fields.size(); ++j) {
-      if ((stream_flags(&def->fields[j].type) & schema::stream_flag::not_null) == 0) continue;
-      f.waiting.resize(def->fields.size());
-      f.waiting[j] = true;
-      ++f.waiting_for;
-    }
-    return f.waiting_for > 0;
-  }
-
   void begin_container(bool object) {
     slot s = next_slot();
     frame f;
@@ -506,15 +463,7 @@ struct stream_core::impl {
       return;
     }
     unwrap(s);
-    if (s.ops->kind == value_kind::json && hold_container(s, object, f)) {
-      // Shown when finished (@stream.done) or once its @stream.not_null fields have values.
-      f.home = s;
-      f.held = true;
-      f.scratch = std::make_unique<json::value>();
-      s.target = f.scratch.get();
-    } else if (s.ops->kind == value_kind::json) {
-      place(s);
-    }
+    if (s.ops->kind == value_kind::json) place(s);
     if (s.ops->kind == value_kind::opaque) {
       // Build its JSON, assign it whole at its end.
       f.scratch = std::make_unique<json::value>();
@@ -546,8 +495,7 @@ struct stream_core::impl {
       finish_value(f.at);
       return;
     }
-    if (f.held) publish(f);
-    else if (f.scratch) f.opaque_ops->assign(f.opaque_target, *f.scratch, options);
+    if (f.scratch) f.opaque_ops->assign(f.opaque_target, *f.scratch, options);
     finish_value(f.at);
   }
 
@@ -723,7 +671,7 @@ struct stream_core::impl {
   void null() {
     slot s = next_slot();
     if (!s.skip) {
-      place(s, true);
+      place(s);
       if (s.ops->kind == value_kind::optional) s.ops->reset(s.target);
       else if (s.ops->kind == value_kind::json) s.ops->clear(s.target);
       changed = true;
@@ -805,12 +753,27 @@ struct stream_core::impl {
     restart();
     tokens.feed(json);
     states.complete_all();
+    open_notes.clear();
     for (const note& nt : found.front().notes) {
       if (nt.kind != note_kind::incomplete) continue;
+      open_notes.push_back(nt.path);
       const std::uint32_t id = states.find(nt.path);
       if (id != no_node) states.set(id, value_state::streaming);
     }
     return true;
+  }
+
+  /// The paths of the values not finished yet: the current one (and so its containers), or after
+  /// the lenient fallback, those its reading left incomplete.
+  std::vector<covenant::path> unfinished() const {
+    if (fallback) return open_notes;
+    if (states.at(partial_states::root) != value_state::streaming) return {};
+    covenant::path p;
+    for (const path_step& step : path) {
+      if (step.is_index) p.index(step.index);
+      else p.key(step.key);
+    }
+    return {std::move(p)};
   }
 
   const schema::model& model;
@@ -826,6 +789,7 @@ struct stream_core::impl {
   bool started = false;
   bool finished = false;
   bool fallback = false;
+  std::vector<covenant::path> open_notes;  // the fallback's incomplete values
   std::size_t last_reread = 0;
   bool changed = false;
 
@@ -878,10 +842,36 @@ const issue_list& stream_core::violations() const noexcept { return impl_->viola
 const partial_states& stream_core::states() const noexcept { return impl_->states; }
 const std::string& stream_core::text() const noexcept { return impl_->text; }
 bool stream_core::lenient() const noexcept { return impl_->fallback; }
+std::vector<path> stream_core::unfinished() const { return impl_->unfinished(); }
+
+namespace {
+
+bool has_stream_flags(const schema::type& t) {
+  return t.stream != 0 || std::any_of(t.args.begin(), t.args.end(), has_stream_flags);
+}
+
+// Whether the model has streaming attributes anywhere.
+bool has_stream_attributes(const schema::model& m) {
+  if (has_stream_flags(m.root)) return true;
+  for (const schema::definition& d : m.defs) {
+    if (const schema::object_def* o = d.object()) {
+      if (o->stream != 0 || std::any_of(o->fields.begin(), o->fields.end(),
+                                        [](const schema::field& f) { return has_stream_flags(f.type); }))
+        return true;
+    } else if (const schema::alias_def* a = d.alias(); a != nullptr && has_stream_flags(a->target)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 dynamic_stream_reader::dynamic_stream_reader(const schema::model& m, const decode_options& options, strictness level)
-    : model_(m), core_(std::make_unique<stream_core>(model_, options, level, &json_ops(), &value_)) {
-  view_.value_ = &value_;
+    : model_(m),
+      attributes_(has_stream_attributes(model_)),
+      core_(std::make_unique<stream_core>(model_, options, level, &json_ops(), &value_)) {
+  view_.value_ = attributes_ ? &shown_ : &value_;
   view_.states_ = &core_->states();
 }
 
@@ -889,7 +879,19 @@ dynamic_stream_reader::~dynamic_stream_reader() = default;
 
 void dynamic_stream_reader::reset() {
   value_ = nullptr;
+  shown_ = nullptr;
   core_->reset();
+}
+
+bool dynamic_stream_reader::feed(std::string_view delta) {
+  if (!core_->feed(delta)) return false;
+  if (attributes_) {
+    // What a partial reading of the text so far shows under the streaming attributes.
+    shown_ = value_;
+    note_list notes;
+    if (!keep_streamed(shown_, model_, core_->unfinished(), notes)) shown_ = nullptr;
+  }
+  return true;
 }
 
 }  // namespace detail

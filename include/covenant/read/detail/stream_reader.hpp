@@ -25,6 +25,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "covenant/read/detail/decode_context.hpp"
 #include "covenant/read/detail/value_ops.hpp"
@@ -57,6 +58,8 @@ class COVENANT_API stream_core {
   [[nodiscard]] const std::string& text() const noexcept;
   /// The reader fell back to re-reading the text leniently (it is not plain JSON).
   [[nodiscard]] bool lenient() const noexcept;
+  /// The paths of the values not finished yet (with JSON keys).
+  [[nodiscard]] std::vector<path> unfinished() const;
 
   struct impl;
 
@@ -97,7 +100,7 @@ class COVENANT_API dynamic_stream_reader {
   dynamic_stream_reader& operator=(const dynamic_stream_reader&) = delete;
 
   void reset();
-  bool feed(std::string_view delta) { return core_->feed(delta); }
+  bool feed(std::string_view delta);
   [[nodiscard]] const partial_json& view() const noexcept { return view_; }
   [[nodiscard]] const issue_list& violations() const noexcept { return core_->violations(); }
   [[nodiscard]] const std::string& text() const noexcept { return core_->text(); }
@@ -106,6 +109,10 @@ class COVENANT_API dynamic_stream_reader {
  private:
   schema::model model_;  // a copy: the caller's model may go away first
   boost::json::value value_;
+  // With streaming attributes in the model: the value as a partial reading shows it (a copy of
+  // value_ after each change, with what the attributes hold back left out).
+  bool attributes_ = false;
+  boost::json::value shown_;
   partial_json view_;
   std::unique_ptr<stream_core> core_;
 };
