@@ -417,15 +417,21 @@ TEST(DynamicStreamReader, AnAssertOnAStreamDoneScalarIsJudgedWhenItIsFinished) {
   // finished, with the final reader's issue; the same rule on a value not marked @stream.done
   // waits for the final reading.
   const auto set = covenant::schema_set::parse(R"(
+enum Tone {
+  CALM
+  URGENT
+}
 class R {
   code string @stream.done @assert({{ this != "ABC" }})
   n int @stream.done @assert({{ this != 7 }})
+  tone Tone @stream.done @assert({{ this != "URGENT" }})
   loose string @assert({{ this != "ABC" }})
+  loose_tone Tone @assert({{ this != "URGENT" }})
   rest string
 }
 )");
   const covenant::schema::model m = set.model("R");
-  for (const char* bad : {R"("code": "ABC")", R"("n": 7)"}) {
+  for (const char* bad : {R"("code": "ABC")", R"("n": 7)", R"("tone": "URGENT")"}) {
     SCOPED_TRACE(bad);
     covenant::detail::dynamic_stream_reader r(m, {}, covenant::strictness::coerce);
     r.feed("{" + std::string(bad) + R"(, "rest": "more to come)");
@@ -438,9 +444,11 @@ class R {
     ASSERT_NE(same, nullptr);
     EXPECT_EQ(r.violations()[0], *same);
   }
-  covenant::detail::dynamic_stream_reader loose(m, {}, covenant::strictness::coerce);
-  loose.feed(R"({"loose": "ABC", "rest": "more to come)");
-  EXPECT_TRUE(loose.violations().empty());
+  for (const char* loose_value : {R"("loose": "ABC")", R"("loose_tone": "URGENT")"}) {
+    covenant::detail::dynamic_stream_reader loose(m, {}, covenant::strictness::coerce);
+    loose.feed("{" + std::string(loose_value) + R"(, "rest": "more to come)");
+    EXPECT_TRUE(loose.violations().empty()) << loose_value;
+  }
 }
 
 TEST(DynamicStreamReader, AFilterAssertOnAChoiceIsNotAViolation) {
