@@ -5,16 +5,22 @@
 //   - a value decode_dynamic accepts validates again, and its compact text decodes to the same
 //     value (round trip), and read_dynamic at the strict level accepts the text with that value;
 //   - a value read_dynamic accepts in final mode validates against the schema;
-//   - a result of read_dynamic with issues has no value.
+//   - a result of read_dynamic with issues has no value;
+//   - a runtime schema's stream with streaming attributes (dynamic_stream_reader), fed the bytes in
+//     pieces, never shows a @stream.done field that is not finished, and, unless it fell back to
+//     the lenient reader, ends with the same view and violations however the bytes were cut.
+#include <covenant/read/detail/stream_reader.hpp>
 #include <covenant/read/dynamic.hpp>
 #include <covenant/runtime/schema_file.hpp>
 
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -67,6 +73,59 @@ const std::vector<covenant::schema::model>& models() {
   return all;
 }
 
+// A class with streaming attributes, for the stream property.
+constexpr std::string_view streamed_text = R"(
+enum Mood {
+  CALM
+  TENSE
+}
+class Step {
+  name string @stream.not_null
+  done bool
+}
+class Shown {
+  title string @stream.done
+  steps Step[] @stream.done
+  mood Mood @stream.not_null
+  items Step[]
+  note string
+}
+)";
+
+// `text` cut in pieces of 1 to `most` bytes, chosen from `seed`.
+std::vector<std::string_view> pieces(std::string_view text, std::uint64_t seed, std::size_t most) {
+  std::vector<std::string_view> out;
+  for (std::size_t at = 0; at < text.size();) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    const std::size_t n = std::min<std::size_t>(1 + (seed >> 33) % most, text.size() - at);
+    out.push_back(text.substr(at, n));
+    at += n;
+  }
+  return out;
+}
+
+void stream_checks(std::string_view text) {
+  static const covenant::schema::model m = covenant::schema_set::parse(streamed_text).model("Shown");
+  for (covenant::strictness level : {covenant::strictness::strict, covenant::strictness::coerce}) {
+    std::optional<std::string> first;
+    for (std::size_t most : {std::size_t{1}, std::size_t{7}, std::size_t{64}}) {
+      covenant::detail::dynamic_stream_reader r(m, {}, level);
+      for (std::string_view piece : pieces(text, text.size() * 31 + most, most)) {
+        r.feed(piece);
+        const boost::json::value& v = r.view().value();
+        for (const char* key : {"title", "steps"})
+          if (v.is_object() && v.as_object().contains(key) && r.view().state(key) != covenant::value_state::complete)
+            fail("the stream shows a @stream.done value that is not finished", text);
+      }
+      if (r.lenient()) continue;  // re-read at points that depend on the pieces
+      std::string seen = covenant::json_text(r.view().value());
+      for (const covenant::issue& i : r.violations()) seen += "\n" + i.to_string();
+      if (!first) first = std::move(seen);
+      else if (*first != seen) fail("two cuts of the same text end with different stream views", text);
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -96,5 +155,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
     }
   }
+  stream_checks(text);
   return 0;
 }
