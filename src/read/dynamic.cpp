@@ -37,7 +37,6 @@ using detail::path_frame;
 using schema::constraint_kind;
 using schema::kind;
 
-double as_double(const json::value& v) { return v.to_number<double>(); }
 
 class dynamic_decoder {
  public:
@@ -422,7 +421,7 @@ class dynamic_decoder {
       double d = 0;
       bool b = false;
       if (lit.is_bool()) match = detail::bool_from_text(s, b) && b == lit.get_bool();
-      else match = detail::number_from_text(s, false, d) && d == as_double(lit);
+      else match = detail::number_from_text(s, false, d) && d == lit.to_number<double>();
       const std::string_view raw = detail::span_from(r_, start);
       if (!match) {
         detail::type_mismatch(ctx, at, t, raw);
@@ -589,7 +588,7 @@ class dynamic_decoder {
   void value_constraints(const std::vector<schema::constraint>& cs, const json::value& v, std::string_view raw,
                          decode_context& ctx, const path_frame* at) {
     if (v.is_string()) detail::check_string(cs, v.get_string(), raw, nullptr, ctx, at);
-    else if (v.is_number()) detail::check_number(cs, as_double(v), raw, nullptr, ctx, at);
+    else if (v.is_number()) detail::check_number(cs, v.to_number<double>(), raw, nullptr, ctx, at);
     else if (v.is_array()) detail::check_count(cs, v.get_array().size(), false, raw, nullptr, ctx, at);
     else if (v.is_object()) detail::check_count(cs, v.get_object().size(), true, raw, nullptr, ctx, at);
     rules(cs, v, raw, v.is_array() || v.is_object(), ctx, at);
@@ -635,7 +634,7 @@ class dynamic_decoder {
           if (mt->kind == kind::string && x.is_string()) detail::append_json_string(shown, x.get_string());
           else if (mt->kind == kind::integer && x.is_int64()) shown = std::to_string(x.get_int64());
           else if (mt->kind == kind::integer && x.is_uint64()) shown = std::to_string(x.get_uint64());
-          else if (mt->kind == kind::number && x.is_number()) shown = std::to_string(as_double(x));
+          else if (mt->kind == kind::number && x.is_number()) shown = std::to_string(x.to_number<double>());
           else if (mt->kind == kind::boolean && x.is_bool()) shown = std::to_string(x.get_bool() ? 1 : 0);
         }
         found = detail::render_unique_by_duplicate(c.text, shown, i, j);

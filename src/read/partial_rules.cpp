@@ -24,6 +24,10 @@ bool listed(const std::vector<path>& paths, const path& p) {
   return std::any_of(paths.begin(), paths.end(), [&](const path& q) { return q == p; });
 }
 
+bool has_stream_flags(const schema::type& t) {
+  return t.stream != 0 || std::any_of(t.args.begin(), t.args.end(), has_stream_flags);
+}
+
 // Partial mode: what a streaming reader shows of a value still being written, following the
 // schema's streaming attributes (schema::stream_flag) and the rule that an enum value or a string
 // literal is read only from a finished string.
@@ -196,6 +200,20 @@ namespace detail {
 bool keep_streamed(boost::json::value& v, const schema::model& m, std::vector<path> unfinished, note_list& notes) {
   stream_view view(m, std::move(unfinished), notes);
   return view.keep(v, m.root);
+}
+
+bool has_stream_attributes(const schema::model& m) {
+  if (has_stream_flags(m.root)) return true;
+  for (const schema::definition& d : m.defs) {
+    if (const schema::object_def* o = d.object()) {
+      if (o->stream != 0 || std::any_of(o->fields.begin(), o->fields.end(),
+                                        [](const schema::field& f) { return has_stream_flags(f.type); }))
+        return true;
+    } else if (const schema::alias_def* a = d.alias(); a != nullptr && has_stream_flags(a->target)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool shape_coercion(const note& n) noexcept {

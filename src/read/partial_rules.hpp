@@ -19,4 +19,8 @@ namespace covenant::detail {
 /// out.
 bool keep_streamed(boost::json::value& v, const schema::model& m, std::vector<path> unfinished, note_list& notes);
 
+/// Whether the model has streaming attributes anywhere: else keep_streamed leaves out of a value
+/// only unfinished strings of closed choices.
+bool has_stream_attributes(const schema::model& m);
+
 }  // namespace covenant::detail

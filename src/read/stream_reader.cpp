@@ -646,11 +646,14 @@ struct stream_core::impl {
     const bool numeric_node =
         s.node != nullptr && (s.node->kind == schema::kind::number || s.node->kind == schema::kind::integer);
     // An integer that does not fit its width is that issue alone: its constraints are not judged.
-    const judged_type& j = judged_of(s.node);
-    const bool judged_number = stored && numeric_node &&
-                               !(s.node->kind == schema::kind::integer && (v.is_double() || !detail::integer_fits(*s.node, v))) &&
-                               !(j.native.empty() && number_within_bounds(j.type.constraints, d));
-    if (!violations_frozen && (judged_number || j.choice)) judge(j, raw, native_of(s, s.ops->kind));
+    if (!violations_frozen) {
+      const judged_type& j = judged_of(s.node);
+      const bool judged_number =
+          stored && numeric_node &&
+          !(s.node->kind == schema::kind::integer && (v.is_double() || !detail::integer_fits(*s.node, v))) &&
+          !(j.native.empty() && number_within_bounds(j.type.constraints, d));
+      if (judged_number || j.choice) judge(j, raw, native_of(s, s.ops->kind));
+    }
     finish_value(s);
   }
 
@@ -663,7 +666,8 @@ struct stream_core::impl {
       else if (s.ops->kind == value_kind::opaque || (s.ops->kind == value_kind::json && takes(s.node, json::kind::bool_)))
         s.ops->assign(s.target, json::value(b), options);
       changed = true;
-      if (!violations_frozen && judged_of(s.node).choice) judge(judged_of(s.node), b ? "true" : "false", nullptr);
+      if (!violations_frozen)
+        if (const judged_type& j = judged_of(s.node); j.choice) judge(j, b ? "true" : "false", nullptr);
     }
     finish_value(s);
   }
@@ -844,28 +848,6 @@ const std::string& stream_core::text() const noexcept { return impl_->text; }
 bool stream_core::lenient() const noexcept { return impl_->fallback; }
 std::vector<path> stream_core::unfinished() const { return impl_->unfinished(); }
 
-namespace {
-
-bool has_stream_flags(const schema::type& t) {
-  return t.stream != 0 || std::any_of(t.args.begin(), t.args.end(), has_stream_flags);
-}
-
-// Whether the model has streaming attributes anywhere.
-bool has_stream_attributes(const schema::model& m) {
-  if (has_stream_flags(m.root)) return true;
-  for (const schema::definition& d : m.defs) {
-    if (const schema::object_def* o = d.object()) {
-      if (o->stream != 0 || std::any_of(o->fields.begin(), o->fields.end(),
-                                        [](const schema::field& f) { return has_stream_flags(f.type); }))
-        return true;
-    } else if (const schema::alias_def* a = d.alias(); a != nullptr && has_stream_flags(a->target)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
 
 dynamic_stream_reader::dynamic_stream_reader(const schema::model& m, const decode_options& options, strictness level)
     : model_(m),
