@@ -92,8 +92,8 @@ replay replay_stream(const std::vector<std::string>& chunks, output_mode mode, b
     const wire_event e = dialect().parse_event(with_event_lines ? type : "", data, mode);
     out.text += e.text;
     if (e.finish_reason) out.finish_reason = *e.finish_reason;
-    if (e.input_tokens) out.input_tokens = *e.input_tokens;
-    if (e.output_tokens) out.output_tokens = *e.output_tokens;
+    if (e.usage.input) out.input_tokens = *e.usage.input;
+    if (e.usage.output) out.output_tokens = *e.usage.output;
     if (!e.model.empty()) out.model = e.model;
     if (e.error) out.error = *e.error;
     out.done = out.done || e.done;
@@ -479,8 +479,8 @@ TEST(AnthropicWireEvent, MessageStartReportsModelAndUsage) {
       output_mode::tools);
   EXPECT_FALSE(e.malformed);
   EXPECT_EQ(e.model, "claude-x");
-  EXPECT_EQ(e.input_tokens, 25u);
-  EXPECT_EQ(e.output_tokens, 1u);
+  EXPECT_EQ(e.usage.input, 25u);
+  EXPECT_EQ(e.usage.output, 1u);
   EXPECT_EQ(e.text, "");
   EXPECT_FALSE(e.done);
   EXPECT_FALSE(e.finish_reason.has_value());
@@ -489,8 +489,8 @@ TEST(AnthropicWireEvent, MessageStartReportsModelAndUsage) {
 TEST(AnthropicWireEvent, MessageStartWithoutOutputTokensReportsNone) {
   const wire_event e = dialect().parse_event(
       "message_start", R"({"type":"message_start","message":{"model":"m","usage":{"input_tokens":3}}})", output_mode::prompt);
-  EXPECT_EQ(e.input_tokens, 3u);
-  EXPECT_FALSE(e.output_tokens.has_value());
+  EXPECT_EQ(e.usage.input, 3u);
+  EXPECT_FALSE(e.usage.output.has_value());
 }
 
 TEST(AnthropicWireEvent, ContentBlockStartOfTextEmitsItsInitialTextOutsideToolsMode) {
@@ -543,7 +543,7 @@ TEST(AnthropicWireEvent, ContentBlockStopAndPingSayNothing) {
     EXPECT_FALSE(e.done);
     EXPECT_FALSE(e.error.has_value());
     EXPECT_FALSE(e.finish_reason.has_value());
-    EXPECT_FALSE(e.input_tokens.has_value());
+    EXPECT_FALSE(e.usage.input.has_value());
   }
 }
 
@@ -553,12 +553,12 @@ TEST(AnthropicWireEvent, MessageDeltaReportsFinishReasonAndOutputTokens) {
       R"({"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":15}})",
       output_mode::prompt);
   EXPECT_EQ(e.finish_reason, "length");
-  EXPECT_EQ(e.output_tokens, 15u);
-  EXPECT_FALSE(e.input_tokens.has_value());
+  EXPECT_EQ(e.usage.output, 15u);
+  EXPECT_FALSE(e.usage.input.has_value());
   e = dialect().parse_event("message_delta", R"({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{}})",
                             output_mode::prompt);
   EXPECT_EQ(e.finish_reason, "stop");
-  EXPECT_FALSE(e.output_tokens.has_value());
+  EXPECT_FALSE(e.usage.output.has_value());
   e = dialect().parse_event("message_delta", R"({"type":"message_delta","delta":{"stop_reason":null}})", output_mode::prompt);
   EXPECT_FALSE(e.finish_reason.has_value());
   EXPECT_FALSE(e.malformed);

@@ -1,8 +1,9 @@
 // The audit log (covenant/telemetry/audit_log.hpp): one JSON line per attempt with the documented fields,
 // redaction, the raw reply only when asked, retention by the date in the file name, and the
 // journal that keeps the lines of a process that was killed.
-#include <covenant/telemetry/audit_log.hpp>
 #include <covenant/contract/contract.hpp>
+#include <covenant/engine/prices.hpp>
+#include <covenant/telemetry/audit_log.hpp>
 #include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -123,6 +124,35 @@ TEST_F(AuditLog, OneLinePerAttemptWithTheDocumentedFields) {
   EXPECT_EQ(second.at("result").as_string(), "accepted");
   EXPECT_EQ(second.at("retry_count").as_int64(), 1);
   EXPECT_TRUE(second.at("issues").as_array().empty());
+}
+
+TEST_F(AuditLog, TheModelTheCostAndThePricedPartsOfTheUsageAreWritten) {
+  auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir_});
+  scripted_engine model{step(R"({"answer": "Paris", "confidence": 0.9})", covenant::usage{1000, 100, 600, 50, 30})};
+  auto prices = std::make_shared<covenant::price_table>();
+  prices->set("scripted", covenant::token_price{2, 8, 0.5, 2.5, std::nullopt});
+  covenant::contract_options o = instant();
+  o.observers.push_back(audit);
+  o.prices = prices;
+  covenant::contract<QA> qa{model, o};
+  ASSERT_TRUE(qa.run(Question{"q"}).outcome.success);
+  // without prices: no cost, and a usage without parts has only its two counts
+  scripted_engine plain{step(R"({"answer": "Paris", "confidence": 0.9})", {10, 1})};
+  covenant::contract_options unpriced = instant();
+  unpriced.observers.push_back(audit);
+  covenant::contract<QA> qa2{plain, unpriced};
+  ASSERT_TRUE(qa2.run(Question{"q"}).outcome.success);
+  audit->flush();
+  const auto lines = lines_of(audit->current_file());
+  ASSERT_EQ(lines.size(), 2u);
+  const auto& priced = lines[0].as_object();
+  EXPECT_EQ(priced.at("model").as_string(), "scripted");
+  EXPECT_EQ(priced.at("usage"), boost::json::parse(R"({"input_tokens":1000,"output_tokens":100,"cached_input_tokens":600,
+                                                       "cache_write_tokens":50,"reasoning_tokens":30})"));
+  EXPECT_DOUBLE_EQ(priced.at("cost_usd").as_double(), (350 * 2 + 600 * 0.5 + 50 * 2.5 + 100 * 8) / 1e6);
+  const auto& plain_line = lines[1].as_object();
+  EXPECT_EQ(plain_line.at("usage"), boost::json::parse(R"({"input_tokens":10,"output_tokens":1})"));
+  EXPECT_FALSE(plain_line.contains("cost_usd"));
 }
 
 TEST_F(AuditLog, QueueTimeIsWrittenBesideLatencyAndIsNotPartOfIt) {

@@ -366,3 +366,85 @@ TEST_F(CliRun, StreamStopsAtAFinishedValueOutsideALiteralUnion) {
 }
 
 }  // namespace
+
+namespace {
+
+// A label reply whose usage says 4 of its 10 input tokens came from the prompt cache.
+covenant_test::response_plan cached_label_reply(const covenant_test::received_request& r) {
+  covenant_test::response_plan p = label_reply(r, 0ms);
+  json::value body = json::parse(p.body);
+  body.at("usage").as_object()["prompt_tokens_details"] = json::object{{"cached_tokens", 4}};
+  p.body = json::serialize(body);
+  return p;
+}
+
+/// A price file dated today (no staleness warning) with `models`.
+std::string prices_json(const std::string& models) {
+  const auto today = std::chrono::year_month_day(std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now()));
+  char date[16];
+  std::snprintf(date, sizeof date, "%04d-%02u-%02u", static_cast<int>(today.year()), static_cast<unsigned>(today.month()),
+                static_cast<unsigned>(today.day()));
+  return std::string(R"({"taken": ")") + date + R"(", "models": )" + models + "}";
+}
+
+TEST_F(CliRun, PricesGiveEachRecordItsCostAndTheRunItsTotal) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return cached_label_reply(r);
+  });
+  const std::string input = write("in.jsonl", records(3));
+  const std::string prices = write("prices.json", prices_json(R"({"loop*": {"input": 1, "cached_input": 0.5, "output": 2}})"));
+  const auto r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--prices", prices, input});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto out = json_lines(r.out);
+  ASSERT_EQ(out.size(), 3u);
+  const double each = (6 * 1.0 + 4 * 0.5 + 5 * 2.0) / 1e6;  // 6 fresh + 4 cached input, 5 output
+  for (const auto& line : out) {
+    EXPECT_EQ(line.at("usage").at("cached_input_tokens"), 4);
+    EXPECT_DOUBLE_EQ(line.at("cost_usd").to_number<double>(), each);
+  }
+  EXPECT_THAT(r.err, HasSubstr("tokens 30 in (40% from the prompt cache) / 15 out; cost $0.000054"));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("days ago")));
+}
+
+TEST_F(CliRun, AModelWithoutAPriceHasAnUnknownCostAndTheSummaryNamesIt) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);
+  });
+  const std::string input = write("in.jsonl", records(2));
+  const std::string prices = write("prices.json", prices_json(R"({"gpt-4o": {"input": 2.5, "output": 10}})"));
+  // COVENANT_PRICES is read when --prices is not given
+  const auto r = run_tool({"run", "--schema", path("label.baml"), "--prompt", "Label.", input},
+                          {"COVENANT_BASE_URL=" + server.base_url(), "COVENANT_PRICES=" + prices});
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const auto& line : json_lines(r.out)) EXPECT_TRUE(line.at("cost_usd").is_null());  // unknown, never 0
+  EXPECT_THAT(r.err, HasSubstr("cost unknown (no price for 'loopback' in " + prices + ")"));
+  // without prices there is no cost at all
+  const auto plain = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", input});
+  for (const auto& line : json_lines(plain.out)) EXPECT_FALSE(line.as_object().contains("cost_usd"));
+  EXPECT_THAT(plain.err, ::testing::Not(HasSubstr("cost")));
+}
+
+TEST_F(CliRun, ABadOrOldPriceFileIsSaid) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);
+  });
+  const std::string input = write("in.jsonl", records(1));
+  const std::string bad = write("bad.json", R"({"taken": "2026-02-30", "models": {"m": {"input": -2, "output": 1, "cache": 1}}})");
+  const auto r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--prices", bad, input});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("the prices cannot be read"));
+  EXPECT_THAT(r.err, HasSubstr("taken: must be a date"));
+  EXPECT_THAT(r.err, HasSubstr("models.m.input: must be >= 0"));
+  EXPECT_THAT(r.err, HasSubstr("models.m.cache: unknown field"));
+  EXPECT_EQ(server.requests(), 0u);  // nothing was spent
+  const auto missing = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--prices",
+                                    path("none.json"), input});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_THAT(missing.err, HasSubstr("cannot read the price file"));
+  const std::string old = write("old.json", R"({"taken": "2020-01-01", "models": {"loopback": {"input": 1, "output": 1}}})");
+  const auto stale = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--prices", old, input});
+  EXPECT_EQ(stale.status, 0) << stale.err;
+  EXPECT_THAT(stale.err, HasSubstr("the prices were taken on 2020-01-01"));
+}
+
+}  // namespace

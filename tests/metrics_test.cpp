@@ -1,6 +1,7 @@
 // Contract metrics (covenant/telemetry/metrics.hpp): what each call adds, field paths as labels, bounded
 // label values, and the rendered text through `promtool check metrics`.
 #include <covenant/contract/contract.hpp>
+#include <covenant/engine/prices.hpp>
 #include <covenant/telemetry/metrics.hpp>
 #include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
@@ -119,6 +120,24 @@ TEST(Metrics, EachCallAddsItsCallsAttemptsTokensIssuesAndActions) {
   EXPECT_EQ(sample(text, R"(covenant_call_retries_bucket{contract="QA",le="1"})"), 2);
   EXPECT_EQ(sample(text, R"(covenant_call_retries_average{contract="QA"})"), 0.5);
   EXPECT_EQ(sample(text, R"(covenant_call_success_ratio{contract="QA"})"), 0.5);
+}
+
+TEST(Metrics, CostIsCountedByTheModelThatAnsweredWithTheCachedAndReasoningTokens) {
+  auto m = std::make_shared<covenant::metrics>();
+  scripted_engine model{step(R"({"answer": "?", "confidence": 0.5, "sources": []})", covenant::usage{1000, 100, 400, 0, 60}),
+                        step(R"({"answer": "Paris", "confidence": 0.9, "sources": []})", covenant::usage{1000, 50, 900, 0, 0})};
+  covenant::contract_options o = observed(m);
+  auto prices = std::make_shared<covenant::price_table>();
+  prices->set("scripted", covenant::token_price{1, 4});
+  o.prices = prices;
+  covenant::contract<QA> qa{model, o};
+  const covenant::outcome<Answer> outcome = qa.run(Question{"a"}).outcome;
+  ASSERT_TRUE(outcome.success);
+  const std::string text = m->render();
+  EXPECT_DOUBLE_EQ(sample(text, R"(covenant_cost_usd_total{contract="QA",model="scripted"})"), *outcome.cost_usd);
+  EXPECT_DOUBLE_EQ(*outcome.cost_usd, (2000 * 1.0 + 150 * 4.0) / 1e6);
+  EXPECT_EQ(sample(text, R"(covenant_cached_input_tokens_total{contract="QA"})"), 1300);
+  EXPECT_EQ(sample(text, R"(covenant_reasoning_tokens_total{contract="QA"})"), 60);
 }
 
 TEST(Metrics, QueueTimeHasItsOwnHistogramApartFromModelCallLatency) {

@@ -29,6 +29,7 @@
 #include "covenant/engine/future.hpp"
 #include "covenant/engine/http_engine.hpp"
 #include "covenant/engine/logging.hpp"
+#include "covenant/engine/prices.hpp"
 #include "covenant/engine/rate_limiter.hpp"
 #include "covenant/engine/retry.hpp"
 #include "covenant/engine/runtime.hpp"

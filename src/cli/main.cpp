@@ -115,7 +115,9 @@ Run a contract over every record of a JSON Lines file: each record (a JSON objec
 of it) is the input, the type of FILE is the output the model must produce, and the reply is read,
 validated and asked for again exactly as a contract does. One JSON line per record is written as
 soon as the record is finished: {"id", "line", "query_id", "ok", "value", "failed_stage", "issues",
-"notes", "attempts", "usage": {"input_tokens", "output_tokens"}, "latency_ms", "queue_ms"};
+"notes", "attempts", "usage": {"input_tokens", "output_tokens", and when the server reports them
+"cached_input_tokens", "cache_write_tokens", "reasoning_tokens"}, "cost_usd" (with --prices; null
+when the model has no price), "latency_ms", "queue_ms"};
 "query_id" is that of the record's lines in --audit-log; "queue_ms" is the time the record waited
 for its turn under --rpm/--tpm, a server's Retry-After or a transport retry's backoff, and
 "latency_ms" the rest of its time (the two add up to it). The model server is the
@@ -173,6 +175,8 @@ options:
                      delete audit files older than N days (default 30; 0 keeps them all)
   --audit-include-reply
                      also write each raw reply in the audit lines (API keys redacted)
+  --prices FILE      token prices by model (JSON, docs/cost.md; default: COVENANT_PRICES):
+                     each record's cost in its line, the run's in the progress and summary
   -h, --help         show this help
 
 Progress goes to standard error: a line redrawn in place on a terminal, a line every 5 seconds

@@ -10,6 +10,7 @@
 #include <covenant/runtime/dynamic_contract.hpp>
 #include <covenant/engine/http_engine.hpp>
 #include <covenant/engine/logging.hpp>
+#include <covenant/engine/prices.hpp>
 #include <covenant/telemetry/metrics.hpp>
 #include <covenant/types/detail/utf8.hpp>
 
@@ -40,6 +41,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <system_error>
@@ -155,6 +157,29 @@ json::array issues_json(const issue_list& issues) {
     if (!i.actual.empty()) x["actual"] = valid_utf8(i.actual);
     out.push_back(std::move(x));
   }
+  return out;
+}
+
+// Prices go stale without a word: say so when the file's figures are more than 90 days old.
+void warn_if_stale(const std::string& file, const std::string& taken) {
+  int y = 0;
+  unsigned m = 0;
+  unsigned d = 0;
+  if (std::sscanf(taken.c_str(), "%d-%u-%u", &y, &m, &d) != 3) return;  // (a date: the file was read)
+  const std::chrono::sys_days then{std::chrono::year{y} / std::chrono::month{m} / std::chrono::day{d}};
+  const auto today = std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now());
+  const auto age = (today - then).count();
+  if (age > 90)
+    std::cerr << "covenant run: " << file << ": the prices were taken on " << taken << ", " << age
+              << " days ago: check them against the providers' price pages\n";
+}
+
+// The record's tokens; the parts providers price apart only when the server reported them.
+json::object usage_json(const usage& u) {
+  json::object out{{"input_tokens", u.input_tokens}, {"output_tokens", u.output_tokens}};
+  if (u.cached_input_tokens != 0) out["cached_input_tokens"] = u.cached_input_tokens;
+  if (u.cache_write_tokens != 0) out["cache_write_tokens"] = u.cache_write_tokens;
+  if (u.reasoning_tokens != 0) out["reasoning_tokens"] = u.reasoning_tokens;
   return out;
 }
 
@@ -428,7 +453,8 @@ int run_run(const std::vector<std::string>& args) {
                                              {"--audit-retention-days", true},
                                              {"--audit-include-reply", false},
                                              {"--provider", true},
-                                             {"--mode", true}});
+                                             {"--mode", true},
+                                             {"--prices", true}});
   if (a.help) {
     std::cout << help_text("run");
     return exit_ok;
@@ -468,6 +494,21 @@ int run_run(const std::vector<std::string>& args) {
       a, "--audit-retention-days", 30, 0, 36500, "a whole number of days from 0 (keep every file) to 36500"));
 
   contract_options options;
+  // Token prices: --prices FILE, else COVENANT_PRICES; without them costs are unknown.
+  std::optional<std::string> prices_file = a.get("--prices");
+  if (!prices_file)
+    if (const char* env = std::getenv("COVENANT_PRICES"); env != nullptr && *env != '\0') prices_file = env;  // NOLINT(concurrency-mt-unsafe)
+  if (prices_file) {
+    if (prices_file->empty()) throw usage_error("--prices takes a file name");
+    covenant::price_table_result prices = covenant::price_table::try_load(*prices_file);
+    if (!prices.ok()) {
+      std::cerr << "covenant run: " << *prices_file << ": the prices cannot be read:\n";
+      for (const covenant::issue& i : prices.issues) std::cerr << "  " << i.to_string() << "\n";
+      return exit_error;
+    }
+    options.prices = std::make_shared<const covenant::price_table>(std::move(prices.table));
+    if (!quiet) warn_if_stale(*prices_file, options.prices->taken());
+  }
   options.retry.tries = static_cast<int>(number_named(a, "--tries", 2, 0, 100));
   options.retry.delay = std::chrono::duration<double>(seconds_named(a, "--delay", 0.5));
   options.retry.backoff = number_named(a, "--backoff", 2.0, 1.0, 100.0);
@@ -645,6 +686,7 @@ int run_run(const std::vector<std::string>& args) {
 
   std::size_t failed = 0;
   bool write_failed = false;
+  std::set<std::string> unpriced_models;  // models that answered and have no price
   auto result_line = [&](const pending& p, const outcome<json::value>& o) {
     json::object line;
     line["id"] = p.id;
@@ -656,7 +698,12 @@ int run_run(const std::vector<std::string>& args) {
     line["issues"] = issues_json(o.issues);
     line["notes"] = notes_json(o.notes);
     line["attempts"] = o.attempts.size();
-    line["usage"] = json::object{{"input_tokens", o.usage.input_tokens}, {"output_tokens", o.usage.output_tokens}};
+    line["usage"] = usage_json(o.usage);
+    if (options.prices) {
+      line["cost_usd"] = o.cost_usd ? json::value(*o.cost_usd) : json::value(nullptr);  // null: unknown, never 0
+      for (const attempt& at : o.attempts)
+        if (!at.cost_usd && !at.model.empty()) unpriced_models.insert(at.model);
+    }
     // The record's time splits into its queue time (waiting for the rate limiter, a server's
     // Retry-After, transport-retry backoff) and the rest (latency_ms): the two add up to it.
     const std::chrono::nanoseconds queued = std::min(o.queued(), o.elapsed);
@@ -716,11 +763,7 @@ int run_run(const std::vector<std::string>& args) {
       write_failed = !out.write(result_line(in_flight[index], o)) || write_failed;
       in_flight.erase(index);
       ++summary.started;
-      ++summary.done;
-      (o.success ? summary.succeeded : summary.failed) += 1;
-      summary.tokens_in += o.usage.input_tokens;
-      summary.tokens_out += o.usage.output_tokens;
-      if (o.attempts.size() > 1) summary.retries += o.attempts.size() - 1;
+      summary.count(o);
       if (interrupted.load()) break;
     }
     summary.elapsed = std::chrono::steady_clock::now() - started;
@@ -765,7 +808,27 @@ int run_run(const std::vector<std::string>& args) {
     if (bad_lines > 0) std::cerr << ", " << bad_lines << " bad input lines";
     std::array<char, 32> secs{};
     std::snprintf(secs.data(), secs.size(), "%.2f", std::chrono::duration<double>(summary.elapsed).count());
-    std::cerr << " in " << secs.data() << " s; tokens " << summary.tokens_in << " in / " << summary.tokens_out << " out";
+    std::cerr << " in " << secs.data() << " s; tokens " << summary.tokens_in << " in";
+    if (summary.cached_tokens_in > 0 && summary.tokens_in > 0)
+      std::cerr << " (" << std::llround(100.0 * static_cast<double>(summary.cached_tokens_in) / static_cast<double>(summary.tokens_in))
+                << "% from the prompt cache)";
+    std::cerr << " / " << summary.tokens_out << " out";
+    if (options.prices) {
+      const std::string dollars = covenant::format_usd(summary.cost_usd);
+      if (summary.unpriced == 0) std::cerr << "; cost " << dollars;
+      else if (summary.priced > 0) std::cerr << "; cost " << dollars << " for " << summary.priced << " records, "
+                                            << summary.unpriced << " unknown";
+      else std::cerr << "; cost unknown";
+      if (!unpriced_models.empty()) {
+        std::cerr << " (no price for";
+        const char* sep = " ";
+        for (const std::string& model : unpriced_models) {
+          std::cerr << sep << "'" << model << "'";
+          sep = ", ";
+        }
+        std::cerr << " in " << *prices_file << ")";
+      }
+    }
     if (summary.stopped || interrupted.load()) std::cerr << "; stopped early (run again with --resume)";
     std::cerr << "\n";
   }

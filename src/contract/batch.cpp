@@ -1,6 +1,8 @@
 // The non-template part of covenant::run_batch: limits, stop and deadline, counters, progress.
 #include "covenant/contract/batch.hpp"
 
+#include "covenant/engine/prices.hpp"
+
 #include <fmt/format.h>
 #include <semaphore.h>
 
@@ -48,9 +50,32 @@ std::string batch_progress::line() const {
   out += fmt::format(", {} in flight, {:.1f}/s", in_flight, rate());
   if (auto e = eta()) out += ", ETA " + human_duration(*e);
   if (retries > 0) out += fmt::format(", {} retries", retries);
-  out += ", tokens " + human_count(tokens_in) + " in / " + human_count(tokens_out) + " out";
+  out += ", tokens " + human_count(tokens_in) + " in";
+  if (cached_tokens_in > 0 && tokens_in > 0)
+    out += fmt::format(" ({:.0f}% cached)", 100.0 * static_cast<double>(cached_tokens_in) / static_cast<double>(tokens_in));
+  out += " / " + human_count(tokens_out) + " out";
+  if (priced > 0) {
+    out += ", " + format_usd(cost_usd);
+    if (unpriced > 0) out += fmt::format(", {} unpriced", unpriced);
+  }
   if (stopped) out += ", stopped";
   return out;
+}
+
+void batch_progress::count(const outcome_base& o) noexcept {
+  ++done;
+  if (o.success) ++succeeded;
+  else ++failed;
+  if (o.attempts.size() > 1) retries += o.attempts.size() - 1;
+  tokens_in += o.usage.input_tokens;
+  tokens_out += o.usage.output_tokens;
+  cached_tokens_in += o.usage.cached_input_tokens;
+  if (o.cost_usd) {
+    cost_usd += *o.cost_usd;
+    ++priced;
+  } else {
+    ++unpriced;
+  }
 }
 
 namespace detail {
@@ -114,12 +139,7 @@ void batch_state::started() noexcept {
 
 void batch_state::delivered(const outcome_base& o) noexcept {
   --progress_.in_flight;
-  ++progress_.done;
-  if (o.success) ++progress_.succeeded;
-  else ++progress_.failed;
-  if (o.attempts.size() > 1) progress_.retries += o.attempts.size() - 1;
-  progress_.tokens_in += o.usage.input_tokens;
-  progress_.tokens_out += o.usage.output_tokens;
+  progress_.count(o);
 }
 
 std::chrono::steady_clock::time_point batch_state::tick() {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "covenant/engine/prices.hpp"
 #include "covenant/engine/rate_limiter.hpp"
 #include "engine/asio_runtime.hpp"
 #include "covenant/engine/runtime.hpp"
@@ -156,9 +157,11 @@ void default_sleep(std::chrono::nanoseconds d) { std::this_thread::sleep_for(d);
 
 namespace {
 
-void set_query_id(outcome_base& oc, const call_options* options) {
+// What a call's outcome holds before its first step: its id, and with prices a cost of 0.
+void begin_outcome(outcome_base& oc, const contract_core& core, const call_options* options) {
   if (options != nullptr && !options->query_id.empty()) oc.query_id = options->query_id.view();
   else if (oc.query_id.empty()) oc.query_id = make_query_id();
+  if (core.options.prices) oc.cost_usd = 0.0;
 }
 
 }  // namespace
@@ -257,7 +260,15 @@ attempt remedy_phase::new_attempt() {
   a.waited = waited_;
   a.queued = turn_;
   turn_ = std::chrono::nanoseconds(0);
+  if (core_->options.prices) a.cost_usd = 0.0;  // no reply: nothing reported to price
   return a;
+}
+
+void remedy_phase::keep(attempt a) {
+  // The call's cost is known while every attempt's is (begin_outcome set it to 0 with prices).
+  if (!a.cost_usd) oc_->cost_usd.reset();
+  else if (oc_->cost_usd) *oc_->cost_usd += *a.cost_usd;
+  oc_->attempts.push_back(std::move(a));
 }
 
 void remedy_phase::timed(attempt& a, time_point t) {
@@ -271,7 +282,7 @@ void remedy_phase::timed(attempt& a, time_point t) {
 
 void remedy_phase::fail(attempt a, stage at) {
   oc_->issues = a.issues;
-  oc_->attempts.push_back(std::move(a));
+  keep(std::move(a));
   oc_->failed_stage = at;
   attempt_judged(verdict::failed);
 }
@@ -280,6 +291,8 @@ remedy_phase::next remedy_phase::on_reply(chat_response&& reply) {
   attempt a = new_attempt();
   a.text = std::move(reply.text);
   a.usage = reply.usage;
+  a.model = std::move(reply.model);
+  if (core_->options.prices) a.cost_usd = core_->options.prices->cost(a.model, a.usage);
   a.finish_reason = std::move(reply.finish_reason);
   a.queued += reply.queued;
   timed(a, core_->now());
@@ -370,7 +383,7 @@ remedy_phase::next remedy_phase::judge(attempt& a, stage failed_at) {
   if (a.issues.empty()) {
     oc_->notes = a.notes;
     if (!repairing) oc_->truncated = cut;
-    oc_->attempts.push_back(std::move(a));
+    keep(std::move(a));
     reader_->accept();
     attempt_judged(verdict::accepted);
     return next::accepted;
@@ -392,7 +405,7 @@ remedy_phase::next remedy_phase::judge(attempt& a, stage failed_at) {
   request_.messages.push_back({role::user, std::move(correction)});
   wait_ = options.retry.delay_before(k_ + 1, options.random ? options.random() : default_random());
   log_retry(core_->name, a, wait_, k_ + 2, tries + 1, static_cast<bool>(options.sleep));
-  oc_->attempts.push_back(std::move(a));
+  keep(std::move(a));
   attempt_judged(verdict::rejected);
   if (!core_->options.observers.empty()) {
     const call_info info = this->info();
@@ -516,7 +529,7 @@ void run_blocking_stoppable(call_steps& steps, const contract_core& core, const 
 }  // namespace
 
 void run_blocking(call_steps& steps, const contract_core& core, const call_options* options) {
-  set_query_id(*steps.oc, options);
+  begin_outcome(*steps.oc, core, options);
   if (options != nullptr && (options->stoppable() || options->limiter)) {
     run_blocking_stoppable(steps, core, *options);
     return;
@@ -1016,7 +1029,7 @@ void run_blocking_stoppable(call_steps& steps, const contract_core& core, const 
 
 void start_async(std::shared_ptr<call_steps> steps, std::shared_ptr<const contract_core> core, call_options options,
                  std::stop_token cancel, bool stream) {
-  set_query_id(*steps->oc, &options);
+  begin_outcome(*steps->oc, *core, &options);
   executor_fn exec = options.executor;
   if (!exec) {
     runtime* rt = core->options.runtime != nullptr ? core->options.runtime : &runtime::shared();

@@ -21,6 +21,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -228,10 +229,7 @@ class anthropic_wire final : public wire_dialect {
     out.text = use_tool ? wire::json_text(*tool_input) : std::move(text);  // numbers as short as they read back
     out.finish_reason = finish_reason_of(wire::string_or_empty(*root, "stop_reason"));
     out.model = wire::string_or_empty(*root, "model");
-    if (const json::object* u = object_at(*root, "usage")) {
-      out.usage.input_tokens = wire::token_count(*u, "input_tokens");
-      out.usage.output_tokens = wire::token_count(*u, "output_tokens");
-    }
+    if (const json::object* u = object_at(*root, "usage")) read_usage(*u).apply(out.usage);
     out.mode = mode;
     return out;
   }
@@ -262,7 +260,7 @@ class anthropic_wire final : public wire_dialect {
           return out;
         }
         out.model = wire::string_or_empty(*message, "model");
-        if (const json::object* u = object_at(*message, "usage")) read_usage(*u, out);
+        if (const json::object* u = object_at(*message, "usage")) out.usage = read_usage(*u);
       } else if (type == "content_block_start") {
         // A tool_use block starts with "input": {} and its input follows as input_json_delta; a
         // text block starts with "text": "" (an initial text, if any, is its first piece).
@@ -287,7 +285,7 @@ class anthropic_wire final : public wire_dialect {
           if (const json::value* r = delta->if_contains("stop_reason"); r != nullptr && r->is_string())
             out.finish_reason = finish_reason_of(r->as_string());
         }
-        if (const json::object* u = object_at(*root, "usage")) read_usage(*u, out);
+        if (const json::object* u = object_at(*root, "usage")) out.usage = read_usage(*u);
       } else if (type == "message_stop") {
         out.done = true;
       } else if (type == "error") {
@@ -303,12 +301,21 @@ class anthropic_wire final : public wire_dialect {
   }
 
  private:
-  /// The token counts a usage object reports (a missing count is not reported as 0).
-  static void read_usage(const json::object& u, wire_event& out) {
-    if (const json::value* n = u.if_contains("input_tokens"); n != nullptr && n->is_number())
-      out.input_tokens = wire::token_count(u, "input_tokens");
-    if (const json::value* n = u.if_contains("output_tokens"); n != nullptr && n->is_number())
-      out.output_tokens = wire::token_count(u, "output_tokens");
+  /// The token counts a usage object reports (a missing count is not reported as 0). Anthropic's
+  /// input_tokens leaves out the input read from and written to the prompt cache; covenant's
+  /// input_tokens counts all input, so the three are added.
+  static usage_report read_usage(const json::object& u) {
+    usage_report out;
+    out.cached_input = wire::reported_count(u, "cache_read_input_tokens");
+    out.cache_write = wire::reported_count(u, "cache_creation_input_tokens");
+    if (const auto fresh = wire::reported_count(u, "input_tokens")) {
+      std::uint64_t all = *fresh;  // (saturating: a hostile body's counts do not wrap round)
+      for (const std::uint64_t part : {out.cached_input.value_or(0), out.cache_write.value_or(0)})
+        all = part > std::numeric_limits<std::uint64_t>::max() - all ? std::numeric_limits<std::uint64_t>::max() : all + part;
+      out.input = all;
+    }
+    out.output = wire::reported_count(u, "output_tokens");
+    return out;
   }
 };
 

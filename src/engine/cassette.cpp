@@ -236,6 +236,10 @@ json::object to_json(const interaction& it) {
     json::object u;
     u["input_tokens"] = it.response.usage.input_tokens;
     u["output_tokens"] = it.response.usage.output_tokens;
+    // the parts providers price apart, when there are any (older cassettes have none)
+    if (it.response.usage.cached_input_tokens != 0) u["cached_input_tokens"] = it.response.usage.cached_input_tokens;
+    if (it.response.usage.cache_write_tokens != 0) u["cache_write_tokens"] = it.response.usage.cache_write_tokens;
+    if (it.response.usage.reasoning_tokens != 0) u["reasoning_tokens"] = it.response.usage.reasoning_tokens;
     r["usage"] = std::move(u);
     r["model"] = it.response.model;
     r["finish_reason"] = it.response.finish_reason;
@@ -507,6 +511,11 @@ class line_reader {
         const json::object& uo = object(*u, "response.usage");
         it.response.usage.input_tokens = integer<std::uint64_t>(uo, "input_tokens", "response.usage").value_or(0);
         it.response.usage.output_tokens = integer<std::uint64_t>(uo, "output_tokens", "response.usage").value_or(0);
+        it.response.usage.cached_input_tokens =
+            integer<std::uint64_t>(uo, "cached_input_tokens", "response.usage").value_or(0);
+        it.response.usage.cache_write_tokens =
+            integer<std::uint64_t>(uo, "cache_write_tokens", "response.usage").value_or(0);
+        it.response.usage.reasoning_tokens = integer<std::uint64_t>(uo, "reasoning_tokens", "response.usage").value_or(0);
       }
       it.response.model = string(r, "model", "response", false);
       it.response.finish_reason = string(r, "finish_reason", "response", false);

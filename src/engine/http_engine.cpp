@@ -313,8 +313,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
       return false;
     }
     if (!e.model.empty()) model_ = std::move(e.model);
-    if (e.input_tokens) usage_.input_tokens = *e.input_tokens;
-    if (e.output_tokens) usage_.output_tokens = *e.output_tokens;
+    e.usage.apply(usage_);
     if (e.finish_reason) finish_reason_ = std::move(*e.finish_reason);
     if (!e.text.empty()) {
       content_started_ = true;
@@ -557,6 +556,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     const std::shared_ptr<http_call> keep = shared_from_this();  // the engine's table lets go of it
     finish_bookkeeping();
     r.queued = queued_;
+    if (r.model.empty()) r.model = s_->options.model;  // a server that does not say: the model asked for
     receiver_->on_reply(std::move(r));
   }
 

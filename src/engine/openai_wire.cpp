@@ -19,14 +19,19 @@ namespace json = boost::json;
 using detail::wire::bad_body;
 using detail::wire::one_line;
 using detail::wire::string_or_empty;
-using detail::wire::token_count;
 
 namespace {
 
-usage read_usage(const json::object& u) {
-  usage out;
-  out.input_tokens = token_count(u, "prompt_tokens", "input_tokens");
-  out.output_tokens = token_count(u, "completion_tokens", "output_tokens");
+// A usage object: Chat Completions spelling (prompt_tokens, prompt_tokens_details.cached_tokens,
+// completion_tokens_details.reasoning_tokens), or the Responses API's (input_tokens, ...).
+detail::usage_report read_usage(const json::object& u) {
+  detail::usage_report out;
+  out.input = detail::wire::reported_count(u, "prompt_tokens", "input_tokens");
+  out.output = detail::wire::reported_count(u, "completion_tokens", "output_tokens");
+  if (const json::object* d = detail::wire::object_under(u, "prompt_tokens_details", "input_tokens_details"))
+    out.cached_input = detail::wire::reported_count(*d, "cached_tokens");
+  if (const json::object* d = detail::wire::object_under(u, "completion_tokens_details", "output_tokens_details"))
+    out.reasoning = detail::wire::reported_count(*d, "reasoning_tokens");
   return out;
 }
 
@@ -100,7 +105,7 @@ chat_response parse_chat_completion(std::string_view body) {
   out.text = std::move(*text);
   out.finish_reason = string_or_empty(first.as_object(), "finish_reason");
   out.model = string_or_empty(root, "model");
-  if (const auto* u = root.if_contains("usage"); u != nullptr && u->is_object()) out.usage = read_usage(u->as_object());
+  if (const auto* u = root.if_contains("usage"); u != nullptr && u->is_object()) read_usage(u->as_object()).apply(out.usage);
   return out;
 }
 
@@ -289,10 +294,7 @@ class openai final : public wire_dialect {
     out.error = std::move(c.error);
     out.model = std::move(c.model);
     out.finish_reason = std::move(c.finish_reason);
-    if (c.usage) {
-      out.input_tokens = c.usage->input_tokens;
-      out.output_tokens = c.usage->output_tokens;
-    }
+    out.usage = c.usage;
     // In tools mode the reply is the forced call's arguments; otherwise the content (a server that
     // answers with a tool call anyway still gets read).
     out.text = mode == output_mode::tools ? (c.tool_arguments.empty() ? std::move(c.content) : std::move(c.tool_arguments))

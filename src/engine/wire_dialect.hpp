@@ -20,12 +20,29 @@
 
 namespace covenant::detail {
 
+/// The token counts a reply's usage object reports, each only when it is there: a stream's events
+/// may report some counts and not others, and a later report replaces an earlier one.
+struct usage_report {
+  std::optional<std::uint64_t> input;
+  std::optional<std::uint64_t> output;
+  std::optional<std::uint64_t> cached_input;
+  std::optional<std::uint64_t> cache_write;
+  std::optional<std::uint64_t> reasoning;
+  /// The reported counts written into `u` (the others stay).
+  void apply(covenant::usage& u) const noexcept {
+    if (input) u.input_tokens = *input;
+    if (output) u.output_tokens = *output;
+    if (cached_input) u.cached_input_tokens = *cached_input;
+    if (cache_write) u.cache_write_tokens = *cache_write;
+    if (reasoning) u.reasoning_tokens = *reasoning;
+  }
+};
+
 /// What one streamed event said.
 struct wire_event {
   std::string text;                           ///< the next piece of the reply (content or tool arguments)
   std::optional<std::string> finish_reason;   ///< as the chat_response carries it ("stop", "length", ...)
-  std::optional<std::uint64_t> input_tokens;  ///< usage, when the event reports it
-  std::optional<std::uint64_t> output_tokens;
+  usage_report usage;                         ///< the token counts the event reports
   std::string model;
   std::optional<std::string> error;  ///< the server's message of an error event
   bool done = false;                 ///< the end-of-stream marker ([DONE], message_stop)
@@ -96,7 +113,7 @@ struct stream_chunk {
   std::string content;                       ///< choices[0].delta.content ("" when none)
   std::string tool_arguments;                ///< choices[0].delta.tool_calls[0].function.arguments ("" when none)
   std::optional<std::string> finish_reason;  ///< choices[0].finish_reason when not null
-  std::optional<covenant::usage> usage;      ///< usage, when the chunk has it
+  usage_report usage;                        ///< the counts of its usage, when it has one
   std::string model;
   std::optional<std::string> error;          ///< the server's message of an {"error": ...} chunk
   bool malformed = false;                    ///< not a JSON object

@@ -139,20 +139,41 @@ std::optional<double> parse_number(std::string_view s) {
   return v;
 }
 
-std::uint64_t token_count(const boost::json::object& o, std::string_view key, std::string_view alt) {
-  const boost::json::value* v = o.if_contains(key);
-  if ((v == nullptr || v->is_null()) && !alt.empty()) v = o.if_contains(alt);
-  if (v == nullptr) return 0;
-  if (v->is_uint64()) return v->as_uint64();
-  if (v->is_int64()) return v->as_int64() > 0 ? static_cast<std::uint64_t>(v->as_int64()) : 0;
-  if (v->is_double()) {
-    const double d = v->as_double();
+namespace {
+
+// A token count: 0 when negative or not a number; the largest count past it.
+std::uint64_t count_of(const boost::json::value& v) {
+  if (v.is_uint64()) return v.as_uint64();
+  if (v.is_int64()) return v.as_int64() > 0 ? static_cast<std::uint64_t>(v.as_int64()) : 0;
+  if (v.is_double()) {
+    const double d = v.as_double();
     if (!(d > 0)) return 0;
     // Past the largest count (1e300 in a hostile body): the largest count, not undefined behaviour.
     if (d >= 18446744073709551616.0) return std::numeric_limits<std::uint64_t>::max();
     return static_cast<std::uint64_t>(d);
   }
   return 0;
+}
+
+}  // namespace
+
+std::uint64_t token_count(const boost::json::object& o, std::string_view key, std::string_view alt) {
+  const boost::json::value* v = o.if_contains(key);
+  if ((v == nullptr || v->is_null()) && !alt.empty()) v = o.if_contains(alt);
+  return v == nullptr ? 0 : count_of(*v);
+}
+
+std::optional<std::uint64_t> reported_count(const boost::json::object& o, std::string_view key, std::string_view alt) {
+  const boost::json::value* v = o.if_contains(key);
+  if ((v == nullptr || !v->is_number()) && !alt.empty()) v = o.if_contains(alt);
+  if (v == nullptr || !v->is_number()) return std::nullopt;
+  return count_of(*v);
+}
+
+const boost::json::object* object_under(const boost::json::object& o, std::string_view key, std::string_view alt) {
+  const boost::json::value* v = o.if_contains(key);
+  if ((v == nullptr || !v->is_object()) && !alt.empty()) v = o.if_contains(alt);
+  return v != nullptr ? v->if_object() : nullptr;
 }
 
 std::string string_or_empty(const boost::json::object& o, std::string_view key) {

@@ -26,6 +26,11 @@ std::string api_name(std::string_view name);
 std::optional<double> parse_number(std::string_view s);
 /// A token count under `key` (or `alt` when `key` is missing or null); 0 when absent or negative.
 std::uint64_t token_count(const boost::json::object& o, std::string_view key, std::string_view alt = {});
+/// token_count when `key` (or `alt`) holds a number; nullopt when neither does (not reported).
+std::optional<std::uint64_t> reported_count(const boost::json::object& o, std::string_view key,
+                                            std::string_view alt = {});
+/// The object under `key` (or `alt`), or null.
+const boost::json::object* object_under(const boost::json::object& o, std::string_view key, std::string_view alt = {});
 /// The string under `key`, or "" when it is missing or not a string.
 std::string string_or_empty(const boost::json::object& o, std::string_view key);
 /// `v` as JSON text, every floating-point number in the shortest form that reads back as the

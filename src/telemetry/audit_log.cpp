@@ -513,7 +513,29 @@ std::string_view audit_log::impl::write_line(const attempt_event& e, std::string
   out.number(a.usage.input_tokens);
   out.lit(",\"output_tokens\":"sv);
   out.number(a.usage.output_tokens);
-  out.lit("},\"latency_ms\":"sv);
+  // the parts providers price apart, when the server reported any
+  if (a.usage.cached_input_tokens != 0) {
+    out.lit(",\"cached_input_tokens\":"sv);
+    out.number(a.usage.cached_input_tokens);
+  }
+  if (a.usage.cache_write_tokens != 0) {
+    out.lit(",\"cache_write_tokens\":"sv);
+    out.number(a.usage.cache_write_tokens);
+  }
+  if (a.usage.reasoning_tokens != 0) {
+    out.lit(",\"reasoning_tokens\":"sv);
+    out.number(a.usage.reasoning_tokens);
+  }
+  out.ch('}');
+  if (!a.model.empty()) {
+    out.lit(",\"model\":"sv);
+    out.json(a.model);
+  }
+  if (a.cost_usd) {
+    out.lit(",\"cost_usd\":"sv);
+    out.number(*a.cost_usd);
+  }
+  out.lit(",\"latency_ms\":"sv);
   out.millis(std::chrono::duration<double, std::milli>(a.latency).count());
   out.lit(",\"queue_ms\":"sv);
   out.millis(std::chrono::duration<double, std::milli>(a.queued).count());

@@ -67,6 +67,7 @@ std::vector<double> attempt_buckets() { return {1, 2, 3, 4, 5, 6, 8, 10, 15, 20}
 struct metrics::impl {
   explicit impl(const metrics_options& o)
       : contracts(o.max_label_values), fields(o.max_label_values), versions(o.max_label_values),
+        models(o.max_label_values),
         calls(reg.add_counter("covenant_calls_total", "Contract calls ended (forward ran).", {"contract"})),
         successes(reg.add_counter("covenant_call_successes_total", "Contract calls that produced a validated output.",
                                   {"contract"})),
@@ -99,6 +100,15 @@ struct metrics::impl {
         tokens_in(reg.add_counter("covenant_input_tokens_total", "Prompt tokens reported by the engine.", {"contract"})),
         tokens_out(reg.add_counter("covenant_output_tokens_total", "Completion tokens reported by the engine.",
                                    {"contract"})),
+        cached_in(reg.add_counter("covenant_cached_input_tokens_total",
+                                  "Prompt tokens served from the provider's prompt cache (part of the input tokens).",
+                                  {"contract"})),
+        reasoning(reg.add_counter("covenant_reasoning_tokens_total",
+                                  "Completion tokens spent reasoning (part of the output tokens).", {"contract"})),
+        cost(reg.add_counter("covenant_cost_usd_total",
+                             "What model calls cost in US dollars, by the model that answered (calls with prices; a "
+                             "model without a price is not counted).",
+                             {"contract", "model"})),
         notes(reg.add_counter("covenant_notes_total",
                               "Notes on attempts: extractions, repairs, coercions, truncations, fixes, filters, failed "
                               "noop checks.",
@@ -178,6 +188,7 @@ struct metrics::impl {
   bounded_values contracts;
   bounded_values fields;
   bounded_values versions;
+  bounded_values models;
   prom::counter_family& calls;
   prom::counter_family& successes;
   prom::counter_family& failures;
@@ -193,6 +204,9 @@ struct metrics::impl {
   prom::counter_family& retries;
   prom::counter_family& tokens_in;
   prom::counter_family& tokens_out;
+  prom::counter_family& cached_in;
+  prom::counter_family& reasoning;
+  prom::counter_family& cost;
   prom::counter_family& notes;
   prom::counter_family& actions;
   prom::counter_family& schema_versions;
@@ -220,8 +234,15 @@ void metrics::on_attempt(const attempt_event& e) {
   s.queue_seconds->observe(std::chrono::duration<double>(e.a.queued).count());
   if (e.a.usage.input_tokens > 0) s.tokens_in->inc(static_cast<double>(e.a.usage.input_tokens));
   if (e.a.usage.output_tokens > 0) s.tokens_out->inc(static_cast<double>(e.a.usage.output_tokens));
-  if (e.a.notes.empty() && e.a.issues.empty()) return;
+  const bool parts = e.a.usage.cached_input_tokens > 0 || e.a.usage.reasoning_tokens > 0 || (e.a.cost_usd && *e.a.cost_usd > 0);
+  if (e.a.notes.empty() && e.a.issues.empty() && !parts) return;
   const std::string_view c = impl_->contract_label(e.call.contract);
+  if (parts) {  // (rarer series: looked up by label, not kept in `series`)
+    if (e.a.usage.cached_input_tokens > 0)
+      impl_->cached_in.with({c}).inc(static_cast<double>(e.a.usage.cached_input_tokens));
+    if (e.a.usage.reasoning_tokens > 0) impl_->reasoning.with({c}).inc(static_cast<double>(e.a.usage.reasoning_tokens));
+    if (e.a.cost_usd && *e.a.cost_usd > 0) impl_->cost.with({c, impl_->models.admit(e.a.model)}).inc(*e.a.cost_usd);
+  }
   for (const note& n : e.a.notes) impl_->notes.with({c, to_string(n.kind)}).inc();
   for (const issue& i : e.a.issues) {
     impl_->issue_codes.with({c, to_string(i.code)}).inc();

@@ -64,6 +64,11 @@ struct COVENANT_API batch_progress {
   std::uint64_t retries = 0;  ///< model calls beyond the first of each finished call
   std::uint64_t tokens_in = 0;
   std::uint64_t tokens_out = 0;
+  std::uint64_t cached_tokens_in = 0;  ///< of tokens_in, served from the provider's prompt cache
+  /// What the finished calls with a known cost cost (outcome::cost_usd), in US dollars.
+  double cost_usd = 0;
+  std::size_t priced = 0;    ///< finished calls with a known cost
+  std::size_t unpriced = 0;  ///< finished calls whose cost is unknown (no prices, a model without one)
   std::chrono::nanoseconds elapsed{0};
   /// Number of inputs, when the source knows it (a sized range, or batch_options::total).
   std::optional<std::size_t> total;
@@ -74,8 +79,12 @@ struct COVENANT_API batch_progress {
   [[nodiscard]] double rate() const noexcept;
   /// Estimated time left (needs `total` and some finished calls).
   [[nodiscard]] std::optional<std::chrono::nanoseconds> eta() const noexcept;
-  /// One line: "420/1000 done (12 failed), 100 in flight, 83.1/s, ETA 7s, 15 retries, tokens 120k in / 30k out".
+  /// One line: "420/1000 done (12 failed), 100 in flight, 83.1/s, ETA 7s, 15 retries, tokens 120k in / 30k out";
+  /// with cached input ", tokens 120k in (64% cached) / 30k out"; once a call had a known cost
+  /// ", $0.012345" (format_usd; and ", 3 unpriced" for calls whose cost is unknown).
   [[nodiscard]] std::string line() const;
+  /// Counts a finished call: done, succeeded or failed, retries, tokens and cost.
+  void count(const outcome_base& o) noexcept;
 };
 
 enum class batch_order : std::uint8_t {

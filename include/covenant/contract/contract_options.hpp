@@ -23,6 +23,7 @@ class observer;
 
 class runtime;
 class rate_limiter;
+class price_table;
 
 struct contract_options {
   /// Ask the model to repair an input that fails validation or pre().
@@ -73,6 +74,9 @@ struct contract_options {
   std::function<std::chrono::steady_clock::time_point()> clock{};
   /// Receive every event of every call (covenant/contract/observer.hpp): metrics, audit logs, tracing.
   std::vector<std::shared_ptr<observer>> observers{};
+  /// Token prices (covenant/engine/prices.hpp): with them each attempt and the outcome carry their
+  /// cost (attempt::cost_usd, outcome::cost_usd); without them the cost is unknown.
+  std::shared_ptr<const covenant::price_table> prices{};
 };
 
 /// A call's id as call_options holds it: shared, immutable text (no small-string buffer inside, so

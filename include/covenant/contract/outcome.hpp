@@ -61,6 +61,10 @@ struct attempt {
   /// latency nor queue time.
   std::chrono::nanoseconds waited{};
   covenant::usage usage;                   ///< tokens of this call
+  std::string model;                       ///< the model that answered (chat_response::model)
+  /// What this call cost in US dollars (contract_options::prices): nullopt without prices or when
+  /// the model has none; 0 for an attempt that got no reply.
+  std::optional<double> cost_usd;
   std::string finish_reason;
   bool engine_failed = false;              ///< the engine threw; `issues` holds the engine_error
 };
@@ -81,6 +85,9 @@ struct COVENANT_API outcome_base {
   note_list notes;                         ///< repairs and coercions of the accepted reply
   std::vector<attempt> attempts;           ///< every model call, in order
   covenant::usage usage;                   ///< tokens summed over every attempt
+  /// attempt::cost_usd summed over every attempt; nullopt when one of them is unknown (a model
+  /// without a price) or the contract has no prices: an unknown cost is never shown as 0.
+  std::optional<double> cost_usd;
   std::chrono::nanoseconds elapsed{};      ///< wall time of the call up to forward()
   std::string query_id;                    ///< call_options::query_id, or the id generated for the call
 

@@ -47,15 +47,28 @@ struct message {
   friend bool operator==(const message&, const message&) = default;
 };
 
-/// Tokens reported by the engine.
+/// Tokens reported by the engine. `input_tokens` and `output_tokens` count everything the call
+/// was billed for; the other counts are parts of them that providers price apart (docs/cost.md):
+/// input read from the provider's prompt cache, input written to it, and output spent reasoning
+/// before the answer. A count the server did not report is 0.
 struct usage {
   std::uint64_t input_tokens = 0;
   std::uint64_t output_tokens = 0;
+  /// Part of input_tokens served from the prompt cache (OpenAI prompt_tokens_details.cached_tokens,
+  /// Anthropic cache_read_input_tokens).
+  std::uint64_t cached_input_tokens = 0;
+  /// Part of input_tokens written to the prompt cache (Anthropic cache_creation_input_tokens).
+  std::uint64_t cache_write_tokens = 0;
+  /// Part of output_tokens spent reasoning (OpenAI completion_tokens_details.reasoning_tokens).
+  std::uint64_t reasoning_tokens = 0;
 
   [[nodiscard]] std::uint64_t total() const noexcept { return input_tokens + output_tokens; }
   usage& operator+=(const usage& o) noexcept {
     input_tokens += o.input_tokens;
     output_tokens += o.output_tokens;
+    cached_input_tokens += o.cached_input_tokens;
+    cache_write_tokens += o.cache_write_tokens;
+    reasoning_tokens += o.reasoning_tokens;
     return *this;
   }
   friend usage operator+(usage a, const usage& b) noexcept { return a += b; }
@@ -107,6 +120,8 @@ struct chat_request {
 struct chat_response {
   std::string text;
   covenant::usage usage;
+  /// The model that answered, as the server names it (http_engine: the model asked for when the
+  /// server does not say).
   std::string model;
   std::string finish_reason;  ///< "stop", "length" (cut off by the token limit), ...
   /// The reply ended before the model finished it for another reason than the token limit: a

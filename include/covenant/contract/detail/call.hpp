@@ -131,6 +131,8 @@ class COVENANT_API remedy_phase {
   void fail(attempt a, stage at);
   /// A new attempt record for the current attempt, with its turn under the limiter as queue time.
   attempt new_attempt();
+  /// Adds `a` to the outcome, and its cost to the call's.
+  void keep(attempt a);
   /// The attempt's engine time ends at `t`: its latency (less its queue time) and stage times.
   void timed(attempt& a, time_point t);
 

@@ -1,0 +1,374 @@
+// What calls cost: the usage each dialect reports (cached input, cache writes, reasoning) read
+// from a loopback server, whole and streamed; price tables (files, patterns, the arithmetic); and
+// the cost a contract puts in each attempt and in the outcome.
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/http_engine.hpp>
+#include <covenant/engine/prices.hpp>
+#include <covenant/testing/testing.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "anthropic_replies.hpp"
+#include "loopback_server.hpp"
+#include "qa_model.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace covenant_test::qa;
+using covenant::price_table;
+using covenant::token_price;
+using covenant::usage;
+using covenant_test::loopback_server;
+using covenant_test::received_request;
+using covenant_test::response_plan;
+using ::testing::HasSubstr;
+namespace json = boost::json;
+
+const std::string answer_json = R"({"answer": "Paris", "confidence": 0.9})";
+
+response_plan whole(std::string body) {
+  response_plan p;
+  p.body = std::move(body);
+  return p;
+}
+
+response_plan streamed(std::vector<std::string> events) {
+  response_plan p;
+  p.content_type = "text/event-stream";
+  p.chunks = std::move(events);
+  return p;
+}
+
+covenant::http_engine_options openai_options(const loopback_server& s) {
+  covenant::http_engine_options o;
+  o.base_url = s.base_url();
+  o.api_key = "sk-test";
+  o.model = "gpt-test";
+  o.max_retries = 0;
+  o.request_timeout = 5s;
+  return o;
+}
+
+covenant::http_engine_options anthropic_options(const loopback_server& s) {
+  covenant::http_engine_options o = openai_options(s);
+  o.provider = covenant::provider::anthropic;
+  o.base_url = "http://127.0.0.1:" + std::to_string(s.port());
+  o.model = "claude-test";
+  return o;
+}
+
+covenant::chat_request request(bool stream) {
+  covenant::chat_request r;
+  r.messages = {{covenant::role::user, "Capital of France?"}};
+  r.mode = covenant::output_mode::prompt;
+  r.stream = stream;
+  return r;
+}
+
+// The usage object of an OpenAI reply that used the prompt cache and a reasoning model.
+const char* const openai_usage =
+    R"({"prompt_tokens":1000,"completion_tokens":300,"total_tokens":1300,
+        "prompt_tokens_details":{"cached_tokens":800,"audio_tokens":0},
+        "completion_tokens_details":{"reasoning_tokens":200,"audio_tokens":0}})";
+
+std::string openai_body() {
+  json::object o;
+  o["id"] = "chatcmpl-1";
+  o["object"] = "chat.completion";
+  o["model"] = "o3-mini-2025-01-31";
+  o["choices"] = json::array{json::object{{"index", 0},
+                                          {"message", json::object{{"role", "assistant"}, {"content", answer_json}}},
+                                          {"finish_reason", "stop"}}};
+  o["usage"] = json::parse(openai_usage);
+  return json::serialize(o);
+}
+
+std::vector<std::string> openai_events() {
+  auto chunk = [](const std::string& delta, const std::string& rest) {
+    return "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"o3-mini-2025-01-31\",\"choices\":[" +
+           delta + "]" + rest + "}\n\n";
+  };
+  return {chunk(R"({"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null})", ""),
+          chunk(R"({"index":0,"delta":{"content":)" + json::serialize(json::string(answer_json)) +
+                    R"(},"finish_reason":null})",
+                ""),
+          chunk(R"({"index":0,"delta":{},"finish_reason":"stop"})", ""),
+          chunk("", ",\"usage\":" + json::serialize(json::parse(openai_usage))),  // (one line: SSE data)
+          "data: [DONE]\n\n"};
+}
+
+TEST(ReportedUsage, OpenAiCachedAndReasoningTokensAreKeptApartWholeAndStreamed) {
+  for (const bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "streamed" : "whole");
+    loopback_server server([&](const received_request&, std::size_t) {
+      return stream ? streamed(openai_events()) : whole(openai_body());
+    });
+    covenant::http_engine engine(openai_options(server));
+    const covenant::chat_response r = engine.complete(request(stream));
+    EXPECT_EQ(r.text, answer_json);
+    EXPECT_EQ(r.model, "o3-mini-2025-01-31");
+    EXPECT_EQ(r.usage, (usage{1000, 300, 800, 0, 200}));
+  }
+}
+
+TEST(ReportedUsage, OpenAiResponsesSpellingIsReadToo) {
+  loopback_server server([](const received_request&, std::size_t) {
+    json::value body = json::parse(openai_body());
+    body.as_object()["usage"] = json::parse(
+        R"({"input_tokens":50,"output_tokens":9,"input_tokens_details":{"cached_tokens":20},
+            "output_tokens_details":{"reasoning_tokens":4}})");
+    return whole(json::serialize(body));
+  });
+  covenant::http_engine engine(openai_options(server));
+  EXPECT_EQ(engine.complete(request(false)).usage, (usage{50, 9, 20, 0, 4}));
+}
+
+// Anthropic's input_tokens leaves out the cached input and the cache writes; covenant's counts all.
+TEST(ReportedUsage, AnthropicCacheReadsAndWritesArePartsOfTheInputWholeAndStreamed) {
+  const std::string usage_json =
+      R"({"input_tokens":200,"cache_read_input_tokens":800,"cache_creation_input_tokens":100,"output_tokens":50})";
+  for (const bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "streamed" : "whole");
+    loopback_server server([&](const received_request&, std::size_t) {
+      if (!stream) {
+        json::value m = json::parse(covenant_test::anthropic_message(answer_json, 1, 1));
+        m.as_object()["usage"] = json::parse(usage_json);
+        return whole(json::serialize(m));
+      }
+      std::vector<std::string> events = covenant_test::anthropic_stream({answer_json}, false);
+      // message_start reports the input (and the first output token); message_delta the output so far.
+      for (std::string& e : events) {
+        if (e.find("message_start") != std::string::npos) {
+          const std::size_t data = e.find("data: ") + 6;
+          json::value v = json::parse(std::string_view(e).substr(data));
+          json::object u = json::parse(usage_json).as_object();
+          u["output_tokens"] = 1;
+          v.at("message").as_object()["usage"] = u;
+          e = e.substr(0, data) + json::serialize(v) + "\n\n";
+        } else if (e.find("message_delta") != std::string::npos) {
+          const std::size_t data = e.find("data: ") + 6;
+          json::value v = json::parse(std::string_view(e).substr(data));
+          v.as_object()["usage"] = json::object{{"output_tokens", 50}};
+          e = e.substr(0, data) + json::serialize(v) + "\n\n";
+        }
+      }
+      return streamed(std::move(events));
+    });
+    covenant::http_engine engine(anthropic_options(server));
+    const covenant::chat_response r = engine.complete(request(stream));
+    EXPECT_EQ(json::parse(r.text), json::parse(answer_json));
+    EXPECT_EQ(r.usage, (usage{1100, 50, 800, 100, 0}));
+  }
+}
+
+TEST(ReportedUsage, AServerThatNamesNoModelIsTakenToHaveUsedTheOneAskedFor) {
+  loopback_server server([](const received_request&, std::size_t) {
+    json::value body = json::parse(openai_body());
+    body.as_object().erase("model");
+    return whole(json::serialize(body));
+  });
+  covenant::http_engine engine(openai_options(server));
+  EXPECT_EQ(engine.complete(request(false)).model, "gpt-test");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prices
+
+TEST(Prices, CostCountsEachPartAtItsOwnPriceAndDefaultsToItsWhole) {
+  const token_price p{2.0, 8.0, 0.5, 2.5, std::nullopt};
+  // 1000 input of which 800 cached and 100 written, 300 output of which 200 reasoning (at output).
+  const usage u{1000, 300, 800, 100, 200};
+  EXPECT_DOUBLE_EQ(covenant::cost_of(u, p), (100 * 2.0 + 800 * 0.5 + 100 * 2.5 + 300 * 8.0) / 1e6);
+  // without part prices, every part at its whole's price
+  EXPECT_DOUBLE_EQ(covenant::cost_of(u, token_price{2.0, 8.0}), (1000 * 2.0 + 300 * 8.0) / 1e6);
+  EXPECT_DOUBLE_EQ(covenant::cost_of(usage{}, p), 0.0);
+}
+
+TEST(Prices, APartLargerThanItsWholeCountsAsTheWhole) {
+  const token_price p{1.0, 4.0, 0.25, 3.0, 10.0};
+  // a server that reports more cached tokens than input, and more reasoning than output
+  EXPECT_DOUBLE_EQ(covenant::cost_of(usage{100, 10, 500, 50, 99}, p), (100 * 0.25 + 10 * 10.0) / 1e6);
+}
+
+TEST(Prices, AnExactNameWinsThenTheMostSpecificPattern) {
+  price_table t;
+  t.set("*", token_price{9, 9});
+  t.set("gpt-4o*", token_price{2.5, 10});
+  t.set("gpt-4o-mini*", token_price{0.15, 0.6});
+  t.set("gpt-4o-mini-2024-07-18", token_price{0.1, 0.5});
+  ASSERT_NE(t.find("gpt-4o-mini-2024-07-18"), nullptr);
+  EXPECT_EQ(t.find("gpt-4o-mini-2024-07-18")->input, 0.1);
+  EXPECT_EQ(t.find("gpt-4o-mini-2025-01-01")->input, 0.15);
+  EXPECT_EQ(t.find("gpt-4o-2024-08-06")->input, 2.5);
+  EXPECT_EQ(t.find("claude-x")->input, 9);
+  t.set("gpt-4o*", token_price{3, 12});  // set again: replaced, not added
+  EXPECT_EQ(t.size(), 4u);
+  EXPECT_EQ(t.find("gpt-4o")->input, 3);
+}
+
+TEST(Prices, AModelWithoutAPriceHasNoCostNotAZeroOne) {
+  price_table t;
+  t.set("claude-*-4*", token_price{3, 15});
+  EXPECT_EQ(t.find("gpt-4o"), nullptr);
+  EXPECT_FALSE(t.cost("gpt-4o", usage{10, 10}).has_value());
+  EXPECT_TRUE(t.find("claude-sonnet-4-5") != nullptr);
+  EXPECT_FALSE(t.find("claude-sonnet-3") != nullptr);
+  EXPECT_DOUBLE_EQ(*t.cost("claude-opus-4", usage{1'000'000, 0}), 3.0);
+}
+
+TEST(Prices, AFileIsReadWithItsDate) {
+  const price_table t = price_table::parse(R"({
+    "taken": "2026-11-01",
+    "source": "the providers' price pages",
+    "models": {
+      "gpt-4o-mini*": {"input": 0.15, "cached_input": 0.075, "output": 0.6},
+      "claude-sonnet-4*": {"input": 3, "cached_input": 0.3, "cache_write": 3.75, "output": 15}
+    }})");
+  EXPECT_EQ(t.taken(), "2026-11-01");
+  EXPECT_EQ(t.size(), 2u);
+  ASSERT_NE(t.find("claude-sonnet-4-5"), nullptr);
+  EXPECT_EQ(*t.find("claude-sonnet-4-5"), (token_price{3, 15, 0.3, 3.75, std::nullopt}));
+}
+
+TEST(Prices, EveryIssueOfABadFileIsReportedAtOnceWithItsPath) {
+  const covenant::price_table_result r = price_table::try_parse(R"({
+    "taken": "last week",
+    "models": {
+      "gpt-4o": {"input": -1, "output": 10, "cached": 1.25},
+      "": {"input": 1, "output": 1},
+      "o3": {"output": 8}
+    }})");
+  ASSERT_FALSE(r.ok());
+  std::vector<std::string> seen;
+  for (const covenant::issue& i : r.issues) seen.push_back(i.to_string());
+  EXPECT_THAT(seen, ::testing::UnorderedElementsAre(HasSubstr("taken"), HasSubstr("models.gpt-4o.input: must be >= 0"),
+                                                    HasSubstr("models.gpt-4o.cached: unknown field"),
+                                                    HasSubstr("models.o3.input: required field is missing")));
+  // an empty name is reported once the rest reads
+  const covenant::price_table_result empty =
+      price_table::try_parse(R"({"taken": "2026-11-01", "models": {"": {"input": 1, "output": 1}}})");
+  ASSERT_EQ(empty.issues.size(), 1u);
+  EXPECT_THAT(empty.issues[0].to_string(), HasSubstr("must not be empty"));
+  try {
+    (void)price_table::parse(R"({"models": {}})", "prices.json");
+    FAIL() << "a file without a date or a price was read";
+  } catch (const covenant::price_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("prices.json: 2 issues"));
+    EXPECT_EQ(e.issues().size(), 2u);
+  }
+}
+
+TEST(Prices, AFileThatCannotBeReadIsAnIssueNotACrash) {
+  const covenant::price_table_result r = price_table::try_load("/nonexistent/prices.json");
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_THAT(r.issues[0].message, HasSubstr("/nonexistent/prices.json"));
+  EXPECT_THROW((void)price_table::load("/nonexistent/prices.json"), covenant::price_error);
+  const auto dir = std::filesystem::temp_directory_path() / "covenant_cost_test_prices.json";
+  {
+    std::ofstream out(dir);
+    out << R"({"taken": "2026-11-01", "models": {"m": {"input": 1, "output": 2}}})";
+  }
+  EXPECT_EQ(price_table::load(dir).find("m")->output, 2);
+  std::filesystem::remove(dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cost in the outcome
+
+std::shared_ptr<const price_table> scripted_prices() {
+  auto t = std::make_shared<price_table>();
+  t->set("scripted", token_price{1.0, 2.0});  // the scripted engine's replies name this model
+  return t;
+}
+
+TEST(CallCost, EachAttemptIsPricedAndTheOutcomeSumsThem) {
+  covenant::testing::scripted_engine model{
+      covenant::testing::step(R"({"answer": "", "confidence": 0.9})", usage{1000, 100}),
+      covenant::testing::step(answer_json, usage{2000, 50})};
+  covenant::contract_options o = covenant::testing::instant({.tries = 2});
+  o.prices = scripted_prices();
+  const covenant::contract<QA> qa{model, o};
+  const auto [value, outcome] = qa.run(Question{"Capital?"});
+  ASSERT_TRUE(outcome.success);
+  ASSERT_EQ(outcome.attempts.size(), 2u);
+  EXPECT_EQ(outcome.attempts[0].model, "scripted");
+  EXPECT_DOUBLE_EQ(*outcome.attempts[0].cost_usd, (1000 * 1.0 + 100 * 2.0) / 1e6);
+  EXPECT_DOUBLE_EQ(*outcome.attempts[1].cost_usd, (2000 * 1.0 + 50 * 2.0) / 1e6);
+  EXPECT_DOUBLE_EQ(*outcome.cost_usd, *outcome.attempts[0].cost_usd + *outcome.attempts[1].cost_usd);
+}
+
+TEST(CallCost, UnknownWithoutPricesOrWhenAModelHasNone) {
+  {
+    covenant::testing::scripted_engine model{covenant::testing::step(answer_json, usage{10, 10})};
+    const covenant::contract<QA> qa{model, covenant::testing::instant()};
+    const auto outcome = qa.run(Question{"Capital?"}).outcome;
+    EXPECT_FALSE(outcome.cost_usd.has_value());
+    EXPECT_FALSE(outcome.attempts.at(0).cost_usd.has_value());
+  }
+  covenant::testing::scripted_engine model{covenant::testing::step(answer_json, usage{10, 10})};
+  covenant::contract_options o = covenant::testing::instant();
+  auto other = std::make_shared<price_table>();
+  other->set("gpt-4o", token_price{1, 1});
+  o.prices = other;
+  const covenant::contract<QA> qa{model, o};
+  const auto outcome = qa.run(Question{"Capital?"}).outcome;
+  ASSERT_TRUE(outcome.success);
+  EXPECT_FALSE(outcome.attempts.at(0).cost_usd.has_value());
+  EXPECT_FALSE(outcome.cost_usd.has_value());  // never shown as 0
+}
+
+TEST(CallCost, AnAttemptTheEngineFailedCostsNothingReported) {
+  covenant::testing::scripted_engine model{covenant::testing::step::failure("quota", 429)};
+  covenant::contract_options o = covenant::testing::instant();
+  o.prices = scripted_prices();
+  const covenant::contract<QA> qa{model, o};
+  const auto outcome = qa.run(Question{"Capital?"}).outcome;
+  ASSERT_FALSE(outcome.success);
+  ASSERT_EQ(outcome.attempts.size(), 1u);
+  EXPECT_EQ(outcome.attempts[0].cost_usd, 0.0);
+  EXPECT_EQ(outcome.cost_usd, 0.0);
+}
+
+// The real path: an HTTP engine, a server reporting its model and usage, the contract pricing it.
+TEST(CallCost, AContractOverTheHttpEnginePricesWhatTheServerReports) {
+  loopback_server server([](const received_request&, std::size_t) { return whole(openai_body()); });
+  covenant::http_engine engine(openai_options(server));
+  auto prices = std::make_shared<price_table>();
+  prices->set("o3-mini*", token_price{1.1, 4.4, 0.55, std::nullopt, std::nullopt});
+  covenant::contract_options o = covenant::testing::instant();
+  o.prices = prices;
+  const covenant::contract<QA> qa{engine, o};
+  const auto outcome = qa.run(Question{"Capital?"}).outcome;
+  ASSERT_TRUE(outcome.success) << outcome.summary();
+  EXPECT_EQ(outcome.usage, (usage{1000, 300, 800, 0, 200}));
+  EXPECT_DOUBLE_EQ(*outcome.cost_usd, (200 * 1.1 + 800 * 0.55 + 300 * 4.4) / 1e6);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Prices, TheExampleFileReadsAndPricesTheModelsItNames) {
+  const price_table t = price_table::load(std::string(COVENANT_SOURCE_DIR) + "/examples/prices.json");
+  EXPECT_FALSE(t.taken().empty());
+  for (const char* model : {"gpt-4o-mini-2024-07-18", "gpt-4o-2024-08-06", "o3-mini-2025-01-31", "claude-sonnet-4-20250514",
+                            "claude-opus-4-1-20250805", "claude-3-5-haiku-20241022"}) {
+    SCOPED_TRACE(model);
+    const token_price* p = t.find(model);
+    ASSERT_NE(p, nullptr);
+    EXPECT_GT(p->input, 0);
+    EXPECT_GT(p->output, p->input);
+    ASSERT_TRUE(p->cached_input.has_value());
+    EXPECT_LT(*p->cached_input, p->input);  // a cache hit costs less: the point of the prompt cache
+  }
+}
+
+}  // namespace
