@@ -2,6 +2,7 @@
 // from a loopback server, whole and streamed; price tables (files, patterns, the arithmetic); and
 // the cost a contract puts in each attempt and in the outcome.
 #include <covenant/contract/contract.hpp>
+#include <covenant/engine/cassette.hpp>
 #include <covenant/engine/http_engine.hpp>
 #include <covenant/engine/prices.hpp>
 #include <covenant/testing/testing.hpp>
@@ -369,6 +370,33 @@ TEST(Prices, TheExampleFileReadsAndPricesTheModelsItNames) {
     ASSERT_TRUE(p->cached_input.has_value());
     EXPECT_LT(*p->cached_input, p->input);  // a cache hit costs less: the point of the prompt cache
   }
+}
+
+}  // namespace
+
+
+namespace {
+
+TEST(ReportedUsage, ACassetteKeepsThePricedPartsAndReplaysThem) {
+  const auto file = std::filesystem::temp_directory_path() / "covenant_cost_test_cassette.jsonl";
+  std::filesystem::remove(file);
+  covenant::testing::scripted_engine inner{
+      covenant::testing::step(answer_json, usage{1000, 300, 800, 100, 200}),
+      covenant::testing::step(answer_json, usage{10, 5})};
+  {
+    covenant::cassette_engine rec{{.path = file, .mode = covenant::cassette_mode::record}, inner};
+    EXPECT_EQ(rec.complete(request(false)).usage, (usage{1000, 300, 800, 100, 200}));
+    covenant::chat_request second = request(false);
+    second.messages.back().content = "again";
+    (void)rec.complete(second);
+  }
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr(R"("cached_input_tokens":800,"cache_write_tokens":100,"reasoning_tokens":200)"));
+  EXPECT_EQ(text.find(R"("cached_input_tokens":0)"), std::string::npos);  // parts of 0 are not written
+  covenant::cassette_engine play{{.path = file, .mode = covenant::cassette_mode::replay}};
+  EXPECT_EQ(play.complete(request(false)).usage, (usage{1000, 300, 800, 100, 200}));
+  std::filesystem::remove(file);
 }
 
 }  // namespace
