@@ -400,3 +400,92 @@ TEST(ReportedUsage, ACassetteKeepsThePricedPartsAndReplaysThem) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Budgets of one call
+
+// A server that always answers with an empty answer (rejected), 1000 tokens in and 100 out.
+loopback_server rejecting_server() {
+  return loopback_server([](const received_request&, std::size_t) {
+    return whole(covenant_test::openai_completion(R"({"answer": "", "confidence": 0.9})", 1000, 100));
+  });
+}
+
+TEST(CallBudget, ATokenCapEndsTheRemedyLoopBeforeTheAttemptThatWouldPassIt) {
+  loopback_server server = rejecting_server();
+  covenant::http_engine engine(openai_options(server));
+  covenant::contract_options o = covenant::testing::instant({.tries = 5});
+  o.budget.max_tokens = 2500;  // two attempts (2200) fit; a third (about 1100 more) would not
+  const covenant::contract<QA> qa{engine, o};
+  const auto [value, outcome] = qa.run(Question{"Capital?"});
+  EXPECT_FALSE(outcome.success);
+  EXPECT_EQ(outcome.reason, "budget");
+  EXPECT_EQ(outcome.failed_stage, covenant::stage::validate);
+  EXPECT_EQ(outcome.attempts.size(), 2u);
+  EXPECT_EQ(server.requests(), 2u);
+  EXPECT_EQ(outcome.usage.total(), 2200u);
+  EXPECT_EQ(value.answer, "");  // forward ran, with the failed outcome
+  EXPECT_THAT(outcome.summary(), HasSubstr("failed at validate (budget) after 2 model calls"));
+}
+
+TEST(CallBudget, ACostCapEndsTheRemedyLoopBeforeTheAttemptThatWouldPassIt) {
+  loopback_server server = rejecting_server();
+  covenant::http_engine engine(openai_options(server));
+  auto prices = std::make_shared<price_table>();
+  prices->set("loopback", token_price{1, 2});  // an attempt: 0.0012 dollars
+  covenant::contract_options o = covenant::testing::instant({.tries = 5});
+  o.prices = prices;
+  o.budget.max_cost_usd = 0.003;
+  const covenant::contract<QA> qa{engine, o};
+  const auto outcome = qa.run(Question{"Capital?"}).outcome;
+  EXPECT_EQ(outcome.reason, "budget");
+  EXPECT_EQ(outcome.attempts.size(), 2u);
+  EXPECT_DOUBLE_EQ(*outcome.cost_usd, 0.0024);
+}
+
+TEST(CallBudget, AnUnknownCostStopsTheAskingUnderACostCap) {
+  loopback_server server = rejecting_server();
+  covenant::http_engine engine(openai_options(server));
+  auto prices = std::make_shared<price_table>();
+  prices->set("gpt-4o", token_price{1, 2});  // the server's model, loopback, has none
+  covenant::contract_options o = covenant::testing::instant({.tries = 5});
+  o.prices = prices;
+  o.budget.max_cost_usd = 10;
+  const covenant::contract<QA> qa{engine, o};
+  const auto outcome = qa.run(Question{"Capital?"}).outcome;
+  EXPECT_EQ(outcome.reason, "budget");
+  EXPECT_EQ(outcome.attempts.size(), 1u);
+  EXPECT_FALSE(outcome.cost_usd.has_value());
+}
+
+TEST(CallBudget, WithinTheCapsTheRemedyLoopGoesOnAsUsual) {
+  covenant::testing::scripted_engine model{
+      covenant::testing::step(R"({"answer": "", "confidence": 0.9})", usage{1000, 100}),
+      covenant::testing::step(R"({"answer": "", "confidence": 0.9})", usage{1000, 100}),
+      covenant::testing::step(answer_json, usage{1000, 100})};
+  covenant::contract_options o = covenant::testing::instant({.tries = 5});
+  o.prices = scripted_prices();
+  o.budget = {.max_tokens = 10'000, .max_cost_usd = 1.0};
+  const covenant::contract<QA> qa{model, o};
+  const auto outcome = qa.run(Question{"Capital?"}).outcome;
+  EXPECT_TRUE(outcome.success);
+  EXPECT_EQ(outcome.attempts.size(), 3u);
+  EXPECT_TRUE(outcome.reason.empty());
+}
+
+TEST(CallBudget, ACapThatCannotWorkIsRefusedWhenTheContractIsMade) {
+  covenant::testing::scripted_engine model{answer_json};
+  covenant::contract_options no_prices = covenant::testing::instant();
+  no_prices.budget.max_cost_usd = 1;
+  EXPECT_THROW((covenant::contract<QA>{model, no_prices}), std::invalid_argument);
+  covenant::contract_options negative = covenant::testing::instant();
+  negative.prices = scripted_prices();
+  negative.budget.max_cost_usd = -1;
+  EXPECT_THROW((covenant::contract<QA>{model, negative}), std::invalid_argument);
+  negative.budget.max_cost_usd = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW((covenant::contract<QA>{model, negative}), std::invalid_argument);
+}
+
+}  // namespace

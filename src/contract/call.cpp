@@ -264,6 +264,55 @@ attempt remedy_phase::new_attempt() {
   return a;
 }
 
+bool remedy_phase::within_budget(const attempt& a, std::string_view correction) const {
+  const call_budget& cap = core_->options.budget;
+  if (cap.max_tokens == 0 && cap.max_cost_usd == 0) return true;
+  auto stop = [&](auto&& say) {  // says why at info level (a logger that throws is ignored)
+    try {
+      say(log());
+    } catch (...) {
+    }
+    return false;
+  };
+  // The next attempt: this phase's first request, the reply and the correction it adds, and the
+  // largest output so far (`a` is not in the outcome yet).
+  // An attempt stopped early reports no usage: then the request's size stands for its input.
+  const attempt& first = oc_->attempts.size() > first_attempt_ ? oc_->attempts[first_attempt_] : a;
+  std::uint64_t request_bytes = 0;
+  for (std::size_t i = 0; i < base_size_ && i < request_.messages.size(); ++i)
+    request_bytes += request_.messages[i].content.size();
+  std::uint64_t out = a.usage.output_tokens;
+  std::string_view model = a.model;
+  for (std::size_t i = first_attempt_; i < oc_->attempts.size(); ++i)
+    out = std::max(out, oc_->attempts[i].usage.output_tokens);
+  for (auto it = oc_->attempts.rbegin(); it != oc_->attempts.rend() && model.empty(); ++it) model = it->model;
+  const usage next{std::max<std::uint64_t>(first.usage.input_tokens, (request_bytes + 3) / 4) +
+                       (a.text.size() + correction.size() + 3) / 4,
+                   out};
+  if (cap.max_tokens != 0 && oc_->usage.total() + next.total() > cap.max_tokens) {
+    return stop([&](spdlog::logger& l) {
+      l.info("{}: not asking again: {} tokens spent and about {} more would pass the budget of {}", core_->name,
+             oc_->usage.total(), next.total(), cap.max_tokens);
+    });
+  }
+  if (cap.max_cost_usd == 0) return true;
+  const std::optional<double> more = core_->options.prices->cost(model, next);
+  if (!oc_->cost_usd || !a.cost_usd || !more) {
+    return stop([&](spdlog::logger& l) {
+      l.info("{}: not asking again: the cost so far is unknown (no price for '{}'), so the budget of ${} cannot be kept",
+             core_->name, model, cap.max_cost_usd);
+    });
+  }
+  const double spent = *oc_->cost_usd + *a.cost_usd;
+  if (spent + *more > cap.max_cost_usd) {
+    return stop([&](spdlog::logger& l) {
+      l.info("{}: not asking again: ${} spent and about ${} more would pass the budget of ${}", core_->name, spent, *more,
+             cap.max_cost_usd);
+    });
+  }
+  return true;
+}
+
 void remedy_phase::keep(attempt a) {
   // The call's cost is known while every attempt's is (begin_outcome set it to 0 with prices).
   if (!a.cost_usd) oc_->cost_usd.reset();
@@ -399,6 +448,11 @@ remedy_phase::next remedy_phase::judge(attempt& a, stage failed_at) {
   if (options.accumulate_errors)
     for (std::size_t i = first_attempt_; i < oc_->attempts.size(); ++i) earlier.push_back(&oc_->attempts[i]);
   std::string correction = corrective_message(a, earlier, repairing ? "corrected input" : "corrected JSON object");
+  if (!within_budget(a, correction)) {
+    oc_->reason = "budget";
+    fail(std::move(a), repairing ? stage::pre_remedy : failed_at);
+    return next::failed;
+  }
   if (options.verbose) log_prompt(core_->name, "corrective message", correction);
   request_.messages.resize(base_size_);
   request_.messages.push_back({role::assistant, a.text});

@@ -36,7 +36,7 @@ std::string input_message(const boost::json::value& input) {
 struct dynamic_contract::core final : detail::contract_core {
   core(engine& model, dynamic_task t, contract_options o)
       : detail::contract_core(model, std::move(o), t.name.empty() ? std::string("task") : t.name), task(std::move(t)) {
-    options.retry.check();
+    options.check();
     schema_version = task.schema_version;
     has_forward = false;
     if (options.send_json_schema) response_schema = strict_schema(task.output);

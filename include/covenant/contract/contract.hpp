@@ -340,7 +340,7 @@ class contract {
   struct core final : detail::contract_core {
     core(engine& model, contract_options opts, Expr e)
         : detail::contract_core(model, std::move(opts), std::string(traits::name)), expr(std::move(e)) {
-      options.retry.check();
+      options.check();
       schema_name = std::string(schema_name_of<output_type>());
       const std::string task = traits::prompt_of(expr);
       const std::string input_format =

@@ -25,6 +25,18 @@ class runtime;
 class rate_limiter;
 class price_table;
 
+/// What one call may spend over all its attempts (0: no cap). Before asking the model again, the
+/// contract estimates the next attempt: the input of the phase's first attempt plus the reply and
+/// the corrective message it adds (4 bytes a token), and the largest output so far. When what the
+/// call has spent plus that estimate would pass a cap, it does not ask: the call fails with
+/// outcome::reason "budget" (forward runs). The first model call of a call is always made.
+struct call_budget {
+  std::uint64_t max_tokens = 0;  ///< input and output tokens (usage::total()) over the call's attempts
+  /// US dollars over the call's attempts (needs contract_options::prices; an attempt whose cost is
+  /// unknown stops the asking, as its cost cannot be kept under the cap).
+  double max_cost_usd = 0;
+};
+
 struct contract_options {
   /// Ask the model to repair an input that fails validation or pre().
   bool pre_remedy = false;
@@ -77,6 +89,12 @@ struct contract_options {
   /// Token prices (covenant/engine/prices.hpp): with them each attempt and the outcome carry their
   /// cost (attempt::cost_usd, outcome::cost_usd); without them the cost is unknown.
   std::shared_ptr<const covenant::price_table> prices{};
+  /// Caps on what one call may spend (docs/cost.md, "Budgets").
+  call_budget budget{};
+
+  /// Throws std::invalid_argument for options that cannot work: an invalid retry policy, a
+  /// negative or non-finite cost cap, a cost cap without prices.
+  void check() const;
 };
 
 /// A call's id as call_options holds it: shared, immutable text (no small-string buffer inside, so

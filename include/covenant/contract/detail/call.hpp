@@ -133,6 +133,8 @@ class COVENANT_API remedy_phase {
   attempt new_attempt();
   /// Adds `a` to the outcome, and its cost to the call's.
   void keep(attempt a);
+  /// Whether asking again after `a` with `correction` stays within contract_options::budget.
+  [[nodiscard]] bool within_budget(const attempt& a, std::string_view correction) const;
   /// The attempt's engine time ends at `t`: its latency (less its queue time) and stage times.
   void timed(attempt& a, time_point t);
 

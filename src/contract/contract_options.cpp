@@ -1,0 +1,19 @@
+// contract_options::check: options that cannot work are refused when the contract is made.
+#include "covenant/contract/contract_options.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace covenant {
+
+void contract_options::check() const {
+  retry.check();
+  if (!std::isfinite(budget.max_cost_usd) || budget.max_cost_usd < 0)
+    throw std::invalid_argument("covenant::contract_options: budget.max_cost_usd must be a finite number of dollars, 0 "
+                                "or more (0: no cap)");
+  if (budget.max_cost_usd > 0 && !prices)
+    throw std::invalid_argument("covenant::contract_options: budget.max_cost_usd needs prices (contract_options::prices) "
+                                "to know what a call costs");
+}
+
+}  // namespace covenant
