@@ -448,3 +448,53 @@ TEST_F(CliRun, ABadOrOldPriceFileIsSaid) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CliRun, ABudgetEndsTheRunAndResumeGoesOnWithANewOne) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);  // 15 tokens a record
+  });
+  const std::string input = write("in.jsonl", records(10));
+  const std::string out = path("out.jsonl");
+  const auto first = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--concurrency", "1",
+                                  "--max-tokens", "40", "--output", out, input});
+  EXPECT_EQ(first.status, 3) << first.err;  // the budget ended the run
+  EXPECT_THAT(first.err, HasSubstr("stopped: the budget was reached (--max-tokens 40)"));
+  EXPECT_EQ(json_lines(read(out)).size(), 3u);  // 30 spent: a third starts; 45: none more
+  EXPECT_EQ(server.requests(), 3u);
+  const auto rest = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--concurrency", "1",
+                                 "--max-tokens", "1000", "--output", out, "--resume", input});
+  EXPECT_EQ(rest.status, 0) << rest.err;
+  std::set<std::string> ids;
+  for (const auto& line : json_lines(read(out))) ids.insert(std::string(line.at("id").as_string()));
+  EXPECT_EQ(ids.size(), 10u);
+  EXPECT_EQ(json_lines(read(out)).size(), 10u);  // each record once
+  // a cost cap needs prices
+  const auto no_prices = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--max-cost", "1", input});
+  EXPECT_EQ(no_prices.status, 2);
+  EXPECT_THAT(no_prices.err, HasSubstr("--max-cost needs prices"));
+}
+
+TEST_F(CliRun, ACostBudgetEndsAStreamedRunToo) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    covenant_test::response_plan p;
+    p.content_type = "text/event-stream";
+    const json::value rec = covenant_test::record_of(r.body);
+    p.chunks = covenant_test::openai_stream({R"({"label": "L)" + json::serialize(rec.at("n")) + R"("})"}, "stop", 10, 5);
+    return p;
+  });
+  const std::string input = write("in.jsonl", records(6));
+  const std::string prices = write("prices.json", prices_json(R"({"loopback": {"input": 1000, "output": 2000}})"));
+  // a record: 10 * 1000 + 5 * 2000 = 20000 per million tokens, 0.02 dollars
+  const auto r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--stream", "--prices",
+                              prices, "--max-cost", "0.05", input});
+  EXPECT_EQ(r.status, 3) << r.err;
+  std::size_t records_done = 0;
+  for (const auto& line : json_lines(r.out)) records_done += line.as_object().contains("ok") ? 1 : 0;
+  EXPECT_EQ(records_done, 3u);  // 0.04 spent: a third; 0.06: none more
+  EXPECT_THAT(r.err, HasSubstr("cost $0.060000"));
+  EXPECT_THAT(r.err, HasSubstr("the budget was reached (--max-cost $0.050000)"));
+}
+
+}  // namespace

@@ -1,6 +1,7 @@
 // What calls cost: the usage each dialect reports (cached input, cache writes, reasoning) read
 // from a loopback server, whole and streamed; price tables (files, patterns, the arithmetic); and
 // the cost a contract puts in each attempt and in the outcome.
+#include <covenant/contract/batch.hpp>
 #include <covenant/contract/contract.hpp>
 #include <covenant/engine/cassette.hpp>
 #include <covenant/engine/http_engine.hpp>
@@ -486,6 +487,73 @@ TEST(CallBudget, ACapThatCannotWorkIsRefusedWhenTheContractIsMade) {
   EXPECT_THROW((covenant::contract<QA>{model, negative}), std::invalid_argument);
   negative.budget.max_cost_usd = std::numeric_limits<double>::quiet_NaN();
   EXPECT_THROW((covenant::contract<QA>{model, negative}), std::invalid_argument);
+}
+
+}  // namespace
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Budgets of a batch
+
+loopback_server answering_server(std::chrono::milliseconds delay = 0ms) {
+  return loopback_server([delay](const received_request&, std::size_t) {
+    response_plan p = whole(covenant_test::openai_completion(answer_json, 1000, 100));  // 1100 tokens
+    p.delay = delay;
+    return p;
+  });
+}
+
+std::vector<Question> questions(int n) { return std::vector<Question>(static_cast<std::size_t>(n), Question{"Capital?"}); }
+
+TEST(BatchBudget, NoRecordStartsOnceTheTokensSpentReachTheCap) {
+  loopback_server server = answering_server();
+  covenant::http_engine engine(openai_options(server));
+  const covenant::contract<QA> qa{engine, covenant::testing::instant()};
+  std::size_t delivered = 0;
+  const covenant::batch_progress summary = covenant::run_batch(
+      qa, questions(10), [&](std::size_t, auto&&) { ++delivered; }, {.concurrency = 1, .max_tokens = 3000});
+  EXPECT_TRUE(summary.budget_reached);
+  EXPECT_TRUE(summary.stopped);
+  EXPECT_EQ(summary.done, 3u);  // 2200 spent: a third starts; 3300: none more
+  EXPECT_EQ(delivered, 3u);
+  EXPECT_EQ(server.requests(), 3u);
+  EXPECT_THAT(summary.line(), HasSubstr("budget reached"));
+}
+
+TEST(BatchBudget, TheCallsInFlightCountAndFinishWhenACostCapIsReached) {
+  loopback_server server = answering_server(20ms);
+  covenant::http_engine engine(openai_options(server));
+  auto prices = std::make_shared<price_table>();
+  prices->set("loopback", token_price{1, 2});  // a record: 0.0012 dollars
+  covenant::contract_options o = covenant::testing::instant();
+  o.prices = prices;
+  const covenant::contract<QA> qa{engine, o};
+  std::size_t delivered = 0;
+  const covenant::batch_progress summary = covenant::run_batch(
+      qa, questions(40), [&](std::size_t, auto&& r) { delivered += r.outcome.success ? 1 : 0; },
+      {.concurrency = 4, .max_cost_usd = 0.006});
+  EXPECT_TRUE(summary.budget_reached);
+  // Every call started finished (none was cancelled), and none started once the spending of
+  // those finished plus the expected spending of those in flight reached the cap.
+  EXPECT_EQ(delivered, summary.done);
+  EXPECT_EQ(server.requests(), summary.done);
+  EXPECT_GE(summary.done, 2u);
+  EXPECT_LE(summary.done, 8u);  // at most the cap's 5 records and the 3 others in flight
+  EXPECT_LT(summary.cost_usd, 0.006 + 4 * 0.0012);
+  EXPECT_EQ(summary.unpriced, 0u);
+}
+
+TEST(BatchBudget, AnUnknownCostReachesACostCapAndABadCapIsRefused) {
+  loopback_server server = answering_server();
+  covenant::http_engine engine(openai_options(server));
+  const covenant::contract<QA> qa{engine, covenant::testing::instant()};  // no prices: costs unknown
+  const covenant::batch_progress summary =
+      covenant::run_batch(qa, questions(5), [](std::size_t, auto&&) {}, {.concurrency = 1, .max_cost_usd = 1});
+  EXPECT_TRUE(summary.budget_reached);
+  EXPECT_EQ(summary.done, 1u);
+  EXPECT_THROW(covenant::run_batch(qa, questions(1), [](std::size_t, auto&&) {}, {.max_cost_usd = -1}),
+               std::invalid_argument);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ namespace covenant::cli {
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_invalid = 1;  ///< parse: the input does not validate
 inline constexpr int exit_error = 2;    ///< usage, schema or file errors
+inline constexpr int exit_budget = 3;   ///< run: the budget ended the run before every record ran
 
 /// A wrong command line: the message is shown with the command's usage line.
 class usage_error : public std::runtime_error {

@@ -177,6 +177,10 @@ options:
                      also write each raw reply in the audit lines (API keys redacted)
   --prices FILE      token prices by model (JSON, docs/cost.md; default: COVENANT_PRICES):
                      each record's cost in its line, the run's in the progress and summary
+  --max-cost USD     the run's budget in US dollars (needs prices): no record starts once the
+                     spending of the records done, plus that expected of those in flight, reaches
+                     it; those in flight finish; exit status 3 (run again with --resume)
+  --max-tokens N     the same in tokens (input and output)
   -h, --help         show this help
 
 Progress goes to standard error: a line redrawn in place on a terminal, a line every 5 seconds
@@ -184,7 +188,8 @@ otherwise, and a summary at the end. Ctrl-C stops reading, cancels the records i
 lines are not written) and exits 1; run again with --resume to finish. The library's own log is
 off unless COVENANT_LOG_LEVEL is set (warn also shows transport retries).
 
-exit status: 0 every record succeeded; 1 some records failed (or the run was interrupted); 2
+exit status: 0 every record succeeded; 1 some records failed (or the run was interrupted); 3 the
+budget was reached (records may be left: --resume with a new budget goes on); 2
 usage, schema, input-file, output or telemetry errors (an audit directory that cannot be created,
 a metrics file that cannot be written, a port that cannot be listened on; a bad input line is
 reported with its line number and skipped; the other records still run).

@@ -37,6 +37,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -454,7 +455,9 @@ int run_run(const std::vector<std::string>& args) {
                                              {"--audit-include-reply", false},
                                              {"--provider", true},
                                              {"--mode", true},
-                                             {"--prices", true}});
+                                             {"--prices", true},
+                                             {"--max-cost", true},
+                                             {"--max-tokens", true}});
   if (a.help) {
     std::cout << help_text("run");
     return exit_ok;
@@ -532,6 +535,12 @@ int run_run(const std::vector<std::string>& args) {
   batch.requests_per_minute = number_named(a, "--rpm", 0, 0, 1e9);
   batch.tokens_per_minute = number_named(a, "--tpm", 0, 0, 1e12);
   batch.order = covenant::batch_order::completion;
+  // The run's budget: no record starts once it is spent (plus what the records in flight spend).
+  batch.max_cost_usd = number_named(a, "--max-cost", 0, 0, 1e12);
+  batch.max_tokens = whole_number_named(a, "--max-tokens", 0, 0, std::numeric_limits<std::uint64_t>::max() / 2,
+                                        "a whole number of tokens (0: no cap)");
+  if (batch.max_cost_usd > 0 && !options.prices)
+    throw usage_error("--max-cost needs prices: --prices FILE (or COVENANT_PRICES)");
   std::optional<std::pair<std::uint64_t, std::uint64_t>> shard;
   if (const auto s = a.get("--shard")) shard = shard_of(*s);
   if (stream) batch.concurrency = 1;
@@ -765,6 +774,10 @@ int run_run(const std::vector<std::string>& args) {
       ++summary.started;
       summary.count(o);
       if (interrupted.load()) break;
+      if (summary.over_budget(batch.max_tokens, batch.max_cost_usd)) {
+        summary.stopped = summary.budget_reached = true;
+        break;
+      }
     }
     summary.elapsed = std::chrono::steady_clock::now() - started;
     failed = summary.failed;
@@ -829,7 +842,13 @@ int run_run(const std::vector<std::string>& args) {
         std::cerr << " in " << *prices_file << ")";
       }
     }
-    if (summary.stopped || interrupted.load()) std::cerr << "; stopped early (run again with --resume)";
+    if (summary.budget_reached && !interrupted.load())
+      std::cerr << "; stopped: the budget was reached"
+                << (batch.max_cost_usd > 0 ? " (--max-cost " + covenant::format_usd(batch.max_cost_usd) + ")" : "")
+                << (batch.max_tokens > 0 ? " (--max-tokens " + std::to_string(batch.max_tokens) + ")" : "")
+                << " (run again with --resume and a new budget)";
+    else if (summary.stopped || interrupted.load())
+      std::cerr << "; stopped early (run again with --resume)";
     std::cerr << "\n";
   }
   if (write_failed) {
@@ -839,6 +858,7 @@ int run_run(const std::vector<std::string>& args) {
   if (!metrics_written) return exit_error;
   if (bad_lines > 0) return exit_error;
   if (interrupted.load()) return exit_invalid;
+  if (summary.budget_reached) return exit_budget;
   return failed > 0 ? exit_invalid : exit_ok;
 }
 

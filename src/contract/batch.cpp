@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <ctime>
+#include <stdexcept>
 #include <system_error>
 
 namespace covenant {
@@ -58,8 +59,24 @@ std::string batch_progress::line() const {
     out += ", " + format_usd(cost_usd);
     if (unpriced > 0) out += fmt::format(", {} unpriced", unpriced);
   }
-  if (stopped) out += ", stopped";
+  if (budget_reached) out += ", budget reached";
+  else if (stopped) out += ", stopped";
   return out;
+}
+
+bool batch_progress::over_budget(std::uint64_t max_tokens, double max_cost_usd) const noexcept {
+  if (done == 0) return false;
+  const auto calls = static_cast<double>(done);
+  const auto coming = static_cast<double>(in_flight);
+  if (max_tokens != 0) {
+    const auto spent = static_cast<double>(tokens_in + tokens_out);
+    if (spent + coming * spent / calls >= static_cast<double>(max_tokens)) return true;
+  }
+  if (max_cost_usd > 0) {
+    if (unpriced > 0) return true;
+    if (cost_usd + coming * cost_usd / calls >= max_cost_usd) return true;
+  }
+  return false;
 }
 
 void batch_progress::count(const outcome_base& o) noexcept {
@@ -95,6 +112,8 @@ struct batch_state::waker {
 batch_state::batch_state(const batch_options& options, std::optional<std::size_t> total)
     : waker_(std::make_unique<waker>()), options_(options), call_(options.call) {
   if (options_.concurrency == 0) options_.concurrency = 1;
+  if (!std::isfinite(options_.max_cost_usd) || options_.max_cost_usd < 0)
+    throw std::invalid_argument("covenant::run_batch: max_cost_usd must be a finite number of dollars, 0 or more (0: no cap)");
   progress_.total = total;
   start_ = std::chrono::steady_clock::now();
   next_report_ = start_ + options_.progress_every;
@@ -140,6 +159,11 @@ void batch_state::started() noexcept {
 void batch_state::delivered(const outcome_base& o) noexcept {
   --progress_.in_flight;
   progress_.count(o);
+  if (!stopping_ && !source_done_ && progress_.over_budget(options_.max_tokens, options_.max_cost_usd)) {
+    stopping_ = true;  // no further call starts; those in flight finish by themselves
+    progress_.stopped = true;
+    progress_.budget_reached = true;
+  }
 }
 
 std::chrono::steady_clock::time_point batch_state::tick() {

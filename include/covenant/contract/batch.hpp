@@ -72,8 +72,11 @@ struct COVENANT_API batch_progress {
   std::chrono::nanoseconds elapsed{0};
   /// Number of inputs, when the source knows it (a sized range, or batch_options::total).
   std::optional<std::size_t> total;
-  /// The batch stopped reading early (stop request or deadline).
+  /// The batch stopped reading early (stop request, deadline or budget).
   bool stopped = false;
+  /// The batch stopped starting calls because its budget was reached (batch_options::max_tokens,
+  /// max_cost_usd); the calls in flight then finished as usual.
+  bool budget_reached = false;
 
   /// Calls finished per second so far.
   [[nodiscard]] double rate() const noexcept;
@@ -85,6 +88,10 @@ struct COVENANT_API batch_progress {
   [[nodiscard]] std::string line() const;
   /// Counts a finished call: done, succeeded or failed, retries, tokens and cost.
   void count(const outcome_base& o) noexcept;
+  /// Whether what the finished calls spent, plus what the calls in flight are expected to spend
+  /// (each the average of the finished ones), reaches `max_tokens` or `max_cost_usd` (0: no cap).
+  /// A cost cap counts as reached once a finished call's cost is unknown: it cannot be kept.
+  [[nodiscard]] bool over_budget(std::uint64_t max_tokens, double max_cost_usd) const noexcept;
 };
 
 enum class batch_order : std::uint8_t {
@@ -101,6 +108,13 @@ struct batch_options {
   double tokens_per_minute = 0;
   /// A limiter shared with other batches or processes' shares (see rate_limiter.hpp).
   std::shared_ptr<rate_limiter> limiter{};
+  /// What the batch may spend (0: no cap), in tokens (input and output) and in US dollars (the
+  /// calls' outcome::cost_usd: the contract needs prices). No call starts once the spending of
+  /// the finished calls, plus the expected spending of those in flight, reaches a cap
+  /// (batch_progress::over_budget); the calls in flight finish, and the summary says
+  /// budget_reached. A budget is this batch's: a later batch over the rest starts afresh.
+  std::uint64_t max_tokens = 0;
+  double max_cost_usd = 0;
   /// Total time for the batch (0: none), and/or an absolute deadline.
   std::chrono::nanoseconds timeout{0};
   std::optional<std::chrono::steady_clock::time_point> deadline{};

@@ -94,7 +94,7 @@ struct contract_options {
 
   /// Throws std::invalid_argument for options that cannot work: an invalid retry policy, a
   /// negative or non-finite cost cap, a cost cap without prices.
-  void check() const;
+  COVENANT_API void check() const;
 };
 
 /// A call's id as call_options holds it: shared, immutable text (no small-string buffer inside, so

@@ -75,8 +75,9 @@ struct COVENANT_API outcome_base {
   stage failed_stage = stage::none;        ///< where the call failed (stage::none on success)
   issue_list issues;                       ///< the issues that decided the call (empty on success)
   /// Why a failed call ended without asking again, when a check's on-fail action decided it:
-  /// "refrained", "exception", or the reason the check gave (e.g. "no_valid_resources"); empty
-  /// otherwise (success, retries used up, engine failures...).
+  /// "refrained", "exception", or the reason the check gave (e.g. "no_valid_resources"); "budget"
+  /// when contract_options::budget kept it from asking again; empty otherwise (success, retries
+  /// used up, engine failures...).
   std::string reason;
   /// The input's own issues (its schema, pre()) that pre-remedy was asked to repair; empty when the
   /// input passed as given. With pre_remedy off, a bad input fails the call with these as `issues`.
