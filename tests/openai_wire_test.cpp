@@ -82,6 +82,7 @@ TEST(OpenAiWire, BodyTextIsTheSerializedBodyForEveryModeAndOption) {
                 o.model = model;
                 o.structured_outputs = structured;
                 if (compared % 3 == 0) o.max_tokens_field = "max_completion_tokens";
+                if (compared % 5 == 1) o.reasoning_effort = "low";  // a reasoning model
                 const std::string expected = json::serialize(dialect().body(r, mode, o));
                 ASSERT_EQ(dialect().body_text(r, mode, o), expected)
                     << "mode " << covenant::to_string(mode) << ", name '" << name << "', stream " << stream;

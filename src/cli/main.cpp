@@ -181,6 +181,13 @@ options:
                      spending of the records done, plus that expected of those in flight, reaches
                      it; those in flight finish; exit status 3 (run again with --resume)
   --max-tokens N     the same in tokens (input and output)
+  --reasoning-effort E
+                     OpenAI reasoning models: minimal, low, medium or high (sends
+                     max_completion_tokens and no temperature)
+  --thinking-budget N
+                     Anthropic extended thinking with N tokens (at least 1024; the tool is then
+                     not forced); the reasoning is kept out of the answer (--audit-include-reply
+                     writes it)
   -h, --help         show this help
 
 Progress goes to standard error: a line redrawn in place on a terminal, a line every 5 seconds

@@ -457,7 +457,9 @@ int run_run(const std::vector<std::string>& args) {
                                              {"--mode", true},
                                              {"--prices", true},
                                              {"--max-cost", true},
-                                             {"--max-tokens", true}});
+                                             {"--max-tokens", true},
+                                             {"--reasoning-effort", true},
+                                             {"--thinking-budget", true}});
   if (a.help) {
     std::cout << help_text("run");
     return exit_ok;
@@ -594,6 +596,16 @@ int run_run(const std::vector<std::string>& args) {
                                                          100, "a whole number from 0 to 100"));
     if (a.has("--retry-delay"))
       eo.initial_backoff = std::chrono::milliseconds(std::llround(seconds_named(a, "--retry-delay", 0.5) * 1000.0));
+    if (const auto v = a.get("--reasoning-effort")) {
+      if (*v != "minimal" && *v != "low" && *v != "medium" && *v != "high")
+        throw usage_error("--reasoning-effort takes minimal, low, medium or high (got '" + *v + "')");
+      eo.reasoning_effort = *v;
+    }
+    eo.thinking_budget = static_cast<std::uint32_t>(whole_number_named(
+        a, "--thinking-budget", 0, 0, 1'000'000, "a whole number of tokens (0: no extended thinking; at least 1024)"));
+    if (eo.thinking_budget != 0 && eo.thinking_budget < 1024)
+      throw usage_error("--thinking-budget must be at least 1024 tokens, the API's minimum (got " +
+                        std::to_string(eo.thinking_budget) + ")");
     if (a.has("--retry-max-delay"))
       eo.max_backoff = std::chrono::milliseconds(std::llround(seconds_named(a, "--retry-max-delay", 30) * 1000.0));
     engine = std::make_unique<http_engine>(eo);

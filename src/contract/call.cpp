@@ -343,10 +343,25 @@ remedy_phase::next remedy_phase::on_reply(chat_response&& reply) {
   a.model = std::move(reply.model);
   if (core_->options.prices) a.cost_usd = core_->options.prices->cost(a.model, a.usage);
   a.finish_reason = std::move(reply.finish_reason);
+  a.reasoning = std::move(reply.reasoning);
   a.queued += reply.queued;
   timed(a, core_->now());
   oc_->usage += a.usage;
-  const stage failed_at = reader_->read(a, *times_, mark_);
+  stage failed_at = reader_->read(a, *times_, mark_);
+  if (a.finish_reason == "length" && !a.reasoning.empty() &&
+      a.text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    // The token limit came while the model was still reasoning: say that, not "no JSON found".
+    issue i;
+    i.code = issue_code::parse_error;
+    i.message = "the reply was cut off by the token limit while the model was still reasoning: no answer was written "
+                "(raise max_tokens, or lower the reasoning effort or the thinking budget)";
+    a.issues = {std::move(i)};
+    note n;
+    n.kind = note_kind::truncated;
+    n.detail = "cut off by the token limit while reasoning (" + std::to_string(a.reasoning.size()) + " bytes of reasoning)";
+    a.notes.push_back(std::move(n));
+    failed_at = stage::parse;
+  }
   if (reply.cut_off) {
     note n;
     n.kind = note_kind::truncated;

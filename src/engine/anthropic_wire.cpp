@@ -153,7 +153,10 @@ class anthropic_wire final : public wire_dialect {
                                   const http_engine_options& o) const override {
     json::object body = o.extra_body;
     if (!o.model.empty()) body["model"] = o.model;
-    body["max_tokens"] = request.max_tokens ? *request.max_tokens : o.default_max_tokens;
+    // With extended thinking max_tokens counts the thinking too: the answer's allowance goes on top.
+    body["max_tokens"] = static_cast<std::uint64_t>(o.thinking_budget) +
+                         (request.max_tokens ? *request.max_tokens : o.default_max_tokens);
+    if (o.thinking_budget != 0) body["thinking"] = json::object{{"type", "enabled"}, {"budget_tokens", o.thinking_budget}};
 
     std::string system;
     std::vector<std::pair<role, std::string>> turns;
@@ -173,7 +176,7 @@ class anthropic_wire final : public wire_dialect {
     for (auto& [r, text] : turns) messages.emplace_back(json::object{{"role", to_string(r)}, {"content", std::move(text)}});
     body["messages"] = std::move(messages);
 
-    if (request.temperature) body["temperature"] = *request.temperature;
+    if (request.temperature && o.thinking_budget == 0) body["temperature"] = *request.temperature;  // (refused with thinking)
     if (request.stream) {
       body["stream"] = true;
     } else {
@@ -183,7 +186,9 @@ class anthropic_wire final : public wire_dialect {
       const std::string name = tool_name(request.schema_name);
       json::object tool{{"name", name}, {"description", tool_description}, {"input_schema", *request.response_schema}};
       body["tools"] = json::array{std::move(tool)};
-      body["tool_choice"] = json::object{{"type", "tool"}, {"name", name}};
+      // A forced tool is refused with extended thinking: the model chooses it then (a reply in text
+      // instead is read as the answer, parse_reply).
+      body["tool_choice"] = o.thinking_budget != 0 ? json::object{{"type", "auto"}} : json::object{{"type", "tool"}, {"name", name}};
     }
     return body;
   }
@@ -208,6 +213,7 @@ class anthropic_wire final : public wire_dialect {
     if (!content->is_array()) wire::bad_body("the response's \"content\" is not an array");
 
     std::string text;
+    std::string reasoning;  // thinking blocks: never the answer
     const json::value* tool_input = nullptr;
     for (const json::value& block : content->as_array()) {
       const json::object* b = block.if_object();
@@ -217,6 +223,10 @@ class anthropic_wire final : public wire_dialect {
         if (const json::value* t = b->if_contains("text"); t != nullptr && t->is_string()) {
           text += t->as_string();
         }
+      } else if (block_type == "thinking") {
+        reasoning += wire::string_or_empty(*b, "thinking");
+      } else if (block_type == "redacted_thinking") {
+        reasoning += "[redacted thinking]";
       } else if (block_type == "tool_use" && tool_input == nullptr) {
         static const json::value no_input = json::object{};
         tool_input = b->if_contains("input");
@@ -227,6 +237,7 @@ class anthropic_wire final : public wire_dialect {
     chat_response out;
     const bool use_tool = tool_input != nullptr && (mode == output_mode::tools || text.empty());
     out.text = use_tool ? wire::json_text(*tool_input) : std::move(text);  // numbers as short as they read back
+    out.reasoning = std::move(reasoning);
     out.finish_reason = finish_reason_of(wire::string_or_empty(*root, "stop_reason"));
     out.model = wire::string_or_empty(*root, "model");
     if (const json::object* u = object_at(*root, "usage")) read_usage(*u).apply(out.usage);
@@ -269,7 +280,9 @@ class anthropic_wire final : public wire_dialect {
           out.malformed = true;
           return out;
         }
-        if (!tools && wire::string_or_empty(*block, "type") == "text") out.text = wire::string_or_empty(*block, "text");
+        const std::string block_type = wire::string_or_empty(*block, "type");
+        if (!tools && block_type == "text") out.text = wire::string_or_empty(*block, "text");
+        if (block_type == "thinking") out.reasoning = wire::string_or_empty(*block, "thinking");
       } else if (type == "content_block_delta") {
         const json::object* delta = object_at(*root, "delta");
         if (delta == nullptr) {
@@ -279,6 +292,7 @@ class anthropic_wire final : public wire_dialect {
         const std::string delta_type = wire::string_or_empty(*delta, "type");
         if (delta_type == "text_delta" && !tools) out.text = wire::string_or_empty(*delta, "text");
         if (delta_type == "input_json_delta" && tools) out.text = wire::string_or_empty(*delta, "partial_json");
+        if (delta_type == "thinking_delta") out.reasoning = wire::string_or_empty(*delta, "thinking");
       } else if (type == "message_delta") {
         // Its usage is cumulative: output_tokens is the reply's total so far.
         if (const json::object* delta = object_at(*root, "delta")) {

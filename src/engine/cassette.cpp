@@ -243,6 +243,7 @@ json::object to_json(const interaction& it) {
     r["usage"] = std::move(u);
     r["model"] = it.response.model;
     r["finish_reason"] = it.response.finish_reason;
+    if (!it.response.reasoning.empty()) r["reasoning"] = it.response.reasoning;
     r["cut_off"] = it.response.cut_off;
     r["mode"] = to_string(it.response.mode);
     if (it.ms) r["ms"] = *it.ms;
@@ -519,6 +520,7 @@ class line_reader {
       }
       it.response.model = string(r, "model", "response", false);
       it.response.finish_reason = string(r, "finish_reason", "response", false);
+      it.response.reasoning = string(r, "reasoning", "response", false);
       it.response.cut_off = boolean(r, "cut_off", "response");
       it.response.mode = mode(r, "response");
       it.ms = integer<std::int64_t>(r, "ms", "response");

@@ -315,6 +315,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     if (!e.model.empty()) model_ = std::move(e.model);
     e.usage.apply(usage_);
     if (e.finish_reason) finish_reason_ = std::move(*e.finish_reason);
+    reasoning_ += e.reasoning;  // (not content: a retry may still start afresh)
     if (!e.text.empty()) {
       content_started_ = true;
       text_ += e.text;
@@ -531,6 +532,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
  private:
   void reset_stream_state() {
     text_.clear();
+    reasoning_.clear();
     content_started_ = false;
     stream_done_ = false;
     finish_reason_.clear();
@@ -542,6 +544,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
   void reply(bool cut_off) {
     chat_response out;
     out.text = std::move(text_);
+    out.reasoning = std::move(reasoning_);
     out.usage = usage_;
     out.model = std::move(model_);
     out.finish_reason = std::move(finish_reason_);
@@ -598,6 +601,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
   std::chrono::nanoseconds queued_{0};
   // Streamed reply so far.
   std::string text_;
+  std::string reasoning_;
   bool content_started_ = false;
   bool stream_done_ = false;
   std::string finish_reason_;

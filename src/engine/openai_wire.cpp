@@ -35,6 +35,14 @@ detail::usage_report read_usage(const json::object& u) {
   return out;
 }
 
+/// The reasoning a message (or delta) carries apart from its content: reasoning_content (DeepSeek,
+/// vLLM, llama.cpp), or reasoning (OpenRouter, newer vLLM); "" when none.
+std::string reasoning_text(const json::object& m) {
+  for (const std::string_view key : {"reasoning_content", "reasoning"})
+    if (const json::value* r = m.if_contains(key); r != nullptr && r->is_string()) return std::string(r->as_string());
+  return {};
+}
+
 /// The text of a message's (or delta's) "content": a string, or content parts
 /// [{"type": "text", "text": ...}]. nullopt when there is none.
 std::optional<std::string> content_text(const json::object& m) {
@@ -103,6 +111,7 @@ chat_response parse_chat_completion(std::string_view body) {
     bad_body("choices[0].message.content is missing or not a string");
   }
   out.text = std::move(*text);
+  out.reasoning = reasoning_text(m);
   out.finish_reason = string_or_empty(first.as_object(), "finish_reason");
   out.model = string_or_empty(root, "model");
   if (const auto* u = root.if_contains("usage"); u != nullptr && u->is_object()) read_usage(u->as_object()).apply(out.usage);
@@ -158,6 +167,7 @@ stream_chunk parse_stream_chunk(std::string_view data) {
   if (delta == nullptr || !delta->is_object()) return out;
   if (std::optional<std::string> text = content_text(delta->as_object())) out.content = std::move(*text);
   if (std::optional<std::string> args = tool_arguments(delta->as_object())) out.tool_arguments = std::move(*args);
+  out.reasoning = reasoning_text(delta->as_object());
   return out;
 }
 
@@ -208,6 +218,13 @@ class openai final : public wire_dialect {
     return asked == output_mode::automatic ? output_mode::json_schema : asked;
   }
 
+  /// The field of the token limit: max_completion_tokens for a reasoning model (reasoning_effort
+  /// set) unless the options name another field than max_tokens.
+  static std::string_view token_field(const http_engine_options& o) noexcept {
+    return !o.reasoning_effort.empty() && o.max_tokens_field == "max_tokens" ? std::string_view("max_completion_tokens")
+                                                                             : std::string_view(o.max_tokens_field);
+  }
+
   [[nodiscard]] json::object body(const chat_request& request, output_mode mode,
                                   const http_engine_options& o) const override {
     json::object body = o.extra_body;
@@ -221,8 +238,9 @@ class openai final : public wire_dialect {
       messages.emplace_back(std::move(jm));
     }
     body["messages"] = std::move(messages);
-    if (request.temperature) body["temperature"] = *request.temperature;
-    if (request.max_tokens) body[o.max_tokens_field] = *request.max_tokens;
+    if (request.temperature && o.reasoning_effort.empty()) body["temperature"] = *request.temperature;
+    if (request.max_tokens) body[token_field(o)] = *request.max_tokens;
+    if (!o.reasoning_effort.empty()) body["reasoning_effort"] = o.reasoning_effort;
     const bool schema = request.response_schema && request.response_schema->is_object();
     switch (mode) {
       case output_mode::json_schema:
@@ -295,6 +313,7 @@ class openai final : public wire_dialect {
     out.model = std::move(c.model);
     out.finish_reason = std::move(c.finish_reason);
     out.usage = c.usage;
+    out.reasoning = std::move(c.reasoning);
     // In tools mode the reply is the forced call's arguments; otherwise the content (a server that
     // answers with a tool call anyway still gets read).
     out.text = mode == output_mode::tools ? (c.tool_arguments.empty() ? std::move(c.content) : std::move(c.tool_arguments))
@@ -358,8 +377,10 @@ std::string openai::body_text(const chat_request& request, output_mode mode, con
     w.raw(i == 0 ? "{\"role\":" : ",{\"role\":").str(to_string(m.role)).raw(",\"content\":").str(m.content).raw("}");
   }
   w.raw("]");
-  if (request.temperature) w.raw(",\"temperature\":").value(json::value(*request.temperature));
-  if (request.max_tokens) w.raw(",\"").raw(o.max_tokens_field).raw("\":").value(json::value(*request.max_tokens));
+  if (request.temperature && o.reasoning_effort.empty())
+    w.raw(",\"temperature\":").value(json::value(*request.temperature));
+  if (request.max_tokens) w.raw(",\"").raw(token_field(o)).raw("\":").value(json::value(*request.max_tokens));
+  if (!o.reasoning_effort.empty()) w.raw(",\"reasoning_effort\":").str(o.reasoning_effort);
   switch (mode) {
     case output_mode::json_schema:
       if (schema != nullptr && o.structured_outputs) {

@@ -41,6 +41,7 @@ struct usage_report {
 /// What one streamed event said.
 struct wire_event {
   std::string text;                           ///< the next piece of the reply (content or tool arguments)
+  std::string reasoning;                      ///< the next piece of the reasoning (chat_response::reasoning)
   std::optional<std::string> finish_reason;   ///< as the chat_response carries it ("stop", "length", ...)
   usage_report usage;                         ///< the token counts the event reports
   std::string model;
@@ -112,6 +113,7 @@ std::string server_error_message(std::string_view body, std::size_t max_chars = 
 struct stream_chunk {
   std::string content;                       ///< choices[0].delta.content ("" when none)
   std::string tool_arguments;                ///< choices[0].delta.tool_calls[0].function.arguments ("" when none)
+  std::string reasoning;                     ///< choices[0].delta.reasoning_content (or .reasoning; "" when none)
   std::optional<std::string> finish_reason;  ///< choices[0].finish_reason when not null
   usage_report usage;                        ///< the counts of its usage, when it has one
   std::string model;

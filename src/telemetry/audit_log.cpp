@@ -544,6 +544,10 @@ std::string_view audit_log::impl::write_line(const attempt_event& e, std::string
   if (options.include_reply) {
     out.lit(",\"reply\":"sv);
     out.json(redacted(a.text));
+    if (!a.reasoning.empty()) {
+      out.lit(",\"reasoning\":"sv);
+      out.json(redacted(a.reasoning));
+    }
   }
   out.ch('}');
   return out.view();

@@ -66,6 +66,8 @@ struct attempt {
   /// the model has none; 0 for an attempt that got no reply.
   std::optional<double> cost_usd;
   std::string finish_reason;
+  /// What a reasoning model wrote apart from its answer (chat_response::reasoning); never read.
+  std::string reasoning;
   bool engine_failed = false;              ///< the engine threw; `issues` holds the engine_error
 };
 

@@ -124,6 +124,9 @@ struct chat_response {
   /// server does not say).
   std::string model;
   std::string finish_reason;  ///< "stop", "length" (cut off by the token limit), ...
+  /// The text a reasoning model wrote apart from its answer (OpenAI-style reasoning_content from
+  /// DeepSeek, vLLM or llama.cpp; Anthropic thinking blocks). Never read as the answer.
+  std::string reasoning;
   /// The reply ended before the model finished it for another reason than the token limit: a
   /// stream broken after its first content byte, or one that ended without a finish reason.
   /// `text` holds what arrived. Contracts treat it like a reply cut at the token limit.

@@ -157,6 +157,17 @@ struct http_engine_options {
   bool structured_outputs = true;
   /// Body field that carries chat_request::max_tokens ("max_completion_tokens" for newer models).
   std::string max_tokens_field = "max_tokens";
+  /// OpenAI reasoning models (o-series, gpt-5): sent as "reasoning_effort" ("minimal", "low",
+  /// "medium", "high"; empty: not sent). With it the token limit goes as "max_completion_tokens"
+  /// (unless max_tokens_field names another field) and no temperature is sent: reasoning models
+  /// refuse both max_tokens and a temperature.
+  std::string reasoning_effort{};
+  /// Anthropic extended thinking: "thinking": {"type": "enabled", "budget_tokens": N} (0: off; the
+  /// API's minimum is 1024). max_tokens then counts the thinking too, so the request's max_tokens
+  /// (or default_max_tokens) is added to it; no temperature is sent; and `tools` mode lets the model
+  /// choose the tool ("tool_choice": {"type": "auto"}), as the API refuses a forced tool with
+  /// thinking. The OpenAI dialect ignores it.
+  std::uint32_t thinking_budget = 0;
   /// Extra top-level fields merged into every request body (e.g. {"seed", 7}); request fields win.
   boost::json::object extra_body{};
   /// Largest accepted response body; a larger one fails the call (not retried).
