@@ -498,3 +498,45 @@ TEST_F(CliRun, ACostBudgetEndsAStreamedRunToo) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CliRun, AnthropicsSystemPromptIsMarkedForThePromptCacheAndTheSummarySaysHowMuchHit) {
+  std::mutex mutex;
+  std::set<std::string> cached;
+  covenant_test::loopback_server server([&](const covenant_test::received_request& r, std::size_t) {
+    const json::value body = json::parse(r.body);
+    const json::value& system = body.at("system");
+    const bool marked = system.is_array() && system.at(0).as_object().contains("cache_control");
+    const std::string text(system.is_array() ? system.at(0).at("text").as_string() : system.as_string());
+    bool hit = false;
+    {
+      std::lock_guard lock(mutex);
+      hit = marked && !cached.insert(text).second;
+    }
+    json::value m = json::parse(covenant_test::anthropic_tool_message("Label", R"({"label": "A"})", 10, 5));
+    if (hit) {  // 30 of the request's 40 input tokens read from the cache
+      m.at("usage").as_object()["cache_read_input_tokens"] = 30;
+    } else if (marked) {
+      m.at("usage").as_object()["cache_creation_input_tokens"] = 30;
+    } else {
+      m.at("usage").as_object()["input_tokens"] = 40;
+    }
+    covenant_test::response_plan p;
+    p.body = json::serialize(m);
+    return p;
+  });
+  const std::string input = write("in.jsonl", records(4));
+  const auto r = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--provider", "anthropic",
+                              "--concurrency", "1", input});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(json::parse(server.request(0).body).at("system").is_array());
+  // 160 input tokens, 90 of them read from the cache (the three records after the first)
+  EXPECT_THAT(r.err, HasSubstr("tokens 160 in (56% from the prompt cache)"));
+  const auto plain = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--provider", "anthropic",
+                                  "--no-prompt-cache", "--quiet", input});
+  EXPECT_EQ(plain.status, 0) << plain.err;
+  EXPECT_TRUE(json::parse(server.request(4).body).at("system").is_string());
+}
+
+}  // namespace

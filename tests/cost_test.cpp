@@ -13,6 +13,8 @@
 #include <boost/json.hpp>
 
 #include <filesystem>
+#include <mutex>
+#include <set>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -554,6 +556,113 @@ TEST(BatchBudget, AnUnknownCostReachesACostCapAndABadCapIsRefused) {
   EXPECT_EQ(summary.done, 1u);
   EXPECT_THROW(covenant::run_batch(qa, questions(1), [](std::size_t, auto&&) {}, {.max_cost_usd = -1}),
                std::invalid_argument);
+}
+
+}  // namespace
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Prompt caching
+
+/// A loopback server with a prefix cache as each provider reports it: the system prompt of a
+/// request (for Anthropic, only when marked with cache_control) is "cached" once seen, and a later
+/// request with the same system text reports its tokens (4 bytes a token) as read from the cache.
+class caching_server {
+ public:
+  explicit caching_server(bool anthropic)
+      : anthropic_(anthropic), server_([this](const received_request& r, std::size_t i) { return answer(r, i); }) {}
+  loopback_server& server() { return server_; }
+  std::vector<std::string> systems() {
+    std::lock_guard lock(mutex_);
+    return systems_;
+  }
+
+ private:
+  response_plan answer(const received_request& r, std::size_t index) {
+    const json::object body = json::parse(r.body).as_object();
+    std::string system;
+    bool marked = false;
+    if (anthropic_) {
+      const json::value& s = body.at("system");
+      if (s.is_string()) {
+        system = s.as_string();
+      } else {
+        system = s.at(0).at("text").as_string();
+        marked = s.at(0).as_object().contains("cache_control");
+      }
+    } else {
+      system = body.at("messages").at(0).at("content").as_string();
+      marked = true;  // OpenAI caches a repeated prefix by itself
+    }
+    const std::uint64_t system_tokens = system.size() / 4;
+    bool hit = false;
+    bool written = false;
+    {
+      std::lock_guard lock(mutex_);
+      systems_.push_back(system);
+      if (marked) {
+        hit = seen_.count(system) != 0;
+        written = !hit;
+        seen_.insert(system);
+      }
+    }
+    // The second request is rejected: its remedy attempt must hit the cache too.
+    const std::string reply = index == 1 ? R"({"answer": "", "confidence": 0.9})" : answer_json;
+    const std::uint64_t total_in = system_tokens + 40;
+    if (!anthropic_) {
+      json::value v = json::parse(covenant_test::openai_completion(reply, static_cast<int>(total_in), 10));
+      if (hit) v.at("usage").as_object()["prompt_tokens_details"] = json::object{{"cached_tokens", system_tokens}};
+      return whole(json::serialize(v));
+    }
+    json::value m = json::parse(covenant_test::anthropic_tool_message("Answer", reply, 1, 10));
+    json::object& u = m.at("usage").as_object();
+    u["input_tokens"] = total_in - (hit || written ? system_tokens : 0);
+    u["cache_read_input_tokens"] = hit ? system_tokens : 0;
+    u["cache_creation_input_tokens"] = written ? system_tokens : 0;
+    return whole(json::serialize(m));
+  }
+
+  bool anthropic_;
+  std::mutex mutex_;
+  std::vector<std::string> systems_;
+  std::set<std::string> seen_;
+  loopback_server server_;
+};
+
+TEST(PromptCache, TheSystemPromptIsTheSameForEveryRecordAndAttemptSoTheProvidersCacheHits) {
+  for (const bool anthropic : {false, true}) {
+    SCOPED_TRACE(anthropic ? "anthropic" : "openai");
+    caching_server cache(anthropic);
+    covenant::http_engine_options eo = anthropic ? anthropic_options(cache.server()) : openai_options(cache.server());
+    eo.cache_system_prompt = true;
+    covenant::http_engine engine(eo);
+    const covenant::contract<QA> qa{engine, covenant::testing::instant()};
+    std::vector<Question> records;
+    for (int i = 0; i < 6; ++i) records.push_back(Question{"Capital of country " + std::to_string(i) + "?"});
+    const covenant::batch_progress summary =
+        covenant::run_batch(qa, records, [](std::size_t, auto&&) {}, {.concurrency = 1});
+    ASSERT_EQ(summary.succeeded, 6u);
+    const std::vector<std::string> systems = cache.systems();
+    ASSERT_EQ(systems.size(), 7u);  // six records, one of them asked twice
+    for (const std::string& s : systems) EXPECT_EQ(s, systems.front());  // byte for byte
+    // Every request after the first read the system prompt from the cache.
+    const std::uint64_t system_tokens = systems.front().size() / 4;
+    EXPECT_GT(system_tokens, 50u);
+    EXPECT_EQ(summary.cached_tokens_in, 6 * system_tokens);
+    EXPECT_EQ(summary.tokens_in, 7 * (system_tokens + 40));
+    EXPECT_THAT(summary.line(), HasSubstr("% cached)"));
+  }
+}
+
+TEST(PromptCache, WithoutTheOptionAnthropicsSystemPromptIsAPlainStringAndNothingIsCached) {
+  caching_server cache(true);
+  covenant::http_engine engine(anthropic_options(cache.server()));
+  const covenant::contract<QA> qa{engine, covenant::testing::instant()};
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(qa.run(Question{"Capital?"}).outcome.attempts.size() >= 1);
+  EXPECT_TRUE(json::parse(cache.server().request(0).body).at("system").is_string());
+  const auto outcome = qa.run(Question{"Capital?"}).outcome;
+  EXPECT_EQ(outcome.usage.cached_input_tokens, 0u);
 }
 
 }  // namespace

@@ -175,6 +175,8 @@ options:
                      delete audit files older than N days (default 30; 0 keeps them all)
   --audit-include-reply
                      also write each raw reply in the audit lines (API keys redacted)
+  --no-prompt-cache  Anthropic: do not mark the system prompt (the same for every record) for the
+                     provider's prompt cache (marked by default; OpenAI caches it by itself)
   --prices FILE      token prices by model (JSON, docs/cost.md; default: COVENANT_PRICES):
                      each record's cost in its line, the run's in the progress and summary
   --max-cost USD     the run's budget in US dollars (needs prices): no record starts once the

@@ -459,7 +459,8 @@ int run_run(const std::vector<std::string>& args) {
                                              {"--max-cost", true},
                                              {"--max-tokens", true},
                                              {"--reasoning-effort", true},
-                                             {"--thinking-budget", true}});
+                                             {"--thinking-budget", true},
+                                             {"--no-prompt-cache", false}});
   if (a.help) {
     std::cout << help_text("run");
     return exit_ok;
@@ -596,6 +597,9 @@ int run_run(const std::vector<std::string>& args) {
                                                          100, "a whole number from 0 to 100"));
     if (a.has("--retry-delay"))
       eo.initial_backoff = std::chrono::milliseconds(std::llround(seconds_named(a, "--retry-delay", 0.5) * 1000.0));
+    // Anthropic: the system prompt (task, schema, rules: the same for every record) is marked for
+    // the prompt cache unless --no-prompt-cache.
+    eo.cache_system_prompt = !a.has("--no-prompt-cache");
     if (const auto v = a.get("--reasoning-effort")) {
       if (*v != "minimal" && *v != "low" && *v != "medium" && *v != "high")
         throw usage_error("--reasoning-effort takes minimal, low, medium or high (got '" + *v + "')");

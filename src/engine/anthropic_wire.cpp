@@ -139,7 +139,8 @@ class anthropic_wire final : public wire_dialect {
 
   /// options.extra_body first, then the request's fields. Turns:
   ///   * every system message (wherever it stands) goes into the top-level "system" string, in
-  ///     order, a blank line between two; no "system" field when there is none;
+  ///     order, a blank line between two (with options.cache_system_prompt, as one text block
+  ///     marked for the prompt cache); no "system" field when there is none;
   ///   * consecutive user (or assistant) messages are merged into one turn, their texts joined by
   ///     a blank line (the API wants user and assistant turns to alternate);
   ///   * the API wants the first turn to be a user turn: when the turns would start with an
@@ -170,7 +171,13 @@ class anthropic_wire final : public wire_dialect {
       }
     }
     if (turns.empty() || turns.front().first != role::user) turns.emplace(turns.begin(), role::user, "(continue)");
-    if (!system.empty()) body["system"] = system;
+    if (!system.empty()) {
+      if (o.cache_system_prompt)  // one text block, marked for the prompt cache
+        body["system"] = json::array{
+            json::object{{"type", "text"}, {"text", system}, {"cache_control", json::object{{"type", "ephemeral"}}}}};
+      else
+        body["system"] = system;
+    }
     json::array messages;
     messages.reserve(turns.size());
     for (auto& [r, text] : turns) messages.emplace_back(json::object{{"role", to_string(r)}, {"content", std::move(text)}});

@@ -168,6 +168,12 @@ struct http_engine_options {
   /// choose the tool ("tool_choice": {"type": "auto"}), as the API refuses a forced tool with
   /// thinking. The OpenAI dialect ignores it.
   std::uint32_t thinking_budget = 0;
+  /// Anthropic: mark the system prompt (the contract's constant part: task, output schema, rules)
+  /// for the provider's prompt cache ("system": [{"type": "text", "text": ..., "cache_control":
+  /// {"type": "ephemeral"}}]), so that the calls after the first read it from the cache (cheaper
+  /// and faster; usage::cached_input_tokens). OpenAI-compatible servers cache a repeated prefix by
+  /// themselves and ignore it. covenant run turns it on.
+  bool cache_system_prompt = false;
   /// Extra top-level fields merged into every request body (e.g. {"seed", 7}); request fields win.
   boost::json::object extra_body{};
   /// Largest accepted response body; a larger one fails the call (not retried).
