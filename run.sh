@@ -14,7 +14,7 @@ PACKAGES=(
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
-  libre2-dev libcli11-dev
+  libre2-dev libcli11-dev libsqlite3-dev
   prometheus
   clang-14 libclang-rt-14-dev valgrind
   pkg-config cmake g++ make time

@@ -540,3 +540,49 @@ TEST_F(CliRun, AnthropicsSystemPromptIsMarkedForThePromptCacheAndTheSummarySaysH
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CliRun, TwoRunsAtOnceShareAResponseCacheAndALaterRunIsAnsweredFromIt) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 5ms);
+  });
+  const std::string input = write("in.jsonl", records(20));
+  const std::string cache = path("cache");
+  const std::vector<std::string> args = {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--cache", cache,
+                                         "--concurrency", "4", input};
+  // two processes writing the same cache file at once
+  const std::string tag_a = next_tag();
+  const pid_t a = spawn(server, args, tag_a);
+  const std::string tag_b = next_tag();
+  const pid_t b = spawn(server, args, tag_b);
+  const auto first = finish(a, tag_a);
+  const auto second = finish(b, tag_b);
+  EXPECT_EQ(first.status, 0) << first.err;
+  EXPECT_EQ(second.status, 0) << second.err;
+  EXPECT_EQ(json_lines(first.out).size(), 20u);
+  EXPECT_EQ(json_lines(second.out).size(), 20u);
+  const std::size_t asked = server.requests();
+  EXPECT_GE(asked, 20u);
+  EXPECT_LE(asked, 40u);
+  EXPECT_THAT(first.err + second.err, ::testing::Not(HasSubstr("could not be used")));  // no warning
+  // every record is in the cache now: a third run asks the server nothing
+  const auto third = run(server, args);
+  EXPECT_EQ(third.status, 0) << third.err;
+  EXPECT_EQ(server.requests(), asked);
+  EXPECT_THAT(third.err, HasSubstr("20 model calls answered from the response cache"));
+  std::set<std::string> labels;
+  for (const auto& line : json_lines(third.out)) labels.insert(std::string(line.at("value").at("label").as_string()));
+  EXPECT_EQ(labels.size(), 20u);
+  // a cache that cannot be used does not stop a run
+  fs::create_directories(path("bad"));
+  write("bad/responses.sqlite", std::string(4096, 'z'));
+  const auto broken = run(server, {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--cache", path("bad"),
+                                   "--quiet", input});
+  EXPECT_EQ(broken.status, 0) << broken.err;
+  EXPECT_EQ(json_lines(broken.out).size(), 20u);
+  EXPECT_THAT(broken.err, HasSubstr("warning: the response cache"));
+  EXPECT_THAT(broken.err, HasSubstr("could not be used"));
+}
+
+}  // namespace

@@ -31,6 +31,7 @@
 #include "covenant/engine/logging.hpp"
 #include "covenant/engine/prices.hpp"
 #include "covenant/engine/rate_limiter.hpp"
+#include "covenant/engine/response_cache.hpp"
 #include "covenant/engine/retry.hpp"
 #include "covenant/engine/runtime.hpp"
 

@@ -177,6 +177,10 @@ options:
                      also write each raw reply in the audit lines (API keys redacted)
   --no-prompt-cache  Anthropic: do not mark the system prompt (the same for every record) for the
                      provider's prompt cache (marked by default; OpenAI caches it by itself)
+  --cache DIR        answer a request seen before (same prompt, record, schema, model, endpoint)
+                     from DIR/responses.sqlite instead of the server; many runs may share DIR
+  --cache-max-age S  entries older than S seconds are not used (default: no limit)
+  --cache-max-mb N   keep the cache under N MiB, dropping the oldest entries (default: no limit)
   --prices FILE      token prices by model (JSON, docs/cost.md; default: COVENANT_PRICES):
                      each record's cost in its line, the run's in the progress and summary
   --max-cost USD     the run's budget in US dollars (needs prices): no record starts once the

@@ -11,6 +11,7 @@
 #include <covenant/engine/http_engine.hpp>
 #include <covenant/engine/logging.hpp>
 #include <covenant/engine/prices.hpp>
+#include <covenant/engine/response_cache.hpp>
 #include <covenant/telemetry/metrics.hpp>
 #include <covenant/types/detail/utf8.hpp>
 
@@ -460,7 +461,10 @@ int run_run(const std::vector<std::string>& args) {
                                              {"--max-tokens", true},
                                              {"--reasoning-effort", true},
                                              {"--thinking-budget", true},
-                                             {"--no-prompt-cache", false}});
+                                             {"--no-prompt-cache", false},
+                                             {"--cache", true},
+                                             {"--cache-max-age", true},
+                                             {"--cache-max-mb", true}});
   if (a.help) {
     std::cout << help_text("run");
     return exit_ok;
@@ -621,11 +625,26 @@ int run_run(const std::vector<std::string>& args) {
     if (what.starts_with("COVENANT_BASE_URL is not set")) what += "; or pass --base-url URL";
     throw fatal_error(what);
   }
+  // The response cache: a request seen before (in this scope) is answered from DIR.
+  std::unique_ptr<covenant::cached_engine> cached;
+  if (const auto dir = a.get("--cache")) {
+    if (dir->empty()) throw usage_error("--cache takes a directory");
+    covenant::response_cache_options co;
+    co.path = std::filesystem::path(*dir) / "responses.sqlite";
+    co.scope = std::string(eo.provider == covenant::provider::anthropic ? "anthropic " : "openai ") + engine->endpoint() +
+               " " + eo.model + " effort=" + eo.reasoning_effort + " thinking=" + std::to_string(eo.thinking_budget);
+    co.max_age = std::chrono::seconds(std::llround(number_named(a, "--cache-max-age", 0, 0, 3.2e9)));
+    co.max_bytes = static_cast<std::uint64_t>(number_named(a, "--cache-max-mb", 0, 0, 1e9) * 1024 * 1024);
+    cached = std::make_unique<covenant::cached_engine>(std::move(co), *engine);
+  } else if (a.has("--cache-max-age") || a.has("--cache-max-mb")) {
+    throw usage_error(std::string(a.has("--cache-max-age") ? "--cache-max-age" : "--cache-max-mb") + " needs --cache DIR");
+  }
+  covenant::engine& model = cached ? static_cast<covenant::engine&>(*cached) : *engine;
   // Each record's result (issues included) is its output line, and the progress line counts
   // retries: the library's own log would repeat them between progress updates. COVENANT_LOG_LEVEL
   // brings it back.
   if (std::getenv("COVENANT_LOG_LEVEL") == nullptr) set_log_level(log_level::off);  // NOLINT(concurrency-mt-unsafe)
-  const dynamic_contract contract{*engine, {.name = m.title(), .prompt = prompt, .output = m}, options};
+  const dynamic_contract contract{model, {.name = m.title(), .prompt = prompt, .output = m}, options};
 
   // The output, and what an earlier run finished.
   std::unordered_set<std::string> done_ids;
@@ -842,6 +861,7 @@ int run_run(const std::vector<std::string>& args) {
       std::cerr << " (" << std::llround(100.0 * static_cast<double>(summary.cached_tokens_in) / static_cast<double>(summary.tokens_in))
                 << "% from the prompt cache)";
     std::cerr << " / " << summary.tokens_out << " out";
+    if (cached) std::cerr << "; " << summary.cache_hits << " model calls answered from the response cache";
     if (options.prices) {
       const std::string dollars = covenant::format_usd(summary.cost_usd);
       if (summary.unpriced == 0) std::cerr << "; cost " << dollars;
@@ -867,6 +887,10 @@ int run_run(const std::vector<std::string>& args) {
       std::cerr << "; stopped early (run again with --resume)";
     std::cerr << "\n";
   }
+  if (cached && cached->stats().errors > 0)  // (the library's log is off: say it here, --quiet or not)
+    std::cerr << "covenant run: warning: the response cache " << cached->options().path.string() << " could not be used "
+              << cached->stats().errors << (cached->stats().errors == 1 ? " time" : " times")
+              << "; those calls went to the server (COVENANT_LOG_LEVEL=warn says why)\n";
   if (write_failed) {
     std::cerr << "covenant run: cannot write the results\n";
     return exit_error;

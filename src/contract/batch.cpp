@@ -59,6 +59,7 @@ std::string batch_progress::line() const {
     out += ", " + format_usd(cost_usd);
     if (unpriced > 0) out += fmt::format(", {} unpriced", unpriced);
   }
+  if (cache_hits > 0) out += fmt::format(", {} from the cache", cache_hits);
   if (budget_reached) out += ", budget reached";
   else if (stopped) out += ", stopped";
   return out;
@@ -87,6 +88,7 @@ void batch_progress::count(const outcome_base& o) noexcept {
   tokens_in += o.usage.input_tokens;
   tokens_out += o.usage.output_tokens;
   cached_tokens_in += o.usage.cached_input_tokens;
+  for (const attempt& a : o.attempts) cache_hits += a.from_cache ? 1 : 0;
   if (o.cost_usd) {
     cost_usd += *o.cost_usd;
     ++priced;

@@ -341,7 +341,8 @@ remedy_phase::next remedy_phase::on_reply(chat_response&& reply) {
   a.text = std::move(reply.text);
   a.usage = reply.usage;
   a.model = std::move(reply.model);
-  if (core_->options.prices) a.cost_usd = core_->options.prices->cost(a.model, a.usage);
+  a.from_cache = reply.from_cache;
+  if (core_->options.prices) a.cost_usd = a.from_cache ? 0.0 : core_->options.prices->cost(a.model, a.usage);
   a.finish_reason = std::move(reply.finish_reason);
   a.reasoning = std::move(reply.reasoning);
   a.queued += reply.queued;

@@ -105,6 +105,8 @@ struct metrics::impl {
                                   {"contract"})),
         reasoning(reg.add_counter("covenant_reasoning_tokens_total",
                                   "Completion tokens spent reasoning (part of the output tokens).", {"contract"})),
+        cache_hits(reg.add_counter("covenant_response_cache_hits_total",
+                                   "Model calls answered by a response cache instead of the server.", {"contract"})),
         cost(reg.add_counter("covenant_cost_usd_total",
                              "What model calls cost in US dollars, by the model that answered (calls with prices; a "
                              "model without a price is not counted).",
@@ -206,6 +208,7 @@ struct metrics::impl {
   prom::counter_family& tokens_out;
   prom::counter_family& cached_in;
   prom::counter_family& reasoning;
+  prom::counter_family& cache_hits;
   prom::counter_family& cost;
   prom::counter_family& notes;
   prom::counter_family& actions;
@@ -234,13 +237,15 @@ void metrics::on_attempt(const attempt_event& e) {
   s.queue_seconds->observe(std::chrono::duration<double>(e.a.queued).count());
   if (e.a.usage.input_tokens > 0) s.tokens_in->inc(static_cast<double>(e.a.usage.input_tokens));
   if (e.a.usage.output_tokens > 0) s.tokens_out->inc(static_cast<double>(e.a.usage.output_tokens));
-  const bool parts = e.a.usage.cached_input_tokens > 0 || e.a.usage.reasoning_tokens > 0 || (e.a.cost_usd && *e.a.cost_usd > 0);
+  const bool parts = e.a.usage.cached_input_tokens > 0 || e.a.usage.reasoning_tokens > 0 || e.a.from_cache ||
+                     (e.a.cost_usd && *e.a.cost_usd > 0);
   if (e.a.notes.empty() && e.a.issues.empty() && !parts) return;
   const std::string_view c = impl_->contract_label(e.call.contract);
   if (parts) {  // (rarer series: looked up by label, not kept in `series`)
     if (e.a.usage.cached_input_tokens > 0)
       impl_->cached_in.with({c}).inc(static_cast<double>(e.a.usage.cached_input_tokens));
     if (e.a.usage.reasoning_tokens > 0) impl_->reasoning.with({c}).inc(static_cast<double>(e.a.usage.reasoning_tokens));
+    if (e.a.from_cache) impl_->cache_hits.with({c}).inc();
     if (e.a.cost_usd && *e.a.cost_usd > 0) impl_->cost.with({c, impl_->models.admit(e.a.model)}).inc(*e.a.cost_usd);
   }
   for (const note& n : e.a.notes) impl_->notes.with({c, to_string(n.kind)}).inc();

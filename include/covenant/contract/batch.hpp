@@ -69,6 +69,7 @@ struct COVENANT_API batch_progress {
   double cost_usd = 0;
   std::size_t priced = 0;    ///< finished calls with a known cost
   std::size_t unpriced = 0;  ///< finished calls whose cost is unknown (no prices, a model without one)
+  std::uint64_t cache_hits = 0;  ///< model calls answered by a response cache (attempt::from_cache)
   std::chrono::nanoseconds elapsed{0};
   /// Number of inputs, when the source knows it (a sized range, or batch_options::total).
   std::optional<std::size_t> total;

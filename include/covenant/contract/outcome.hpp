@@ -68,6 +68,7 @@ struct attempt {
   std::string finish_reason;
   /// What a reasoning model wrote apart from its answer (chat_response::reasoning); never read.
   std::string reasoning;
+  bool from_cache = false;                 ///< answered by a response cache (chat_response::from_cache): cost nothing
   bool engine_failed = false;              ///< the engine threw; `issues` holds the engine_error
 };
 

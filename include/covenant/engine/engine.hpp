@@ -131,6 +131,9 @@ struct chat_response {
   /// stream broken after its first content byte, or one that ended without a finish reason.
   /// `text` holds what arrived. Contracts treat it like a reply cut at the token limit.
   bool cut_off = false;
+  /// The reply came from a response cache (covenant/engine/response_cache.hpp), not the server:
+  /// its usage is 0, it cost nothing.
+  bool from_cache = false;
   /// The mode the reply was asked for in (for output_mode::automatic: the one the server took).
   output_mode mode = output_mode::json_schema;
   /// Time the call spent between its exchanges with the server, not talking to it: the waits

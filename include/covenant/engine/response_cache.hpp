@@ -1,0 +1,77 @@
+// covenant/engine/response_cache.hpp - answer a request seen before from a local cache.
+//
+// For development loops, evaluations and re-runs: the same request (its messages, output mode,
+// schema and sampling options, in a scope naming the model and endpoint) is answered from an
+// SQLite file instead of the server, and costs nothing. Remedy attempts are requests like the
+// first ones, so a re-run of a fixed prompt replays the whole conversation.
+//
+//     covenant::http_engine server{options};
+//     covenant::cached_engine model{{.path = "cache/responses.sqlite", .scope = "openai gpt-4o-mini"}, server};
+//     covenant::contract<Ask> ask{model};   // a repeated question never reaches the server
+//
+// Many processes may share one file at once (SQLite in WAL mode). A cache that cannot be opened,
+// is corrupted or stays locked never fails a call: the call goes to the inner engine, and the
+// problem is logged as a warning. Only whole replies are stored: never an error, a reply cut off,
+// or one a stop request ended.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <stop_token>
+#include <string>
+
+#include "covenant/engine/engine.hpp"
+#include "covenant/types/config.hpp"
+
+namespace covenant {
+
+struct response_cache_options {
+  /// The SQLite file (its directory is created when missing).
+  std::filesystem::path path{};
+  /// What decides a reply besides the request: provider, endpoint, model, reasoning settings.
+  /// Requests of different scopes never share an entry.
+  std::string scope{};
+  /// Entries older than this are misses (and dropped); 0: no limit.
+  std::chrono::seconds max_age{0};
+  /// The file's size at most, in bytes (0: no limit): past it, the oldest entries are dropped.
+  std::uint64_t max_bytes = 0;
+  /// How long a lookup or a write waits for another process's lock before it gives up (a miss,
+  /// or a reply not stored).
+  std::chrono::milliseconds busy_timeout{2000};
+};
+
+/// What a cached_engine did so far.
+struct response_cache_stats {
+  std::uint64_t hits = 0;     ///< requests answered from the cache
+  std::uint64_t misses = 0;   ///< requests sent to the inner engine
+  std::uint64_t stored = 0;   ///< replies written to the cache
+  std::uint64_t errors = 0;   ///< cache failures (each one a miss or a reply not stored)
+};
+
+/// An engine that answers from a response cache, and asks `inner` (storing its reply) otherwise.
+/// A reply from the cache has chat_response::from_cache set and a usage of 0: it cost nothing.
+class COVENANT_API cached_engine final : public engine {
+ public:
+  /// `inner` must outlive this engine. Never throws for the cache file: see above.
+  cached_engine(response_cache_options options, engine& inner);
+  ~cached_engine() override;
+  cached_engine(const cached_engine&) = delete;
+  cached_engine& operator=(const cached_engine&) = delete;
+
+  chat_response complete(const chat_request& request) override;
+  void start(const chat_request& request, std::shared_ptr<reply_receiver> receiver, std::stop_token stop) override;
+  [[nodiscard]] engine_capabilities capabilities() const noexcept override;
+
+  [[nodiscard]] response_cache_stats stats() const noexcept;
+  [[nodiscard]] const response_cache_options& options() const noexcept;
+
+  struct state;
+
+ private:
+  std::shared_ptr<state> state_;
+  engine* inner_;
+};
+
+}  // namespace covenant

@@ -1,0 +1,222 @@
+// The response cache (covenant/engine/response_cache.hpp): hits and misses, whole and streamed, a
+// remedy conversation replayed, scopes, maximum age and size, and a cache that is corrupted or
+// locked by another connection degrading to a miss without failing the call. Many processes at
+// once: tests/cli_run_test.cpp (two `covenant run --cache` at the same time).
+#include <covenant/contract/contract.hpp>
+#include <covenant/engine/prices.hpp>
+#include <covenant/engine/response_cache.hpp>
+#include <covenant/telemetry/metrics.hpp>
+#include <covenant/testing/testing.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "qa_model.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace covenant_test::qa;
+using covenant::cached_engine;
+using covenant::chat_request;
+using covenant::testing::scripted_engine;
+using covenant::testing::step;
+using ::testing::HasSubstr;
+
+const std::string answer_json = R"({"answer": "Paris", "confidence": 0.9})";
+
+class ResponseCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("covenant_cache_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  covenant::response_cache_options options(std::string scope = "test-model") const {
+    return {.path = dir_ / "sub" / "responses.sqlite", .scope = std::move(scope)};
+  }
+  static chat_request request(const std::string& question, bool stream = false) {
+    chat_request r;
+    r.messages = {{covenant::role::system, "Answer."}, {covenant::role::user, question}};
+    r.stream = stream;
+    return r;
+  }
+  fs::path dir_;
+};
+
+/// An engine that answers every request with `answer_json` and counts its calls.
+scripted_engine counting() {
+  return scripted_engine([](const chat_request&, std::size_t) {
+    covenant::chat_response r;
+    r.text = answer_json;
+    r.usage = {100, 10};
+    r.model = "m";
+    r.reasoning = "thinking";
+    return r;
+  });
+}
+
+TEST_F(ResponseCache, ARequestSeenBeforeIsAnsweredFromTheCacheAndCostsNothing) {
+  scripted_engine inner = counting();
+  cached_engine model(options(), inner);
+  const covenant::chat_response first = model.complete(request("Capital of France?"));
+  EXPECT_FALSE(first.from_cache);
+  EXPECT_EQ(first.usage.input_tokens, 100u);
+  const covenant::chat_response again = model.complete(request("Capital of France?"));
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(again.text, answer_json);
+  EXPECT_EQ(again.reasoning, "thinking");
+  EXPECT_EQ(again.model, "m");
+  EXPECT_EQ(again.usage, covenant::usage{});  // it cost nothing
+  EXPECT_FALSE(model.complete(request("Capital of Spain?")).from_cache);
+  EXPECT_EQ(inner.calls(), 2u);
+  EXPECT_EQ(model.stats().hits, 1u);
+  EXPECT_EQ(model.stats().misses, 2u);
+  EXPECT_EQ(model.stats().stored, 2u);
+  EXPECT_EQ(model.stats().errors, 0u);
+  // another engine on the same file sees it; another scope does not
+  cached_engine same(options(), inner);
+  EXPECT_TRUE(same.complete(request("Capital of France?")).from_cache);
+  cached_engine other(options("another-model"), inner);
+  EXPECT_FALSE(other.complete(request("Capital of France?")).from_cache);
+  EXPECT_EQ(inner.calls(), 3u);
+}
+
+TEST_F(ResponseCache, AStreamedCallGetsTheCachedTextAsOnePieceThenTheReply) {
+  scripted_engine inner = counting();
+  cached_engine model(options(), inner);
+  (void)model.complete(request("q"));
+  struct collect final : covenant::reply_receiver {
+    std::string text;
+    std::optional<covenant::chat_response> reply;
+    void on_text(std::string_view d) noexcept override { text += d; }
+    void on_reply(covenant::chat_response r) noexcept override { reply = std::move(r); }
+    void on_error(const covenant::engine_error&) noexcept override {}
+  };
+  auto r = std::make_shared<collect>();
+  model.start(request("q", true), r, {});
+  ASSERT_TRUE(r->reply.has_value());  // delivered at once, from inside start()
+  EXPECT_TRUE(r->reply->from_cache);
+  EXPECT_EQ(r->text, answer_json);
+  EXPECT_EQ(inner.calls(), 1u);
+}
+
+TEST_F(ResponseCache, ARemedyConversationIsReplayedWholeAndItsCostIsZero) {
+  scripted_engine inner{step(R"({"answer": "", "confidence": 0.9})", {100, 10}), step(answer_json, {120, 10})};
+  cached_engine model(options(), inner);
+  auto prices = std::make_shared<covenant::price_table>();
+  prices->set("scripted", covenant::token_price{1, 2});
+  auto m = std::make_shared<covenant::metrics>();
+  covenant::contract_options o = covenant::testing::instant({.tries = 2});
+  o.prices = prices;
+  o.observers.push_back(m);
+  const covenant::contract<QA> qa{model, o};
+  const auto first = qa.run(Question{"Capital?"}).outcome;
+  ASSERT_TRUE(first.success);
+  ASSERT_EQ(first.attempts.size(), 2u);
+  EXPECT_GT(*first.cost_usd, 0.0);
+  const auto again = qa.run(Question{"Capital?"}).outcome;  // the inner engine has no step left
+  ASSERT_TRUE(again.success) << again.summary();
+  ASSERT_EQ(again.attempts.size(), 2u);
+  EXPECT_TRUE(again.attempts[0].from_cache);
+  EXPECT_TRUE(again.attempts[1].from_cache);
+  EXPECT_EQ(again.cost_usd, 0.0);
+  EXPECT_EQ(inner.calls(), 2u);
+  EXPECT_THAT(m->render(), HasSubstr("covenant_response_cache_hits_total{contract=\"QA\"} 2"));
+}
+
+TEST_F(ResponseCache, AnOldEntryIsAMissAndIsReplaced) {
+  scripted_engine inner = counting();
+  covenant::response_cache_options o = options();
+  o.max_age = std::chrono::hours(1);
+  {
+    cached_engine model(o, inner);
+    (void)model.complete(request("q"));
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE responses SET created = created - 7200", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  cached_engine model(o, inner);
+  EXPECT_FALSE(model.complete(request("q")).from_cache);  // two hours old
+  EXPECT_TRUE(model.complete(request("q")).from_cache);   // stored afresh
+  EXPECT_EQ(inner.calls(), 2u);
+}
+
+TEST_F(ResponseCache, PastItsSizeTheOldestEntriesGo) {
+  scripted_engine inner([](const chat_request& r, std::size_t) {
+    covenant::chat_response out;
+    out.text = std::string(20'000, 'x') + r.messages.back().content;  // 20 KB a reply
+    return out;
+  });
+  covenant::response_cache_options o = options();
+  o.max_bytes = 512 * 1024;
+  cached_engine model(o, inner);
+  for (int i = 0; i < 200; ++i) (void)model.complete(request("q" + std::to_string(i)));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), sum(length(response)) FROM responses", -1, &s, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
+  const std::int64_t entries = sqlite3_column_int64(s, 0);
+  const std::int64_t bytes = sqlite3_column_int64(s, 1);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  EXPECT_LT(entries, 200);
+  EXPECT_GT(entries, 0);
+  // trimmed every 32 writes: at most 32 replies past the limit
+  EXPECT_LT(bytes, 512 * 1024 + 33 * 20'100);
+  EXPECT_FALSE(model.complete(request("q0")).from_cache);   // the oldest went
+  EXPECT_TRUE(model.complete(request("q199")).from_cache);  // the newest stayed
+}
+
+TEST_F(ResponseCache, ACorruptedFileNeverFailsACall) {
+  fs::create_directories(options().path.parent_path());
+  {
+    std::ofstream out(options().path, std::ios::binary);
+    out << std::string(8192, '\x5a');  // not a database
+  }
+  scripted_engine inner = counting();
+  cached_engine model(options(), inner);
+  EXPECT_EQ(model.complete(request("q")).text, answer_json);
+  EXPECT_EQ(model.complete(request("q")).text, answer_json);
+  EXPECT_EQ(inner.calls(), 2u);  // every call a miss
+  EXPECT_GE(model.stats().errors, 1u);
+  EXPECT_EQ(model.stats().hits, 0u);
+  // a contract over it works as over the engine itself
+  const covenant::contract<QA> qa{model, covenant::testing::instant()};
+  EXPECT_TRUE(qa.run(Question{"q"}).outcome.success);
+}
+
+TEST_F(ResponseCache, ACacheLockedByAnotherWriterNeverFailsACall) {
+  scripted_engine inner = counting();
+  covenant::response_cache_options o = options();
+  o.busy_timeout = std::chrono::milliseconds(20);
+  cached_engine model(o, inner);
+  (void)model.complete(request("stored before the lock"));
+  // Another process holds the write lock (a long transaction).
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_TRUE(model.complete(request("stored before the lock")).from_cache);  // readers are not blocked (WAL)
+  const covenant::chat_response r = model.complete(request("asked during the lock"));
+  EXPECT_EQ(r.text, answer_json);  // answered by the engine; not stored
+  EXPECT_FALSE(r.from_cache);
+  EXPECT_EQ(model.stats().errors, 1u);
+  EXPECT_FALSE(model.complete(request("asked during the lock")).from_cache);
+  ASSERT_EQ(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  (void)model.complete(request("asked during the lock"));  // stored now
+  EXPECT_TRUE(model.complete(request("asked during the lock")).from_cache);
+  EXPECT_EQ(inner.calls(), 4u);
+}
+
+}  // namespace
