@@ -14,6 +14,7 @@
 #include <string>
 
 #include "../examples/models/final_answer.hpp"
+#include "instant_engine.hpp"
 #include "sample.hpp"
 
 namespace contract_bench {
@@ -33,25 +34,7 @@ struct AnswerQuestion {
   }
 };
 
-// Replies with the same text every time, instantly (blocking and asynchronous calls alike).
-class instant_engine : public covenant::engine {
- public:
-  explicit instant_engine(std::string reply) : reply_(std::move(reply)) {}
-  covenant::chat_response complete(const covenant::chat_request&) override {
-    covenant::chat_response r;
-    r.text = reply_;
-    r.usage = {512, 128};
-    return r;
-  }
-  void start(const covenant::chat_request& request, std::shared_ptr<covenant::reply_receiver> receiver,
-             std::stop_token) override {
-    receiver->on_reply(complete(request));
-  }
-  [[nodiscard]] covenant::engine_capabilities capabilities() const noexcept override { return {true, false}; }
-
- private:
-  std::string reply_;
-};
+using bench::instant_engine;
 
 void BM_contract_zero_latency(benchmark::State& state) {
   const std::string reply = sample("valid_final_answer.json");

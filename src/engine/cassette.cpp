@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "covenant/types/encode.hpp"
 #include "log.hpp"
 
 namespace covenant {
@@ -143,11 +144,56 @@ json::value canonical(const json::value& v) {
   }
 }
 
+/// A schema with its object keys sorted, and that as JSON text ("null" for no schema).
+struct canonical_schema {
+  json::value value;
+  std::string text = "null";
+};
+
+std::shared_ptr<const canonical_schema> make_canonical(const json::value& v) {
+  auto c = std::make_shared<canonical_schema>();
+  c->value = canonical(v);
+  c->text = json::serialize(c->value);
+  return c;
+}
+
+/// The canonical form of a request's schema, made once per schema (a contract builds its schema
+/// once and sends the same one with every request): a cache of the schemas seen lately. A schema
+/// owned by its pointer is found by its owner (alive while the cache holds a weak reference); one
+/// not owned (an aliasing pointer without an owner, as contracts send their static schemas) by its
+/// address: chat_request::response_schema says such a schema outlives the requests that carry it.
+std::shared_ptr<const canonical_schema> canonical_of(const std::shared_ptr<const json::value>& schema) {
+  if (!schema) return nullptr;
+  struct entry {
+    const json::value* address;
+    std::weak_ptr<const json::value> owner;  // expired at once for a schema without owner
+    bool owned;
+    std::shared_ptr<const canonical_schema> canonical;
+  };
+  static std::mutex mutex;
+  static std::deque<entry> seen;  // a few contracts' schemas; the oldest goes past 32
+  const bool owned = schema.use_count() > 0;
+  {
+    std::lock_guard lock(mutex);
+    for (const entry& e : seen) {
+      if (e.address != schema.get() || e.owned != owned) continue;
+      if (!owned || (!e.owner.owner_before(schema) && !schema.owner_before(e.owner) && !e.owner.expired()))
+        return e.canonical;
+    }
+  }
+  std::shared_ptr<const canonical_schema> made = make_canonical(*schema);
+  std::lock_guard lock(mutex);
+  std::erase_if(seen, [](const entry& e) { return e.owned && e.owner.expired(); });
+  if (seen.size() >= 32) seen.pop_front();
+  seen.push_back({schema.get(), schema, owned, made});
+  return made;
+}
+
 struct normal_request {
   std::vector<message> messages;
   std::string schema_name;
   std::string mode = std::string(to_string(output_mode::json_schema));
-  json::value schema;  // canonical; null when none
+  std::shared_ptr<const canonical_schema> schema;  // null when none
   std::optional<double> temperature;
   std::optional<std::uint64_t> max_tokens;
 };
@@ -165,7 +211,7 @@ json::object to_json(const normal_request& r) {
   o["messages"] = std::move(messages);
   o["schema_name"] = r.schema_name;
   o["mode"] = r.mode;
-  o["schema"] = r.schema;
+  o["schema"] = r.schema ? r.schema->value : json::value(nullptr);
   if (r.temperature) o["temperature"] = *r.temperature;
   else o["temperature"] = nullptr;
   if (r.max_tokens) o["max_tokens"] = *r.max_tokens;
@@ -173,13 +219,40 @@ json::object to_json(const normal_request& r) {
   return o;
 }
 
-std::string key_of(const normal_request& r) { return json::serialize(to_json(r)); }
+/// The request as compact JSON (to_json's fields in its order), written directly: the schema's
+/// canonical text is made once per schema.
+std::string key_of(const normal_request& r) {
+  std::size_t size = 128 + (r.schema ? r.schema->text.size() : 4) + r.schema_name.size();
+  for (const auto& m : r.messages) size += m.content.size() + 32;
+  std::string out;
+  out.reserve(size);
+  out += "{\"messages\":[";
+  for (std::size_t i = 0; i < r.messages.size(); ++i) {
+    out += i == 0 ? "{\"role\":\"" : ",{\"role\":\"";
+    out += to_string(r.messages[i].role);
+    out += "\",\"content\":";
+    detail::append_json_string(out, r.messages[i].content);
+    out += '}';
+  }
+  out += "],\"schema_name\":";
+  detail::append_json_string(out, r.schema_name);
+  out += ",\"mode\":";
+  detail::append_json_string(out, r.mode);
+  out += ",\"schema\":";
+  out += r.schema ? r.schema->text : std::string("null");
+  out += ",\"temperature\":";
+  out += r.temperature ? json::serialize(json::value(*r.temperature)) : std::string("null");
+  out += ",\"max_tokens\":";
+  out += r.max_tokens ? std::to_string(*r.max_tokens) : std::string("null");
+  out += '}';
+  return out;
+}
 
 void redact_request(normal_request& r, const std::vector<std::string>& secrets) {
   if (secrets.empty()) return;
   for (auto& m : r.messages) m.content = redact(m.content, secrets);
   r.schema_name = redact(r.schema_name, secrets);
-  r.schema = redact_json(r.schema, secrets);
+  if (r.schema) r.schema = make_canonical(redact_json(r.schema->value, secrets));
 }
 
 normal_request normalize(const chat_request& request, const std::vector<std::string>& secrets) {
@@ -187,7 +260,7 @@ normal_request normalize(const chat_request& request, const std::vector<std::str
   n.messages = request.messages;
   n.schema_name = request.schema_name;
   n.mode = std::string(to_string(request.mode));
-  if (request.response_schema) n.schema = canonical(*request.response_schema);
+  n.schema = canonical_of(request.response_schema);
   n.temperature = request.temperature;
   if (request.max_tokens) n.max_tokens = *request.max_tokens;
   redact_request(n, secrets);
@@ -311,7 +384,7 @@ std::string describe_request(const normal_request& r) {
   return d;
 }
 
-std::string describe(const interaction& it) {
+std::string describe_interaction(const interaction& it) {
   std::string d = "line " + std::to_string(it.line) + ": " + describe_request(it.request);
   if (it.failed) {
     d += " -> error " + excerpt(it.error_message);
@@ -381,8 +454,9 @@ std::string describe_difference(const normal_request& rec, const normal_request&
   if (rec.schema_name != req.schema_name)
     diffs.push_back("schema_name: recorded " + excerpt(rec.schema_name) + ", requested " + excerpt(req.schema_name));
   if (rec.mode != req.mode) diffs.push_back("mode: recorded " + rec.mode + ", requested " + req.mode);
-  if (rec.schema != req.schema)
-    diffs.push_back("schema " + show_difference(json::serialize(rec.schema), json::serialize(req.schema)));
+  const std::string rec_schema = rec.schema ? rec.schema->text : "null";
+  const std::string req_schema = req.schema ? req.schema->text : "null";
+  if (rec_schema != req_schema) diffs.push_back("schema " + show_difference(rec_schema, req_schema));
   if (rec.temperature != req.temperature)
     diffs.push_back("temperature: recorded " + optional_text(rec.temperature) + ", requested " + optional_text(req.temperature));
   if (rec.max_tokens != req.max_tokens)
@@ -489,7 +563,7 @@ class line_reader {
     }
     r.schema_name = string(o, "schema_name", "request", false);
     r.mode = std::string(to_string(mode(o, "request")));
-    if (const json::value* s = o.if_contains("schema")) r.schema = canonical(*s);
+    if (const json::value* s = o.if_contains("schema"); s != nullptr && !s->is_null()) r.schema = make_canonical(*s);
     r.temperature = number(o, "temperature", "request");
     r.max_tokens = integer<std::uint64_t>(o, "max_tokens", "request");
     return r;
@@ -962,7 +1036,7 @@ std::vector<std::string> cassette_engine::unused() const {
   std::lock_guard lock(state_->mutex);
   std::vector<std::string> out;
   for (const auto& it : state_->items)
-    if (!it.used) out.push_back(describe(it));
+    if (!it.used) out.push_back(describe_interaction(it));
   return out;
 }
 

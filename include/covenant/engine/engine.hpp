@@ -99,7 +99,10 @@ COVENANT_API std::optional<output_mode> parse_output_mode(std::string_view name)
 struct chat_request {
   std::vector<message> messages;
   /// JSON Schema of the expected reply (OpenAI strict form) for engines with structured outputs;
-  /// null when the reply is not JSON-constrained. Shared, built once per contract.
+  /// null when the reply is not JSON-constrained. Shared, built once per contract. A schema the
+  /// pointer does not own (an aliasing pointer without an owner, to a static schema) must outlive
+  /// every request that carries it: engines may remember it by its address (cassettes and the
+  /// response cache keep its canonical form).
   std::shared_ptr<const boost::json::value> response_schema;
   /// Name of the expected type (for structured-output APIs; the tool's name in `tools` mode).
   std::string schema_name;
