@@ -586,3 +586,37 @@ TEST_F(CliRun, TwoRunsAtOnceShareAResponseCacheAndALaterRunIsAnsweredFromIt) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CliRun, ACostBudgetStopsStartingRecordsAndResumeGoesOnWithANewOne) {
+  covenant_test::loopback_server server([](const covenant_test::received_request& r, std::size_t) {
+    return label_reply(r, 0ms);  // 10 tokens in, 5 out
+  });
+  const std::string input = write("in.jsonl", records(8));
+  const std::string out = path("out.jsonl");
+  const std::string prices = write("prices.json", prices_json(R"({"loopback": {"input": 1000, "output": 2000}})"));
+  // a record: 10 * 1000 + 5 * 2000 per million tokens = 0.02 dollars
+  auto run_with = [&](const std::string& budget, bool resume) {
+    std::vector<std::string> args = {"run", "--schema", path("label.baml"), "--prompt", "Label.", "--concurrency", "1",
+                                     "--prices", prices, "--max-cost", budget, "--output", out, input};
+    if (resume) args.push_back("--resume");
+    return run(server, args);
+  };
+  const auto first = run_with("0.05", false);
+  EXPECT_EQ(first.status, 3) << first.err;
+  EXPECT_THAT(first.err, HasSubstr("cost $0.060000; stopped: the budget was reached (--max-cost $0.050000)"));
+  EXPECT_EQ(json_lines(read(out)).size(), 3u);
+  const auto second = run_with("0.05", true);  // a new budget: three more
+  EXPECT_EQ(second.status, 3) << second.err;
+  EXPECT_EQ(json_lines(read(out)).size(), 6u);
+  const auto last = run_with("1", true);
+  EXPECT_EQ(last.status, 0) << last.err;
+  std::set<std::string> ids;
+  for (const auto& line : json_lines(read(out))) ids.insert(std::string(line.at("id").as_string()));
+  EXPECT_EQ(ids.size(), 8u);
+  EXPECT_EQ(json_lines(read(out)).size(), 8u);
+  EXPECT_EQ(server.requests(), 8u);
+}
+
+}  // namespace
