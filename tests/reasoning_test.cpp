@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "anthropic_replies.hpp"
+#include "loopback_engine.hpp"
 #include "loopback_server.hpp"
 #include "qa_model.hpp"
 
@@ -36,34 +37,14 @@ namespace json = boost::json;
 const std::string answer_json = R"({"answer": "Paris", "confidence": 0.9})";
 const std::string thought = "The capital of France is Paris; {\"answer\": \"Lyon\"} would be wrong.";
 
-response_plan whole(std::string body) {
-  response_plan p;
-  p.body = std::move(body);
-  return p;
-}
-
-response_plan streamed(std::vector<std::string> events) {
-  response_plan p;
-  p.content_type = "text/event-stream";
-  p.chunks = std::move(events);
-  return p;
-}
+response_plan whole(std::string body) { return covenant_test::whole_reply(std::move(body)); }
+response_plan streamed(std::vector<std::string> events) { return covenant_test::streamed_reply(std::move(events)); }
 
 covenant::http_engine_options openai_options(const loopback_server& s) {
-  covenant::http_engine_options o;
-  o.base_url = s.base_url();
-  o.model = "o3-mini";
-  o.max_retries = 0;
-  o.request_timeout = 5s;
-  return o;
+  return covenant_test::loopback_engine_options(s, covenant::provider::openai, "o3-mini");
 }
-
 covenant::http_engine_options anthropic_options(const loopback_server& s) {
-  covenant::http_engine_options o = openai_options(s);
-  o.provider = covenant::provider::anthropic;
-  o.base_url = "http://127.0.0.1:" + std::to_string(s.port());
-  o.model = "claude-test";
-  return o;
+  return covenant_test::loopback_engine_options(s, covenant::provider::anthropic, "claude-test");
 }
 
 covenant::chat_request request(output_mode mode, bool stream) {

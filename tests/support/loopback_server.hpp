@@ -51,6 +51,21 @@ struct received_request {
   std::size_t on_connection = 0;  ///< requests its connection carried before it (0: a new connection)
 };
 
+/// A whole body (JSON by default).
+inline response_plan whole_reply(std::string body) {
+  response_plan p;
+  p.body = std::move(body);
+  return p;
+}
+
+/// A Server-Sent Events body, one piece per element.
+inline response_plan streamed_reply(std::vector<std::string> events) {
+  response_plan p;
+  p.content_type = "text/event-stream";
+  p.chunks = std::move(events);
+  return p;
+}
+
 /// An SSE body in the OpenAI chunk format, one piece per event: the role-only first delta, each
 /// piece of `text` as a content delta, the finish reason, a usage-only chunk and [DONE].
 std::vector<std::string> openai_stream(const std::vector<std::string>& pieces, const std::string& finish = "stop",
