@@ -90,6 +90,12 @@ TEST_F(ResponseCache, ARequestSeenBeforeIsAnsweredFromTheCacheAndCostsNothing) {
   EXPECT_EQ(inner.calls(), 3u);
 }
 
+TEST_F(ResponseCache, AScopeAndAPathAreRequired) {
+  scripted_engine inner = counting();
+  EXPECT_THROW(cached_engine({.path = dir_ / "r.sqlite"}, inner), std::invalid_argument);
+  EXPECT_THROW(cached_engine({.scope = "m"}, inner), std::invalid_argument);
+}
+
 TEST_F(ResponseCache, AStreamedCallGetsTheCachedTextAsOnePieceThenTheReply) {
   scripted_engine inner = counting();
   cached_engine model(options(), inner);

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -237,8 +238,20 @@ class storing_receiver final : public reply_receiver {
 
 }  // namespace
 
+namespace {
+
+response_cache_options checked(response_cache_options o) {
+  if (o.scope.empty())
+    throw std::invalid_argument("covenant::cached_engine: response_cache_options::scope is empty: name the model and "
+                                "endpoint, so that one model's replies never answer for another");
+  if (o.path.empty()) throw std::invalid_argument("covenant::cached_engine: response_cache_options::path is empty");
+  return o;
+}
+
+}  // namespace
+
 cached_engine::cached_engine(response_cache_options options, engine& inner)
-    : state_(std::make_shared<state>(std::move(options))), inner_(&inner) {}
+    : state_(std::make_shared<state>(checked(std::move(options)))), inner_(&inner) {}
 
 cached_engine::~cached_engine() = default;
 

@@ -31,7 +31,8 @@ struct response_cache_options {
   /// The SQLite file (its directory is created when missing).
   std::filesystem::path path{};
   /// What decides a reply besides the request: provider, endpoint, model, reasoning settings.
-  /// Requests of different scopes never share an entry.
+  /// Requests of different scopes never share an entry. Required: a cache without one would
+  /// answer for another model.
   std::string scope{};
   /// Entries older than this are misses (and dropped); 0: no limit.
   std::chrono::seconds max_age{0};
@@ -54,7 +55,8 @@ struct response_cache_stats {
 /// A reply from the cache has chat_response::from_cache set and a usage of 0: it cost nothing.
 class COVENANT_API cached_engine final : public engine {
  public:
-  /// `inner` must outlive this engine. Never throws for the cache file: see above.
+  /// `inner` must outlive this engine. Throws std::invalid_argument for an empty scope or path;
+  /// never for the cache file itself (see above).
   cached_engine(response_cache_options options, engine& inner);
   ~cached_engine() override;
   cached_engine(const cached_engine&) = delete;
