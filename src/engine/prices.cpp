@@ -16,24 +16,25 @@
 
 namespace covenant {
 
-namespace {
+namespace detail {
 
 /// A price file: {"taken": "2026-11-01", "source": "...", "models": {"name or pattern": {...}}}.
+/// (Not in an unnamed namespace: reflection gives the type a variable of external linkage.)
 struct price_file {
   std::string taken;
   std::optional<std::string> source;
   std::map<std::string, token_price> models;
 };
 
-}  // namespace
+}  // namespace detail
 
 template <>
-struct describe<price_file> {
-  static constexpr auto fields = covenant::fields<price_file>(
-      covenant::field<&price_file::taken>("the date the prices were taken", covenant::date{}),
-      covenant::field<&price_file::source>("where they were taken from"),
-      covenant::field<&price_file::models>("prices by model name or pattern (* for any characters)",
-                                           covenant::non_empty{}));
+struct describe<detail::price_file> {
+  static constexpr auto fields = covenant::fields<detail::price_file>(
+      covenant::field<&detail::price_file::taken>("the date the prices were taken", covenant::date{}),
+      covenant::field<&detail::price_file::source>("where they were taken from"),
+      covenant::field<&detail::price_file::models>("prices by model name or pattern (* for any characters)",
+                                                   covenant::non_empty{}));
 };
 
 double cost_of(const usage& u, const token_price& p) noexcept {
@@ -114,7 +115,7 @@ price_table_result price_table::try_parse(std::string_view json) {
   price_table_result out;
   decode_options o;
   o.reject_unknown_fields = true;  // a misspelt price must not pass as absent
-  decoded<price_file> d = decode<price_file>(json, o);
+  decoded<detail::price_file> d = decode<detail::price_file>(json, o);
   out.issues = std::move(d.issues);
   if (d.value) {
     for (const auto& [model, price] : d.value->models) {
