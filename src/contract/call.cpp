@@ -313,7 +313,7 @@ bool remedy_phase::within_budget(const attempt& a, std::string_view correction) 
   return true;
 }
 
-void remedy_phase::keep(attempt a) {
+void remedy_phase::keep(attempt&& a) {
   // The call's cost is known while every attempt's is (begin_outcome set it to 0 with prices).
   if (!a.cost_usd) oc_->cost_usd.reset();
   else if (oc_->cost_usd) *oc_->cost_usd += *a.cost_usd;
@@ -329,7 +329,7 @@ void remedy_phase::timed(attempt& a, time_point t) {
   mark_ = t;
 }
 
-void remedy_phase::fail(attempt a, stage at) {
+void remedy_phase::fail(attempt&& a, stage at) {
   oc_->issues = a.issues;
   keep(std::move(a));
   oc_->failed_stage = at;

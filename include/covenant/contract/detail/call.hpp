@@ -128,11 +128,11 @@ class COVENANT_API remedy_phase {
   void actions_taken(const attempt& a, fail_action decided);
   next judge(attempt& a, stage failed_at);
   void lap(perf_stage s);
-  void fail(attempt a, stage at);
+  void fail(attempt&& a, stage at);
   /// A new attempt record for the current attempt, with its turn under the limiter as queue time.
   attempt new_attempt();
   /// Adds `a` to the outcome, and its cost to the call's.
-  void keep(attempt a);
+  void keep(attempt&& a);
   /// Whether asking again after `a` with `correction` stays within contract_options::budget.
   [[nodiscard]] bool within_budget(const attempt& a, std::string_view correction) const;
   /// The attempt's engine time ends at `t`: its latency (less its queue time) and stage times.
