@@ -78,7 +78,7 @@ endif()
 # link time: their link flags, resolved here, go into Libs, so that both `pkg-config --libs` and
 # `pkg-config --static --libs` link it; a shared one carries its own dependencies.
 if(COVENANT_LIBRARY_TYPE STREQUAL "STATIC_LIBRARY")
-  pkg_check_modules(COVENANT_PC_PRIVATE_DEPS QUIET spdlog fmt libcurl sqlite3)
+  pkg_check_modules(COVENANT_PC_PRIVATE_DEPS QUIET spdlog fmt libcurl sqlite3 libcrypto)
   set(_pc_private_libs "")
   if(COVENANT_PC_PRIVATE_DEPS_FOUND)
     foreach(_dir IN LISTS COVENANT_PC_PRIVATE_DEPS_LIBRARY_DIRS)
@@ -91,7 +91,7 @@ if(COVENANT_LIBRARY_TYPE STREQUAL "STATIC_LIBRARY")
     endforeach()
     list(APPEND _pc_private_libs ${COVENANT_PC_PRIVATE_DEPS_LDFLAGS_OTHER})
   else()
-    set(_pc_private_libs -lspdlog -lfmt -lcurl -lsqlite3)
+    set(_pc_private_libs -lspdlog -lfmt -lcurl -lsqlite3 -lcrypto)
   endif()
   list(APPEND _pc_private_libs -pthread)
   # Each flag once, at its last place (a library before the ones it needs stays so).
