@@ -403,8 +403,8 @@ TEST(SchemaFile, SyntaxErrorsNameWhatWasExpected) {
   EXPECT_EQ(message("class string { a int }"), "1:7: error: 'string' is a built-in type name [syntax_error]");
   EXPECT_EQ(message("class Foo {\n  a \"unterminated\n}"),
             "2:5: error: unterminated string (strings end on the same line; use #\"...\"# for several lines) [syntax_error]");
-  EXPECT_EQ(message("class Foo {\n  a image\n}"),
-            "2:5: error: media type 'image' has no JSON form and is not supported [unsupported]");
+  EXPECT_EQ(message("class Foo {\n  a video\n}"),
+            "2:5: error: media type 'video' is not supported (image, pdf and audio are) [unsupported]");
   EXPECT_EQ(message("class Foo {\n  a { b int }\n}"),
             "2:5: error: inline object types are only allowed in `model` declarations; declare a class instead [unsupported]");
   EXPECT_EQ(message("schema Review:\n    approved: bool\n"),

@@ -11,6 +11,7 @@
 #include "covenant/types/issues.hpp"
 #include "covenant/types/json_equal.hpp"
 #include "covenant/types/json_schema.hpp"
+#include "covenant/types/media.hpp"
 #include "covenant/types/prompt_format.hpp"
 #include "covenant/types/reflect.hpp"
 #include "covenant/types/schema.hpp"

@@ -132,6 +132,9 @@ options:
   --type TYPE        the output type (default: the only class of FILE)
   --prompt TEXT      the task, or @FILE to read it from a file
   --input-field F    the input is field F of each record (default: the whole record)
+  --input-type T     the input's type in the schema file: each input is validated against it,
+                     and its image, pdf and audio fields (paths or URLs) are sent as media
+  --media-root DIR   relative media paths are read from DIR (default: the input file's folder)
   --id-field F       the record's id is field F (default: id; records without one: their line)
   --output FILE      write the results to FILE (default: standard output)
   --resume           with --output: skip the records FILE already has a line for

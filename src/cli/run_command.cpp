@@ -464,7 +464,9 @@ int run_run(const std::vector<std::string>& args) {
                                              {"--no-prompt-cache", false},
                                              {"--cache", true},
                                              {"--cache-max-age", true},
-                                             {"--cache-max-mb", true}});
+                                             {"--cache-max-mb", true},
+                                             {"--input-type", true},
+                                             {"--media-root", true}});
   if (a.help) {
     std::cout << help_text("run");
     return exit_ok;
@@ -561,6 +563,23 @@ int run_run(const std::vector<std::string>& args) {
     return exit_error;
   }
   const schema::model m = select_model(s, a.get("--type"));
+  // The input's schema, when given: each record (or its --input-field) is validated against it, and
+  // its image, pdf and audio fields name files (relative to --media-root, else to the input file's
+  // folder) or URLs whose media go to the model with the record.
+  std::optional<schema::model> input_model;
+  if (const auto t = a.get("--input-type")) {
+    if (t->empty()) throw usage_error("--input-type takes a type name of the schema file");
+    input_model = select_model(s, t);
+  }
+  std::string media_root;
+  if (const auto r = a.get("--media-root")) {
+    if (r->empty()) throw usage_error("--media-root takes a directory");
+    if (!input_model) throw usage_error("--media-root needs --input-type TYPE (the input's media fields)");
+    media_root = *r;
+  } else if (input_file != "-") {
+    const std::size_t slash = input_file.find_last_of('/');
+    media_root = slash == std::string::npos ? std::string() : input_file.substr(0, slash + 1);
+  }
 
   std::shared_ptr<covenant::metrics> run_metrics;
   if (metrics_file || metrics_port) {
@@ -644,7 +663,8 @@ int run_run(const std::vector<std::string>& args) {
   // retries: the library's own log would repeat them between progress updates. COVENANT_LOG_LEVEL
   // brings it back.
   if (std::getenv("COVENANT_LOG_LEVEL") == nullptr) set_log_level(log_level::off);  // NOLINT(concurrency-mt-unsafe)
-  const dynamic_contract contract{model, {.name = m.title(), .prompt = prompt, .output = m}, options};
+  const dynamic_contract contract{
+      model, {.name = m.title(), .prompt = prompt, .output = m, .input = input_model, .media_root = media_root}, options};
 
   // The output, and what an earlier run finished.
   std::unordered_set<std::string> done_ids;

@@ -261,6 +261,7 @@ attempt remedy_phase::new_attempt() {
   a.queued = turn_;
   turn_ = std::chrono::nanoseconds(0);
   if (core_->options.prices) a.cost_usd = 0.0;  // no reply: nothing reported to price
+  for (const message& m : request_.messages) a.media.insert(a.media.end(), m.media.begin(), m.media.end());
   return a;
 }
 

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "types/media_codec.hpp"
 #include "wire_dialect.hpp"
 #include "wire_text.hpp"
 
@@ -83,6 +84,48 @@ void append_turn(std::string& to, std::string_view text) {
   to += text;
 }
 
+/// What the Messages API takes (Anthropic documentation, "Vision" and "PDF support", as read in
+/// November 2026): JPEG, PNG, GIF and WebP images of at most 5 MB each, at most 100 in one request;
+/// PDFs; both as base64 data or URLs; 32 MB for the whole request. No audio.
+const media_limits& anthropic_limits() {
+  static const media_limits limits{
+      .provider = "Anthropic Messages",
+      .image_types = {"image/jpeg", "image/png", "image/gif", "image/webp"},
+      .audio_types = {},
+      .pdf = true,
+      .image_urls = true,
+      .pdf_urls = true,
+      .max_image_bytes = 5u * 1024u * 1024u,
+      .max_pdf_bytes = 0,
+      .max_audio_bytes = 0,
+      .max_images = 100,
+      .max_total_bytes = 32u * 1024u * 1024u,
+  };
+  return limits;
+}
+
+/// The content blocks of one media: the reference as a text block ("<image 1>"), then an "image"
+/// or "document" block with a base64 or URL source. The API takes no audio: a request with audio
+/// fails (contracts refuse such an input before, as accepted_media() says).
+void append_media_blocks(json::array& blocks, const covenant::media& part, std::size_t n) {
+  if (part.kind() == media_kind::audio) throw engine_error("the Anthropic Messages API takes no audio");
+  blocks.emplace_back(json::object{{"type", "text"}, {"text", media_reference(part.kind(), n)}});
+  json::object source;
+  if (part.is_url()) {
+    source["type"] = "url";
+    source["url"] = part.url();
+  } else {
+    source["type"] = "base64";
+    source["media_type"] = part.media_type();
+    json::string data;
+    data.resize(base64_length(part.size()));
+    write_base64(data.data(), part.data());
+    source["data"] = std::move(data);
+  }
+  blocks.emplace_back(json::object{{"type", part.kind() == media_kind::image ? "image" : "document"},
+                                   {"source", std::move(source)}});
+}
+
 class anthropic_wire final : public wire_dialect {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "anthropic"; }
@@ -123,6 +166,7 @@ class anthropic_wire final : public wire_dialect {
   /// A forced tool call is the API's way to a reply of a given schema; the prompt is the fallback.
   /// (The Messages API has no response_format and no JSON mode.)
   [[nodiscard]] std::vector<output_mode> modes() const override { return {output_mode::tools, output_mode::prompt}; }
+  [[nodiscard]] const media_limits& accepted_media() const noexcept override { return anthropic_limits(); }
 
   [[nodiscard]] output_mode nearest(output_mode asked) const noexcept override {
     switch (asked) {
@@ -160,17 +204,23 @@ class anthropic_wire final : public wire_dialect {
     if (o.thinking_budget != 0) body["thinking"] = json::object{{"type", "enabled"}, {"budget_tokens", o.thinking_budget}};
 
     std::string system;
-    std::vector<std::pair<role, std::string>> turns;
+    // A turn's messages; its content is their texts joined, or blocks when one has media.
+    struct turn {
+      role r;
+      std::vector<const message*> parts;
+    };
+    std::vector<turn> turns;
     for (const message& m : request.messages) {
       if (m.role == role::system) {
         append_turn(system, m.content);
-      } else if (!turns.empty() && turns.back().first == m.role) {
-        append_turn(turns.back().second, m.content);
+      } else if (!turns.empty() && turns.back().r == m.role) {
+        turns.back().parts.push_back(&m);
       } else {
-        turns.emplace_back(m.role, m.content);
+        turns.push_back({m.role, {&m}});
       }
     }
-    if (turns.empty() || turns.front().first != role::user) turns.emplace(turns.begin(), role::user, "(continue)");
+    static const message go_on{role::user, "(continue)"};
+    if (turns.empty() || turns.front().r != role::user) turns.insert(turns.begin(), turn{role::user, {&go_on}});
     if (!system.empty()) {
       if (o.cache_system_prompt)  // one text block, marked for the prompt cache
         body["system"] = json::array{
@@ -180,7 +230,25 @@ class anthropic_wire final : public wire_dialect {
     }
     json::array messages;
     messages.reserve(turns.size());
-    for (auto& [r, text] : turns) messages.emplace_back(json::object{{"role", to_string(r)}, {"content", std::move(text)}});
+    for (const turn& t : turns) {
+      const bool media = std::any_of(t.parts.begin(), t.parts.end(), [](const message* m) { return !m->media.empty(); });
+      json::value content;
+      if (!media) {
+        std::string text;
+        for (const message* m : t.parts) append_turn(text, m->content);
+        content = std::move(text);
+      } else {
+        json::array blocks;
+        for (const message* m : t.parts) {
+          if (!m->content.empty()) blocks.emplace_back(json::object{{"type", "text"}, {"text", m->content}});
+          std::size_t counts[3] = {0, 0, 0};
+          for (const covenant::media& part : m->media)
+            append_media_blocks(blocks, part, ++counts[static_cast<std::size_t>(part.kind())]);
+        }
+        content = std::move(blocks);
+      }
+      messages.emplace_back(json::object{{"role", to_string(t.r)}, {"content", std::move(content)}});
+    }
     body["messages"] = std::move(messages);
 
     if (request.temperature && o.thinking_budget == 0) body["temperature"] = *request.temperature;  // (refused with thinking)

@@ -189,8 +189,18 @@ std::shared_ptr<const canonical_schema> canonical_of(const std::shared_ptr<const
   return made;
 }
 
+/// A message as a cassette keeps it: its media as their digest (covenant::media_digest, written
+/// compactly; "" when it has none), never their bytes.
+struct normal_message {
+  covenant::role role = covenant::role::user;
+  std::string content;
+  std::string media;
+};
+
+std::string canonical_media(const json::value& digest) { return json::serialize(digest); }
+
 struct normal_request {
-  std::vector<message> messages;
+  std::vector<normal_message> messages;
   std::string schema_name;
   std::string mode = std::string(to_string(output_mode::json_schema));
   std::shared_ptr<const canonical_schema> schema;  // null when none
@@ -206,6 +216,7 @@ json::object to_json(const normal_request& r) {
     json::object jm;
     jm["role"] = to_string(m.role);
     jm["content"] = m.content;
+    if (!m.media.empty()) jm["media"] = json::parse(m.media);
     messages.push_back(std::move(jm));
   }
   o["messages"] = std::move(messages);
@@ -223,7 +234,7 @@ json::object to_json(const normal_request& r) {
 /// canonical text is made once per schema.
 std::string key_of(const normal_request& r) {
   std::size_t size = 128 + (r.schema ? r.schema->text.size() : 4) + r.schema_name.size();
-  for (const auto& m : r.messages) size += m.content.size() + 32;
+  for (const auto& m : r.messages) size += m.content.size() + m.media.size() + 32;
   std::string out;
   out.reserve(size);
   out += "{\"messages\":[";
@@ -232,6 +243,7 @@ std::string key_of(const normal_request& r) {
     out += to_string(r.messages[i].role);
     out += "\",\"content\":";
     detail::append_json_string(out, r.messages[i].content);
+    if (!r.messages[i].media.empty()) out.append(",\"media\":").append(r.messages[i].media);
     out += '}';
   }
   out += "],\"schema_name\":";
@@ -257,7 +269,10 @@ void redact_request(normal_request& r, const std::vector<std::string>& secrets) 
 
 normal_request normalize(const chat_request& request, const std::vector<std::string>& secrets) {
   normal_request n;
-  n.messages = request.messages;
+  n.messages.reserve(request.messages.size());
+  for (const message& m : request.messages)
+    n.messages.push_back(
+        {m.role, m.content, m.media.empty() ? std::string() : canonical_media(json::parse(media_digest(m.media)))});
   n.schema_name = request.schema_name;
   n.mode = std::string(to_string(request.mode));
   n.schema = canonical_of(request.response_schema);
@@ -442,6 +457,11 @@ std::string describe_difference(const normal_request& rec, const normal_request&
     } else if (a.content != b.content) {
       diffs.push_back(where + " (" + std::string(to_string(a.role)) + ") content " + show_difference(a.content, b.content));
       messages_differ = true;
+    } else if (a.media != b.media) {
+      diffs.push_back(where + " (" + std::string(to_string(a.role)) + ") media: recorded " +
+                      (a.media.empty() ? std::string("none") : a.media) + ", requested " +
+                      (b.media.empty() ? std::string("none") : b.media));
+      messages_differ = true;
     }
   }
   if (!messages_differ && rec.messages.size() != req.messages.size()) {
@@ -553,12 +573,16 @@ class line_reader {
       const std::string where = "request.messages[" + std::to_string(i++) + "]";
       const json::object& m = object(jm, where);
       const std::string role = string(m, "role", where, true);
-      message msg;
+      normal_message msg;
       if (role == "system") msg.role = covenant::role::system;
       else if (role == "user") msg.role = covenant::role::user;
       else if (role == "assistant") msg.role = covenant::role::assistant;
       else fail(where + ".role: unknown role \"" + role + "\" (system, user, assistant)");
       msg.content = string(m, "content", where, true);
+      if (const json::value* media = m.if_contains("media"); media != nullptr) {
+        if (!media->is_array()) fail(where + ".media must be an array of media digests");
+        if (!media->get_array().empty()) msg.media = canonical_media(*media);
+      }
       r.messages.push_back(std::move(msg));
     }
     r.schema_name = string(o, "schema_name", "request", false);

@@ -1034,4 +1034,8 @@ void http_engine::start(const chat_request& request, std::shared_ptr<reply_recei
 
 engine_capabilities http_engine::capabilities() const noexcept { return {true, true}; }
 
+const media_limits* http_engine::accepted_media() const noexcept {
+  return impl_ && impl_->s ? &impl_->s->dialect->accepted_media() : nullptr;
+}
+
 }  // namespace covenant

@@ -10,6 +10,7 @@
 
 #include "covenant/engine/http_engine.hpp"
 #include "covenant/types/json_schema.hpp"
+#include "types/media_codec.hpp"
 #include "wire_dialect.hpp"
 #include "wire_text.hpp"
 
@@ -176,6 +177,31 @@ namespace {
 // The forced function's description in tools mode.
 constexpr std::string_view tool_description = "Reply with the result as this function's arguments.";
 
+/// What Chat Completions takes (OpenAI platform documentation, "Images and vision" and "File
+/// inputs", as read in November 2026): PNG, JPEG, WebP and non-animated GIF images, as data URLs or
+/// URLs, at most 500 in one request and 50 MB of payload in all; PDFs as data (file_data) up to
+/// 32 MB; audio (input_audio) as WAV or MP3 data.
+const media_limits& openai_limits() {
+  static const media_limits limits{
+      .provider = "OpenAI Chat Completions",
+      .image_types = {"image/png", "image/jpeg", "image/webp", "image/gif"},
+      .audio_types = {"audio/wav", "audio/mpeg"},
+      .pdf = true,
+      .image_urls = true,
+      .pdf_urls = false,
+      .max_image_bytes = 0,
+      .max_pdf_bytes = 32u * 1024u * 1024u,
+      .max_audio_bytes = 0,
+      .max_images = 500,
+      .max_total_bytes = 50u * 1024u * 1024u,
+  };
+  return limits;
+}
+
+/// A message's "content" as JSON text: its text alone as a string; with media, content parts:
+/// the text, then for each media a text part with its reference ("<image 1>") and the media's part.
+void write_content(std::string& out, const message& m, const http_engine_options& o);
+
 // The `json_schema` name of a response format: the request's schema name, else the schema's
 // title, as an API name.
 std::string json_schema_name(const json::value& schema, std::string_view schema_name) {
@@ -218,6 +244,8 @@ class openai final : public wire_dialect {
     return asked == output_mode::automatic ? output_mode::json_schema : asked;
   }
 
+  [[nodiscard]] const media_limits& accepted_media() const noexcept override { return openai_limits(); }
+
   /// The field of the token limit: max_completion_tokens for a reasoning model (reasoning_effort
   /// set) unless the options name another field than max_tokens.
   static std::string_view token_field(const http_engine_options& o) noexcept {
@@ -234,7 +262,13 @@ class openai final : public wire_dialect {
     for (const message& m : request.messages) {
       json::object jm;
       jm["role"] = to_string(m.role);
-      jm["content"] = m.content;
+      if (m.media.empty()) {
+        jm["content"] = m.content;
+      } else {
+        std::string parts;
+        write_content(parts, m, o);
+        jm["content"] = json::parse(parts);
+      }
       messages.emplace_back(std::move(jm));
     }
     body["messages"] = std::move(messages);
@@ -354,6 +388,49 @@ class json_text {
   json::serializer sr_;
 };
 
+// The base64 of `bytes` after `prefix` as one JSON string (base64 needs no escaping).
+void append_data(std::string& out, std::string_view prefix, std::string_view bytes) {
+  out.push_back('"');
+  out.append(prefix);
+  detail::append_base64(out, bytes);
+  out.push_back('"');
+}
+
+void write_content(std::string& out, const message& m, const http_engine_options& o) {
+  json_text w(out);
+  if (m.media.empty()) {
+    w.str(m.content);
+    return;
+  }
+  w.raw("[{\"type\":\"text\",\"text\":").str(m.content).raw("}");
+  std::size_t counts[3] = {0, 0, 0};
+  for (const covenant::media& part : m.media) {
+    const std::size_t n = ++counts[static_cast<std::size_t>(part.kind())];
+    w.raw(",{\"type\":\"text\",\"text\":").str(media_reference(part.kind(), n)).raw("},");
+    const std::string data_prefix = "data:" + part.media_type() + ";base64,";
+    switch (part.kind()) {
+      case media_kind::image:
+        w.raw("{\"type\":\"image_url\",\"image_url\":{\"url\":");
+        if (part.is_url()) w.str(part.url());
+        else append_data(out, data_prefix, part.data());
+        if (!o.image_detail.empty()) w.raw(",\"detail\":").str(o.image_detail);
+        w.raw("}}");
+        break;
+      case media_kind::pdf:
+        w.raw("{\"type\":\"file\",\"file\":{\"filename\":").str(part.file_name(n)).raw(",\"file_data\":");
+        append_data(out, data_prefix, part.data());
+        w.raw("}}");
+        break;
+      case media_kind::audio:
+        w.raw("{\"type\":\"input_audio\",\"input_audio\":{\"data\":");
+        append_data(out, {}, part.data());
+        w.raw(",\"format\":").str(part.media_type() == "audio/mpeg" ? "mp3" : "wav").raw("}}");
+        break;
+    }
+  }
+  w.raw("]");
+}
+
 }  // namespace
 
 std::string openai::body_text(const chat_request& request, output_mode mode, const http_engine_options& o) const {
@@ -364,7 +441,10 @@ std::string openai::body_text(const chat_request& request, output_mode mode, con
   const json::value* schema =
       request.response_schema && request.response_schema->is_object() ? request.response_schema.get() : nullptr;
   std::size_t size = 160;
-  for (const message& m : request.messages) size += m.content.size() + 32;
+  for (const message& m : request.messages) {
+    size += m.content.size() + 32;
+    for (const covenant::media& part : m.media) size += detail::base64_length(part.size()) + part.url().size() + 160;
+  }
   std::string out;
   out.reserve(size + (schema != nullptr ? 1024 : 0));
   json_text w(out);
@@ -374,7 +454,9 @@ std::string openai::body_text(const chat_request& request, output_mode mode, con
   w.raw("\"messages\":[");
   for (std::size_t i = 0; i < request.messages.size(); ++i) {
     const message& m = request.messages[i];
-    w.raw(i == 0 ? "{\"role\":" : ",{\"role\":").str(to_string(m.role)).raw(",\"content\":").str(m.content).raw("}");
+    w.raw(i == 0 ? "{\"role\":" : ",{\"role\":").str(to_string(m.role)).raw(",\"content\":");
+    write_content(out, m, o);
+    w.raw("}");
   }
   w.raw("]");
   if (request.temperature && o.reasoning_effort.empty())

@@ -67,6 +67,8 @@ class COVENANT_API wire_dialect {
   [[nodiscard]] virtual std::vector<std::string> auth_headers(const http_engine_options& o, bool own_auth) const = 0;
   /// The header name that carries the API key (to tell whether the application set it itself).
   [[nodiscard]] virtual std::string_view auth_header_name() const noexcept = 0;
+  /// The media the provider's API takes in one request (docs/media.md, "Limits").
+  [[nodiscard]] virtual const media_limits& accepted_media() const noexcept = 0;
   /// The modes the provider speaks, best first: output_mode::automatic starts with the first and
   /// falls back along this list.
   [[nodiscard]] virtual std::vector<output_mode> modes() const = 0;

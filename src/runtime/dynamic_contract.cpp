@@ -7,6 +7,7 @@
 #include "covenant/types/json_schema.hpp"
 #include "covenant/types/prompt_format.hpp"
 
+#include "dynamic_media.hpp"
 #include "read/json_ops.hpp"
 
 namespace covenant {
@@ -23,12 +24,12 @@ std::shared_ptr<const boost::json::value> strict_schema(const schema::model& m) 
   }
 }
 
-std::string input_message(const boost::json::value& input) {
-  std::string message = "<input>\n";
-  const std::size_t start = message.size();
-  message += json_text(input);
-  detail::seal_input_message(message, start);
-  return message;
+message input_message(const boost::json::value& input, std::vector<media> parts = {}) {
+  message m{role::user, "<input>\n", std::move(parts)};
+  const std::size_t start = m.content.size();
+  m.content += json_text(input);
+  detail::seal_input_message(m.content, start);
+  return m;
 }
 
 }  // namespace
@@ -46,8 +47,10 @@ struct dynamic_contract::core final : detail::contract_core {
                                          : std::string();
     system_prompt = detail::output_system_prompt(task.prompt, prompt_text(task.output), input_format, task.rules);
     if (task.input) repair_prompt = detail::input_repair_system_prompt(task.prompt, prompt_text(*task.input));
+    input_media = task.input && detail::has_media(*task.input);
   }
   dynamic_task task;
+  bool input_media = false;  ///< the input schema has media fields
   std::string system_prompt;
   std::string repair_prompt;
 };
@@ -185,6 +188,13 @@ class dynamic_call final : public detail::call_steps {
       if (input_issues.empty()) {
         normalized_ = std::move(v.value);
         current_ = &normalized_;
+        if (c_->input_media) {
+          detail::media_input media =
+              detail::read_media_fields(normalized_, *task.input, task.media_root, nullptr, c_->model->accepted_media());
+          input_issues = std::move(media.issues);
+          input_media_ = std::move(media.parts);
+          shown_ = std::move(media.shown);
+        }
       }
     }
     lap(perf_stage::input_validation);
@@ -203,7 +213,16 @@ class dynamic_call final : public detail::call_steps {
     }
     at = stage::pre_remedy;
     repair.push_back({role::system, c_->repair_prompt});
-    repair.push_back({role::user, detail::input_repair_message(input_message(*input_), input_issues)});
+    if (c_->input_media) {
+      // The media that can be read go with the input; the others are among its issues.
+      detail::media_input media =
+          detail::read_media_fields(*input_, *task.input, task.media_root, nullptr, c_->model->accepted_media());
+      input_media_ = std::move(media.parts);
+      repair.push_back(input_message(media.shown, input_media_));
+    } else {
+      repair.push_back(input_message(*input_));
+    }
+    repair.back().content = detail::input_repair_message(std::move(repair.back().content), input_issues);
     return stage::pre_remedy;
   }
 
@@ -213,7 +232,20 @@ class dynamic_call final : public detail::call_steps {
     if (repaired_) current_ = &*repaired_;
     at = stage::render;
     base.push_back({role::system, c_->system_prompt});
-    base.push_back({role::user, input_message(*current_)});
+    if (!c_->input_media) {
+      base.push_back(input_message(*current_));
+    } else if (!repaired_) {
+      base.push_back(input_message(shown_, input_media_));
+    } else {
+      // A repaired input names the input's media by their references ("<image 1>").
+      detail::media_input media = detail::read_media_fields(*current_, *c_->task.input, c_->task.media_root,
+                                                            &input_media_, c_->model->accepted_media());
+      if (!media.issues.empty()) {
+        oc_.issues = std::move(media.issues);
+        return stage::render;
+      }
+      base.push_back(input_message(media.shown, std::move(media.parts)));
+    }
     if (c_->options.verbose) {
       detail::log_prompt(c_->name, "system prompt", base[0].content);
       detail::log_prompt(c_->name, "user prompt", base[1].content);
@@ -274,6 +306,8 @@ class dynamic_call final : public detail::call_steps {
   boost::json::value owned_;
   const boost::json::value* input_;
   boost::json::value normalized_;
+  boost::json::value shown_;         // the input with its media as references
+  std::vector<media> input_media_;   // the input's media, in the order of their references
   const boost::json::value* current_ = input_;
   outcome<boost::json::value> oc_;
   std::optional<boost::json::value> repaired_;

@@ -624,6 +624,10 @@ class importer {
           continue;
         }
         t.constraints.push_back(std::move(c));
+      } else if (text && k == "contentMediaType" && kv.value().is_string()) {
+        // A media field of an input (docs/media.md): "image/png", "image/*", "application/pdf", "audio/*".
+        const std::string_view mt(kv.value().get_string().data(), kv.value().get_string().size());
+        if (const std::optional<media_kind> m = kind_of_media_type(mt)) t.constraints.push_back(schema::media_format(*m));
       } else if (text && k == "format") {
         if (!kv.value().is_string()) {
           error(schema_error_code::invalid_json_schema, ptr + "/format", "format must be a string");

@@ -827,8 +827,14 @@ class parser {
           expect_punct("]", "to close list[T]");
           return schema::make_array(std::move(item));
         }
-        if (w == "image" || w == "audio" || w == "pdf" || w == "video")
-          error_here(schema_error_code::unsupported, "media type '" + w + "' has no JSON form and is not supported");
+        if (const std::optional<media_kind> media = parse_media_kind(w)) {
+          // A media field of an input: a string naming the media (docs/media.md).
+          schema::type t = primitive(kind::string);
+          t.constraints.push_back(schema::media_format(*media));
+          return t;
+        }
+        if (w == "video")
+          error_here(schema_error_code::unsupported, "media type 'video' is not supported (image, pdf and audio are)");
         advance();
         st_.refs.push_back(ref_site{w, at});
         return schema::make_ref(w);

@@ -541,6 +541,10 @@ std::string_view audit_log::impl::write_line(const attempt_event& e, std::string
   out.millis(std::chrono::duration<double, std::milli>(a.queued).count());
   out.lit(",\"finish_reason\":"sv);
   out.json(a.finish_reason);
+  if (!a.media.empty()) {  // what was sent, never the bytes (with include_reply too)
+    out.lit(",\"media\":"sv);
+    out.lit(media_digest(a.media));
+  }
   if (options.include_reply) {
     out.lit(",\"reply\":"sv);
     out.json(redacted(a.text));

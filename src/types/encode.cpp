@@ -55,6 +55,35 @@ void append_json_number(std::string& out, double v) {
   out.append(buf, static_cast<std::size_t>(r.ptr - buf));
 }
 
+void write_media(std::string& out, const media& m, media_sink* sink) {
+  if (sink != nullptr && sink->parts != nullptr) {
+    const media* part = &m;
+    if (m.reference() != 0 && sink->originals != nullptr) {
+      // A reference the model wrote back ("<image 2>"): the call's own media of that number.
+      std::uint32_t seen = 0;
+      for (const media& o : *sink->originals)
+        if (o.kind() == m.kind() && ++seen == m.reference()) {
+          part = &o;
+          break;
+        }
+    }
+    std::size_t n = 1;
+    for (const media& p : *sink->parts) n += p.kind() == part->kind() ? 1 : 0;
+    sink->parts->push_back(*part);
+    append_json_string(out, media_reference(part->kind(), n));
+    return;
+  }
+  if (m.is_url()) return append_json_string(out, m.url());
+  if (!m.path().empty()) return append_json_string(out, m.path());
+  if (m.reference() != 0)
+    return append_json_string(out, media_reference(m.kind(), m.reference()));
+  if (m.empty()) return out.append("null"), void();
+  std::string text(1, '<');
+  text.append(to_string(m.kind())).append(" ").append(m.media_type()).append(" ").append(std::to_string(m.size()));
+  text.append(" bytes sha256:").append(m.sha256()).append(">");
+  append_json_string(out, text);
+}
+
 }  // namespace covenant::detail
 
 namespace covenant {

@@ -160,7 +160,10 @@ void append_expression(std::string& out, const type& t, bool in_union) {
     case kind::boolean: out += "bool"; break;
     case kind::integer: out += "int"; break;
     case kind::number: out += "float"; break;
-    case kind::string: out += "string"; break;
+    case kind::string:
+      if (const std::optional<media_kind> m = media_kind_of(t)) out += to_string(*m);
+      else out += "string";
+      break;
     case kind::ref: out += t.name; break;
     case kind::literal: out += json_text(t.literal); break;
     case kind::array: {
@@ -222,6 +225,9 @@ std::string describe(const constraint& c) {
       if (c.text == "date") return "a date such as 2025-01-15";
       if (c.text == "time") return "a time such as 10:30:00";
       if (c.text == "email") return "an e-mail address";
+      if (const std::optional<media_kind> m = parse_media_kind(c.text))
+        return "the reference of " + std::string(*m == media_kind::image ? "an " : "a ") + std::string(to_string(*m)) +
+               " attached to this message, such as \"<" + c.text + " 1>\"";
       return "format " + c.text;
     case constraint_kind::one_of: {
       std::string out = "one of ";
@@ -277,3 +283,22 @@ std::uint32_t schema_builder_base::add(const void* key, std::string_view preferr
 }
 
 }  // namespace covenant::detail
+
+namespace covenant::schema {
+
+constraint media_format(media_kind k) {
+  constraint c;
+  c.kind = constraint_kind::format;
+  c.text = std::string(to_string(k));
+  return c;
+}
+
+std::optional<media_kind> media_kind_of(const type& t) noexcept {
+  if (t.kind != kind::string) return std::nullopt;
+  for (const constraint& c : t.constraints)
+    if (c.kind == constraint_kind::format)
+      if (const std::optional<media_kind> m = parse_media_kind(c.text)) return m;
+  return std::nullopt;
+}
+
+}  // namespace covenant::schema

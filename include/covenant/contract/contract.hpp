@@ -128,17 +128,24 @@ namespace detail {
 /// by the JSON from `json_start` on; '<' in the JSON is escaped so the data cannot close the block.
 COVENANT_API void seal_input_message(std::string& message, std::size_t json_start);
 
-/// The input message of `value`: its JSON inside <input>...</input>.
+/// The input message of `value`: its JSON inside <input>...</input>, each media field written as
+/// its reference ("<image 1>") with the media in the message's `media`. A reference the model
+/// wrote in a repaired input stands for the media of `originals` it names.
 template <class T>
-std::string render_input_message(const T& value) {
-  std::string message;
-  message.reserve(256);
-  message += "<input>\n";
-  const std::size_t start = message.size();
-  to_json(value, message);
-  seal_input_message(message, start);
-  return message;
+message render_input_message(const T& value, const std::vector<media>* originals = nullptr) {
+  message m{role::user, std::string()};
+  m.content.reserve(256);
+  m.content += "<input>\n";
+  const std::size_t start = m.content.size();
+  media_sink sink{&m.media, originals};
+  write_input_json(value, m.content, sink);
+  seal_input_message(m.content, start);
+  return m;
 }
+
+/// The issues of media references in `m` that name no media of the call's input (a repaired
+/// input that refers to "<image 3>" when the input has two images).
+COVENANT_API issue_list unresolved_media(const message& m);
 /// System prompt of the output phase: the task, the input's schema (empty: not shown), the
 /// output format and the rules the output must follow (shown as a list).
 COVENANT_API std::string output_system_prompt(std::string_view task_prompt, std::string_view output_format,
@@ -436,7 +443,7 @@ class contract {
 
     stage check_input(std::vector<message>& repair) override {
       at = stage::input_validation;
-      issue_list input_issues = covenant::validate(*input_);
+      issue_list input_issues = covenant::validate(*input_, c_->model->accepted_media());
       lap(perf_stage::input_validation);
       stage input_stage = input_issues.empty() ? stage::none : stage::input_validation;
       if constexpr (traits::with_pre) {
@@ -455,7 +462,10 @@ class contract {
       }
       at = stage::pre_remedy;
       repair.push_back({role::system, c_->repair_prompt});
-      repair.push_back({role::user, detail::input_repair_message(detail::render_input_message(*input_), input_issues)});
+      message bad_input = detail::render_input_message(*input_);
+      input_media_ = bad_input.media;
+      bad_input.content = detail::input_repair_message(std::move(bad_input.content), input_issues);
+      repair.push_back(std::move(bad_input));
       if (c_->options.verbose) detail::log_prompt(c_->name, "input repair prompt", repair[1].content);
       return stage::pre_remedy;
     }
@@ -486,7 +496,13 @@ class contract {
       at = stage::render;
       base.reserve(4);
       base.push_back({role::system, c_->system_prompt});
-      base.push_back({role::user, detail::render_input_message(context)});
+      base.push_back(detail::render_input_message(context, repaired_ ? &input_media_ : nullptr));
+      if (repaired_) {
+        if (issue_list unresolved = detail::unresolved_media(base.back()); !unresolved.empty()) {
+          oc_.issues = std::move(unresolved);
+          return stage::render;
+        }
+      }
       if (c_->options.verbose) {
         detail::log_prompt(c_->name, "system prompt", base[0].content);
         detail::log_prompt(c_->name, "user prompt", base[1].content);
@@ -565,6 +581,7 @@ class contract {
     const input_type* input_;
     outcome<output_type> oc_;
     std::optional<input_type> repaired_;
+    std::vector<media> input_media_;  // the input's media, as the input-repair message sent them
     std::optional<intermediate_type> acted_;
     const intermediate_type* context_ = nullptr;
     reader_type<input_type, input_check> input_reader_;

@@ -13,6 +13,7 @@
 #include "covenant/engine/engine.hpp"
 #include "covenant/types/config.hpp"
 #include "covenant/types/issues.hpp"
+#include "covenant/types/media.hpp"
 
 namespace covenant {
 
@@ -69,6 +70,8 @@ struct attempt {
   /// What a reasoning model wrote apart from its answer (chat_response::reasoning); never read.
   std::string reasoning;
   bool from_cache = false;                 ///< answered by a response cache (chat_response::from_cache): cost nothing
+  /// The images, PDFs and audio the request carried (the input's media fields, docs/media.md).
+  std::vector<covenant::media> media;
   bool engine_failed = false;              ///< the engine threw; `issues` holds the engine_error
 };
 

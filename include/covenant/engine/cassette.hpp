@@ -128,6 +128,10 @@ class COVENANT_API cassette_engine final : public engine {
   void start(const chat_request& request, std::shared_ptr<reply_receiver> receiver, std::stop_token stop) override;
   /// Replay: asynchronous and streaming. Otherwise: the inner engine's.
   [[nodiscard]] engine_capabilities capabilities() const noexcept override;
+  /// The inner engine's (null without one).
+  [[nodiscard]] const covenant::media_limits* accepted_media() const noexcept override {
+    return inner_ != nullptr ? inner_->accepted_media() : nullptr;
+  }
 
   /// Recorded interactions known: read from the file plus recorded by this engine.
   [[nodiscard]] std::size_t interactions() const;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "covenant/types/config.hpp"
+#include "covenant/types/media.hpp"
 
 namespace covenant {
 
@@ -43,6 +44,9 @@ COVENANT_API std::string_view to_string(role r) noexcept;
 struct message {
   covenant::role role = covenant::role::user;
   std::string content;
+  /// Images, PDFs and audio sent with the text, in the order `content` refers to them ("<image 1>"
+  /// is the first image). Engines that take no media refuse a request with them (docs/media.md).
+  std::vector<covenant::media> media{};
 
   friend bool operator==(const message&, const message&) = default;
 };
@@ -229,6 +233,11 @@ class COVENANT_API engine {
 
   /// What this engine does natively (the default: neither).
   [[nodiscard]] virtual engine_capabilities capabilities() const noexcept { return {}; }
+
+  /// The media the provider behind this engine accepts in one request (types, sizes, counts);
+  /// contracts check an input's media against them before sending. Null (the default): the
+  /// engine does not say; only what holds for every provider is checked.
+  [[nodiscard]] virtual const covenant::media_limits* accepted_media() const noexcept { return nullptr; }
 
   /// The engine's liveness record, shared with calls in flight (see close()).
   [[nodiscard]] const std::shared_ptr<detail::engine_anchor>& anchor() const noexcept { return anchor_; }

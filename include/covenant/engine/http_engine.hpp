@@ -174,6 +174,9 @@ struct http_engine_options {
   /// and faster; usage::cached_input_tokens). OpenAI-compatible servers cache a repeated prefix by
   /// themselves and ignore it. covenant run turns it on.
   bool cache_system_prompt = false;
+  /// OpenAI: the "detail" of every image part ("auto", "low", "high"; empty: not sent). Anthropic
+  /// has no such setting.
+  std::string image_detail = "auto";
   /// Extra top-level fields merged into every request body (e.g. {"seed", 7}); request fields win.
   boost::json::object extra_body{};
   /// Largest accepted response body; a larger one fails the call (not retried).
@@ -231,6 +234,8 @@ class COVENANT_API http_engine final : public engine {
   void start(const chat_request& request, std::shared_ptr<reply_receiver> receiver, std::stop_token stop) override;
   /// Asynchronous and streaming.
   [[nodiscard]] engine_capabilities capabilities() const noexcept override;
+  /// The media the provider's API takes (docs/media.md, "Limits").
+  [[nodiscard]] const covenant::media_limits* accepted_media() const noexcept override;
 
   /// The JSON body complete() sends for `request`.
   [[nodiscard]] boost::json::object request_body(const chat_request& request) const;

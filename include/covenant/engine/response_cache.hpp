@@ -65,6 +65,8 @@ class COVENANT_API cached_engine final : public engine {
   chat_response complete(const chat_request& request) override;
   void start(const chat_request& request, std::shared_ptr<reply_receiver> receiver, std::stop_token stop) override;
   [[nodiscard]] engine_capabilities capabilities() const noexcept override;
+  /// The inner engine's.
+  [[nodiscard]] const covenant::media_limits* accepted_media() const noexcept override { return inner_->accepted_media(); }
 
   [[nodiscard]] response_cache_stats stats() const noexcept;
   [[nodiscard]] const response_cache_options& options() const noexcept;

@@ -447,6 +447,11 @@ COVENANT_ALWAYS_INLINE void read_text(json_reader& r, std::string& out, const sc
     string_constraints(out, node, span_from(r, start), ctx, at, native);
 }
 
+/// A media field (covenant/types/media.hpp) read from its text: an http(s) URL, a data URL or a
+/// reference to the call's media ("<image 1>"); anything else, a file path included, is an issue.
+COVENANT_API void read_media(json_reader& r, media& out, media_kind kind, const schema::type& node,
+                             decode_context& ctx, const path_frame* at);
+
 template <class S>
 const S& default_instance() {
   static const S instance{};
@@ -695,6 +700,8 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
     r.read_null();
   } else if constexpr (is_json_value_v<T>) {
     read_json_value(r, out, ctx, at);
+  } else if constexpr (is_media_v<T>) {
+    read_media(r, out, T::media_kind_v, node, ctx, at);
   } else if constexpr (is_vector<T>::value) {
     read_list(r, out, node, ctx, at);
   } else if constexpr (is_string_map<T>::value) {

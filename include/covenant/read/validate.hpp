@@ -97,6 +97,8 @@ void validate_value(const T& v, const schema::type& node, decode_context& ctx, c
     check_string(node.constraints, v, preview.view(), &v, ctx, at);
   } else if constexpr (std::is_same_v<T, std::monostate> || is_json_value_v<T>) {
     // nothing to check
+  } else if constexpr (is_media_v<T>) {
+    check_media_value(v, ctx, at);
   } else if constexpr (is_vector<T>::value) {
     for (std::size_t i = 0; i < v.size(); ++i) {
       path_frame f{at, {}, i, true};
@@ -140,13 +142,17 @@ void validate_value(const T& v, const schema::type& node, decode_context& ctx, c
 
 }  // namespace detail
 
-/// Every issue of `value` against the schema model of T (empty when valid).
+/// Every issue of `value` against the schema model of T (empty when valid). Media fields
+/// (covenant/types/media.hpp) are checked against `limits` when given: a provider's accepted
+/// types, sizes and counts (engine::media_limits()).
 template <class T>
-issue_list validate(const T& value) {
+issue_list validate(const T& value, const media_limits* limits = nullptr) {
   const schema::model& s = schema_of<T>();
   issue_list issues;
   const decode_options options;
+  media_tally tally{limits};
   detail::decode_context ctx{s, options, issues};
+  ctx.media = &tally;
   detail::validate_value(value, s.root, ctx, nullptr);
   return issues;
 }

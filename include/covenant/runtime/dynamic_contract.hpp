@@ -55,6 +55,9 @@ struct dynamic_task {
   /// The schema's version (registry-backed tasks, e.g. "v2"): in observers' events, audit lines,
   /// metrics (covenant_schema_version_calls_total) and log lines.
   std::string schema_version{};
+  /// The folder relative file paths of the input's media fields (`image`, `pdf`, `audio`) are
+  /// read from (empty: the current directory). See docs/media.md.
+  std::string media_root{};
 };
 
 class COVENANT_API dynamic_contract {

@@ -19,8 +19,10 @@
 #include <string_view>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 #include "covenant/types/detail/traits.hpp"
+#include "covenant/types/media.hpp"
 #include "covenant/types/schema.hpp"
 #include "covenant/types/schema_of.hpp"
 
@@ -42,12 +44,26 @@ COVENANT_API void append_json_string(std::string& out, std::string_view s);
 /// Appends the shortest representation that reads back as the same double.
 COVENANT_API void append_json_number(std::string& out, double v);
 
+/// Where the media of an input go while its message is written (covenant/types/media.hpp): each
+/// media field is written as its reference ("<image 1>") and the media appended to `parts`. A
+/// reference read back from the model ("<image 2>" in a repaired input) stands for the media of
+/// `originals` it names.
+struct media_sink {
+  std::vector<media>* parts = nullptr;
+  const std::vector<media>* originals = nullptr;
+};
+
+/// Writes a media field: with a sink, its reference (the media goes to the sink); without one, its
+/// URL, its file's path, or a description ("<image image/png 1234 bytes sha256:...>"), never its bytes.
+COVENANT_API void write_media(std::string& out, const media& m, media_sink* sink);
+
 template <class T>
-void write_value(std::string& out, const T& v, const schema::type& node, const schema::model& s);
+void write_value(std::string& out, const T& v, const schema::type& node, const schema::model& s,
+                 media_sink* media = nullptr);
 
 template <class S, std::size_t... I>
 void write_object(std::string& out, const S& v, const schema::object_def& def, const schema::model& s,
-                  std::index_sequence<I...>) {
+                  media_sink* media, std::index_sequence<I...>) {
   out.push_back('{');
   bool first = true;
   (
@@ -60,16 +76,16 @@ void write_object(std::string& out, const S& v, const schema::object_def& def, c
         first = false;
         append_json_string(out, def.fields[I].key);
         out.push_back(':');
-        write_value(out, member, def.fields[I].type, s);
+        write_value(out, member, def.fields[I].type, s, media);
       }(),
       ...);
   out.push_back('}');
 }
 
 template <class T>
-void write_value(std::string& out, const T& v, const schema::type& node, const schema::model& s) {
+void write_value(std::string& out, const T& v, const schema::type& node, const schema::model& s, media_sink* media) {
   if constexpr (is_optional<T>::value) {
-    if (v.has_value()) write_value(out, *v, node, s);
+    if (v.has_value()) write_value(out, *v, node, s, media);
     else out += "null";
   } else if constexpr (std::is_same_v<T, bool>) {
     out += v ? "true" : "false";
@@ -85,11 +101,13 @@ void write_value(std::string& out, const T& v, const schema::type& node, const s
     out += "null";
   } else if constexpr (is_json_value_v<T>) {
     out += boost::json::serialize(v);
+  } else if constexpr (is_media_v<T>) {
+    write_media(out, v, media);
   } else if constexpr (is_vector<T>::value) {
     out.push_back('[');
     for (std::size_t i = 0; i < v.size(); ++i) {
       if (i) out.push_back(',');
-      write_value(out, v[i], node.args[0], s);
+      write_value(out, v[i], node.args[0], s, media);
     }
     out.push_back(']');
   } else if constexpr (is_string_map<T>::value) {
@@ -100,7 +118,7 @@ void write_value(std::string& out, const T& v, const schema::type& node, const s
       first = false;
       append_json_string(out, k);
       out.push_back(':');
-      write_value(out, val, node.args[1], s);
+      write_value(out, val, node.args[1], s, media);
     }
     out.push_back('}');
   } else if constexpr (is_variant<T>::value) {
@@ -114,7 +132,7 @@ void write_value(std::string& out, const T& v, const schema::type& node, const s
             }(std::make_index_sequence<std::variant_size_v<T>>{});
             return idx;
           }();
-          write_value(out, alt, node.args[k], s);
+          write_value(out, alt, node.args[k], s, media);
         },
         v);
   } else if constexpr (std::is_enum_v<T>) {
@@ -129,7 +147,7 @@ void write_value(std::string& out, const T& v, const schema::type& node, const s
     out += "null";  // not a named enumerator
   } else {
     const auto& def = std::get<schema::object_def>(s.defs[node.def].body);
-    write_object(out, v, def, s, std::make_index_sequence<field_count_v<T>>{});
+    write_object(out, v, def, s, media, std::make_index_sequence<field_count_v<T>>{});
   }
 }
 
@@ -148,6 +166,15 @@ void to_json(const T& value, std::string& out) {
   const schema::model& s = schema_of<T>();
   detail::write_value(out, value, s.root, s);
 }
+
+namespace detail {
+/// The JSON of an input with its media written as references and collected in `sink`.
+template <class T>
+void write_input_json(const T& value, std::string& out, media_sink& sink) {
+  const schema::model& s = schema_of<T>();
+  write_value(out, value, s.root, s, &sink);
+}
+}  // namespace detail
 
 /// Compact JSON of `value`.
 template <class T>

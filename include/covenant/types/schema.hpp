@@ -20,6 +20,7 @@
 
 #include "covenant/types/config.hpp"
 #include "covenant/types/issues.hpp"
+#include "covenant/types/media.hpp"
 
 namespace covenant::schema {
 
@@ -223,6 +224,12 @@ COVENANT_API bool has_fix(const constraint& c, kind k) noexcept;
 /// The JSON Schema keyword of `c` on a value of kind `k` ("maxLength", "minProperties", ...;
 /// "x-unique-by"; "" for predicates).
 COVENANT_API std::string_view keyword_of(const constraint& c, kind k) noexcept;
+
+/// The format constraint of a media field: a string of format "image", "pdf" or "audio", the
+/// reference ("<image 1>") the model sees in place of the media (covenant/types/media.hpp).
+COVENANT_API constraint media_format(media_kind k);
+/// The media kind of a string type with a media format; nullopt for every other type.
+COVENANT_API std::optional<media_kind> media_kind_of(const type& t) noexcept;
 
 /// Compiles a pattern (RE2 syntax). Returns nullptr and sets `error` when it does not compile.
 COVENANT_API std::shared_ptr<const compiled_pattern> compile_pattern(std::string_view pattern,

@@ -7,6 +7,8 @@
 // enums (as their names, see describe<E>::values for aliases); std::variant<...> (alternatives are
 // tried in declaration order, std::monostate stands for null); boost::json::value (any JSON).
 // Recursive aggregates work through std::vector members (struct Node { std::vector<Node> children; }).
+// covenant::image, covenant::pdf and covenant::audio (covenant/types/media.hpp) are strings of format
+// "image", "pdf" or "audio": the reference the model sees in place of the media.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,7 @@
 
 #include "covenant/types/describe.hpp"
 #include "covenant/types/detail/traits.hpp"
+#include "covenant/types/media.hpp"
 #include "covenant/types/reflect.hpp"
 #include "covenant/types/schema.hpp"
 
@@ -88,6 +91,10 @@ class schema_builder : public schema_builder_base {
       return schema::make_primitive(schema::kind::string);
     } else if constexpr (is_json_value_v<T>) {
       return schema::make_primitive(schema::kind::any);
+    } else if constexpr (is_media_v<T>) {
+      schema::type t = schema::make_primitive(schema::kind::string);
+      t.constraints.push_back(schema::media_format(T::media_kind_v));
+      return t;
     } else if constexpr (std::is_same_v<T, std::monostate>) {
       return schema::make_primitive(schema::kind::null);
     } else if constexpr (is_vector<T>::value) {
@@ -104,7 +111,7 @@ class schema_builder : public schema_builder_base {
       static_assert(dependent_false_v<T>,
                     "covenant: unsupported field type. Supported: bool, integers, float, double, std::string, "
                     "std::vector<T>, std::optional<T>, std::map<std::string, T>, enums, std::variant<...>, "
-                    "boost::json::value and plain aggregates of these");
+                    "boost::json::value, covenant::image/pdf/audio and plain aggregates of these");
       return {};
     }
   }

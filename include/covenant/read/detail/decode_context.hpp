@@ -62,6 +62,9 @@ struct COVENANT_API decode_context {
   note_list* notes = nullptr;
   /// Keys of objects that no field reads, so far (read_union ranks the alternatives by them).
   std::size_t ignored_keys = 0;
+  /// The media checked so far and the provider's limits (validation of an input; null: only what
+  /// holds for every provider is checked).
+  media_tally* media = nullptr;
 
   void add(const path_frame* at, issue_code code, std::string expected, std::string actual, std::string message,
            fail_action action = fail_action::reask);
@@ -80,6 +83,9 @@ struct COVENANT_API decode_context {
 // ---- constraint checks ---------------------------------------------------------------------
 // `raw` is the value as written (for `actual`); `native` points to the C++ value of the node's
 // type for custom checks (predicates, uniqueness), or is null (runtime schemas: JSON checks).
+
+/// A media field of an input: check_media() with the context's tally; its reason is an issue.
+COVENANT_API void check_media_value(const media& m, decode_context& ctx, const path_frame* at);
 
 COVENANT_API void check_number(const std::vector<schema::constraint>& cs, double v, std::string_view raw,
                                const void* native, decode_context& ctx, const path_frame* at);

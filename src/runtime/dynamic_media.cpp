@@ -1,0 +1,145 @@
+// Media fields of runtime-schema inputs: dynamic_media.hpp.
+#include "dynamic_media.hpp"
+
+#include "covenant/read/detail/decode_context.hpp"
+#include "covenant/read/decode.hpp"
+
+namespace covenant::detail {
+
+namespace {
+
+namespace json = boost::json;
+
+bool type_has_media(const schema::type& t) noexcept {
+  if (schema::media_kind_of(t)) return true;
+  for (const schema::type& a : t.args)
+    if (type_has_media(a)) return true;
+  return false;
+}
+
+struct walker {
+  const schema::model& m;
+  decode_context& ctx;
+  std::string_view root;
+  const std::vector<media>* originals;
+  std::vector<media>& parts;
+
+  // The alternative of a union a value of this JSON type is read as (the first that fits).
+  const schema::type* alternative(const json::value& v, const schema::type& u) const {
+    for (const schema::type& a : u.args) {
+      const schema::type* t = m.unalias(a);
+      if (t == nullptr) continue;
+      if (v.is_string() && schema::media_kind_of(*t)) return t;
+    }
+    for (const schema::type& a : u.args) {
+      const schema::type* t = m.unalias(a);
+      if (t == nullptr) continue;
+      if ((v.is_array() && t->kind == schema::kind::array) ||
+          (v.is_object() && (t->kind == schema::kind::map || (t->kind == schema::kind::ref && m.resolve(*t) != nullptr &&
+                                                              m.resolve(*t)->object() != nullptr))))
+        return t;
+    }
+    return nullptr;
+  }
+
+  void one(json::value& v, media_kind kind, const path_frame* at) {
+    media x = media::parse(kind, v.get_string(), root);
+    if (const std::uint32_t n = x.reference(); n != 0) {
+      std::uint32_t seen = 0;
+      const media* found = nullptr;
+      if (originals != nullptr)
+        for (const media& o : *originals)
+          if (o.kind() == kind && ++seen == n) {
+            found = &o;
+            break;
+          }
+      if (found == nullptr) {
+        ctx.add(at, issue_code::constraint_violation, std::string(to_string(kind)), media_reference(kind, n),
+                "refers to " + media_reference(kind, n) + ", which the input does not have");
+        return;
+      }
+      x = *found;
+    }
+    const std::size_t before = ctx.issues.size();
+    check_media_value(x, ctx, at);
+    if (ctx.issues.size() != before) return;
+    std::size_t number = 1;
+    for (const media& p : parts) number += p.kind() == kind ? 1 : 0;
+    parts.push_back(std::move(x));
+    v = json::string(media_reference(kind, number));
+  }
+
+  void walk(json::value& v, const schema::type& declared, const path_frame* at, int depth) {
+    if (v.is_null() || depth > 64) return;
+    const schema::type* t = m.unalias(declared);
+    if (t == nullptr) return;
+    if (t->kind == schema::kind::union_) {
+      t = alternative(v, *t);
+      if (t == nullptr) return;
+    }
+    if (const std::optional<media_kind> k = schema::media_kind_of(*t)) {
+      if (v.is_string()) one(v, *k, at);
+      return;
+    }
+    switch (t->kind) {
+      case schema::kind::array:
+        if (v.is_array()) {
+          json::array& a = v.get_array();
+          for (std::size_t i = 0; i < a.size(); ++i) {
+            path_frame f{at, {}, i, true};
+            walk(a[i], t->args[0], &f, depth + 1);
+          }
+        }
+        break;
+      case schema::kind::map:
+        if (v.is_object())
+          for (auto& kv : v.get_object()) {
+            path_frame f{at, std::string_view(kv.key().data(), kv.key().size()), 0, false};
+            walk(kv.value(), t->args[1], &f, depth + 1);
+          }
+        break;
+      case schema::kind::ref: {
+        const schema::definition* d = m.resolve(*t);
+        const schema::object_def* o = d != nullptr ? d->object() : nullptr;
+        if (o == nullptr || !v.is_object()) break;
+        for (const schema::field& f : o->fields) {
+          json::value* member = v.get_object().if_contains(f.key);
+          if (member == nullptr) continue;
+          path_frame frame{at, f.key, 0, false};
+          walk(*member, f.type, &frame, depth + 1);
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+};
+
+}  // namespace
+
+bool has_media(const schema::model& m) noexcept {
+  if (type_has_media(m.root)) return true;
+  for (const schema::definition& d : m.defs) {
+    if (const schema::object_def* o = d.object())
+      for (const schema::field& f : o->fields)
+        if (type_has_media(f.type)) return true;
+    if (const schema::alias_def* a = d.alias())
+      if (type_has_media(a->target)) return true;
+  }
+  return false;
+}
+
+media_input read_media_fields(const boost::json::value& input, const schema::model& m, std::string_view root,
+                              const std::vector<media>* originals, const media_limits* limits) {
+  media_input out;
+  out.shown = input;
+  const decode_options options;
+  media_tally tally{limits};
+  decode_context ctx{m, options, out.issues};
+  ctx.media = &tally;
+  walker w{m, ctx, root, originals, out.parts};
+  w.walk(out.shown, m.root, nullptr, 0);
+  return out;
+}
+
+}  // namespace covenant::detail
