@@ -1,7 +1,9 @@
 // Base64 of a 1 MiB media input (src/types/media_codec.cpp) against the encoders of OpenSSL
 // (EVP_EncodeBlock), nettle (base64_encode_raw, when the build found it) and Boost.Beast
 // (detail::base64::encode), on the same pseudo-random bytes; each checks its text against
-// OpenSSL's once before it is timed.
+// OpenSSL's once before it is timed. Then the request body of a call whose input holds a 1 MiB
+// image (media/request_body_1MB_image: OpenAI Chat Completions, as the HTTP engine writes it;
+// _anthropic: the Messages API's), whose time the base64 figures above are the floor of.
 #include <benchmark/benchmark.h>
 #include <boost/beast/core/detail/base64.hpp>
 #include <openssl/evp.h>
@@ -14,6 +16,9 @@
 #include <string>
 #include <string_view>
 
+#include "covenant/contract/contract.hpp"
+#include "covenant/engine/http_engine.hpp"
+#include "engine/wire_dialect.hpp"
 #include "types/media_codec.hpp"
 
 namespace {
@@ -107,8 +112,60 @@ void BM_base64_beast(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(input_size));
 }
 
+struct Scan {
+  covenant::image photo;
+  std::string note;
+};
+
+// The request a contract sends for a 1 MiB PNG: its system prompt and the input message with the
+// image as a part, rendered as a call renders it.
+std::string png_bytes() {
+  std::string png = "\x89PNG\r\n\x1a\n";
+  png += input().substr(png.size());
+  return png;
+}
+
+covenant::chat_request image_request() {
+  std::string png = png_bytes();
+  const Scan scan{covenant::image::bytes(std::move(png)), "the lunch receipt"};
+  covenant::chat_request r;
+  r.messages.push_back({covenant::role::system, std::string(900, 's')});
+  r.messages.push_back(covenant::detail::render_input_message(scan));
+  r.schema_name = "Receipt";
+  r.mode = covenant::output_mode::prompt;
+  return r;
+}
+
+void request_body(benchmark::State& state, std::unique_ptr<covenant::detail::wire_dialect> dialect) {
+  const covenant::chat_request request = image_request();
+  covenant::http_engine_options o;
+  o.model = "gpt-4o";
+  const std::string first = dialect->body_text(request, covenant::output_mode::prompt, o);
+  const std::string png = png_bytes();
+  std::string b64(covenant::detail::base64_length(png.size()) + 1, '\0');
+  b64.resize(static_cast<std::size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()),
+                                                      reinterpret_cast<const unsigned char*>(png.data()),
+                                                      static_cast<int>(png.size()))));
+  if (first.find(b64) == std::string::npos) {
+    state.SkipWithError("the body does not hold the image's base64");
+    return;
+  }
+  for (auto _ : state) {
+    std::string body = dialect->body_text(request, covenant::output_mode::prompt, o);
+    benchmark::DoNotOptimize(body.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["body_bytes"] = static_cast<double>(first.size());
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(input_size));
+}
+
+void BM_request_body_openai(benchmark::State& state) { request_body(state, covenant::detail::openai_dialect()); }
+void BM_request_body_anthropic(benchmark::State& state) { request_body(state, covenant::detail::anthropic_dialect()); }
+
 }  // namespace
 
+BENCHMARK(BM_request_body_openai)->Name("media/request_body_1MB_image");
+BENCHMARK(BM_request_body_anthropic)->Name("media/request_body_1MB_image_anthropic");
 BENCHMARK(BM_base64_covenant)->Name("media/base64_1MB_covenant");
 BENCHMARK(BM_base64_openssl)->Name("media/base64_1MB_openssl");
 #ifdef COVENANT_HAVE_NETTLE

@@ -21,6 +21,8 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <chrono>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -107,7 +109,19 @@ const media_limits& anthropic_limits() {
 /// The content blocks of one media: the reference as a text block ("<image 1>"), then an "image"
 /// or "document" block with a base64 or URL source. The API takes no audio: a request with audio
 /// fails (contracts refuse such an input before, as accepted_media() says).
-void append_media_blocks(json::array& blocks, const covenant::media& part, std::size_t n) {
+/// body_text(): the media whose base64 is written straight into the body's text, each in place of
+/// the marker its "data" holds in the document.
+struct deferred_data {
+  std::vector<const covenant::media*> parts;
+  std::string nonce;  ///< part of every marker, so that no text of the request can look like one
+  [[nodiscard]] std::string marker(std::size_t i) const {
+    std::string m(1, '\x01');
+    m.append("covenant-media-").append(std::to_string(i)).append("-").append(nonce).push_back('\x01');
+    return m;
+  }
+};
+
+void append_media_blocks(json::array& blocks, const covenant::media& part, std::size_t n, deferred_data* deferred) {
   if (part.kind() == media_kind::audio) throw engine_error("the Anthropic Messages API takes no audio");
   blocks.emplace_back(json::object{{"type", "text"}, {"text", media_reference(part.kind(), n)}});
   json::object source;
@@ -117,10 +131,15 @@ void append_media_blocks(json::array& blocks, const covenant::media& part, std::
   } else {
     source["type"] = "base64";
     source["media_type"] = part.media_type();
-    json::string data;
-    data.resize(base64_length(part.size()));
-    write_base64(data.data(), part.data());
-    source["data"] = std::move(data);
+    if (deferred != nullptr) {
+      source["data"] = deferred->marker(deferred->parts.size());
+      deferred->parts.push_back(&part);
+    } else {
+      json::string data;
+      data.resize(base64_length(part.size()));
+      write_base64(data.data(), part.data());
+      source["data"] = std::move(data);
+    }
   }
   blocks.emplace_back(json::object{{"type", part.kind() == media_kind::image ? "image" : "document"},
                                    {"source", std::move(source)}});
@@ -196,6 +215,40 @@ class anthropic_wire final : public wire_dialect {
   /// otherwise (even when extra_body has it: the transport reads the reply as the request says).
   [[nodiscard]] json::object body(const chat_request& request, output_mode mode,
                                   const http_engine_options& o) const override {
+    return build(request, mode, o, nullptr);
+  }
+
+  /// body() as text, each media's base64 written once, straight into the text.
+  [[nodiscard]] std::string body_text(const chat_request& request, output_mode mode,
+                                      const http_engine_options& o) const override {
+    deferred_data deferred;
+    deferred.nonce = std::to_string(reinterpret_cast<std::uintptr_t>(&deferred)) + "-" +
+                     std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+    const std::string text = json::serialize(build(request, mode, o, &deferred));
+    if (deferred.parts.empty()) return text;
+    std::size_t size = text.size();
+    for (const covenant::media* p : deferred.parts) size += base64_length(p->size());
+    std::string out;
+    out.reserve(size);
+    std::size_t from = 0;
+    for (std::size_t i = 0; i < deferred.parts.size(); ++i) {
+      // The marker as serialized: its control characters written as \u0001.
+      std::string marker = json::serialize(json::value(deferred.marker(i)));
+      marker = marker.substr(1, marker.size() - 2);
+      const std::size_t at = text.find(marker, from);
+      if (at == std::string::npos) throw engine_error("the request body lost a media part");
+      out.append(text, from, at - from);
+      const std::size_t start = out.size();
+      out.resize(start + base64_length(deferred.parts[i]->size()));
+      write_base64(out.data() + start, deferred.parts[i]->data());
+      from = at + marker.size();
+    }
+    out.append(text, from, std::string::npos);
+    return out;
+  }
+
+  [[nodiscard]] json::object build(const chat_request& request, output_mode mode, const http_engine_options& o,
+                                   deferred_data* deferred) const {
     json::object body = o.extra_body;
     if (!o.model.empty()) body["model"] = o.model;
     // With extended thinking max_tokens counts the thinking too: the answer's allowance goes on top.
@@ -243,7 +296,7 @@ class anthropic_wire final : public wire_dialect {
           if (!m->content.empty()) blocks.emplace_back(json::object{{"type", "text"}, {"text", m->content}});
           std::size_t counts[3] = {0, 0, 0};
           for (const covenant::media& part : m->media)
-            append_media_blocks(blocks, part, ++counts[static_cast<std::size_t>(part.kind())]);
+            append_media_blocks(blocks, part, ++counts[static_cast<std::size_t>(part.kind())], deferred);
         }
         content = std::move(blocks);
       }
