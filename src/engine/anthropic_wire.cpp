@@ -123,6 +123,7 @@ struct deferred_data {
 
 void append_media_blocks(json::array& blocks, const covenant::media& part, std::size_t n, deferred_data* deferred) {
   if (part.kind() == media_kind::audio) throw engine_error("the Anthropic Messages API takes no audio");
+  if (!part.is_url() && part.data().empty()) throw engine_error("a media part has no data and no URL");
   blocks.emplace_back(json::object{{"type", "text"}, {"text", media_reference(part.kind(), n)}});
   json::object source;
   if (part.is_url()) {

@@ -410,6 +410,7 @@ void write_content(std::string& out, const message& m, const http_engine_options
     const std::string data_prefix = "data:" + part.media_type() + ";base64,";
     switch (part.kind()) {
       case media_kind::image:
+        if (!part.is_url() && part.data().empty()) throw engine_error("an image part has no data and no URL");
         w.raw("{\"type\":\"image_url\",\"image_url\":{\"url\":");
         if (part.is_url()) w.str(part.url());
         else append_data(out, data_prefix, part.data());
@@ -417,11 +418,15 @@ void write_content(std::string& out, const message& m, const http_engine_options
         w.raw("}}");
         break;
       case media_kind::pdf:
+        if (part.is_url() || part.data().empty())
+          throw engine_error("Chat Completions takes a PDF as data only, not as a URL or a reference");
         w.raw("{\"type\":\"file\",\"file\":{\"filename\":").str(part.file_name(n)).raw(",\"file_data\":");
         append_data(out, data_prefix, part.data());
         w.raw("}}");
         break;
       case media_kind::audio:
+        if (part.is_url() || part.data().empty())
+          throw engine_error("Chat Completions takes audio as data only, not as a URL or a reference");
         w.raw("{\"type\":\"input_audio\",\"input_audio\":{\"data\":");
         append_data(out, {}, part.data());
         w.raw(",\"format\":").str(part.media_type() == "audio/mpeg" ? "mp3" : "wav").raw("}}");

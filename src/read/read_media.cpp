@@ -20,9 +20,12 @@ void read_media(json_reader& r, media& out, media_kind kind, const schema::type&
 
 void check_media_value(const media& m, decode_context& ctx, const path_frame* at) {
   media_tally none;
-  std::string why = check_media(m, ctx.media != nullptr ? *ctx.media : none);
+  media_tally& tally = ctx.media != nullptr ? *ctx.media : none;
+  std::string why = check_media(m, tally);
   if (why.empty()) return;
+  tally.refused = true;
   std::string actual = m.empty()            ? std::string("nothing")
+                       : m.reference() != 0 ? media_reference(m.kind(), m.reference())
                        : m.is_url()         ? m.url()
                        : !m.path().empty()  ? m.path()
                                             : std::string(m.media_type().empty() ? "bytes" : m.media_type()) + ", " +

@@ -181,6 +181,7 @@ class dynamic_call final : public detail::call_steps {
     at = stage::input_validation;
     const dynamic_task& task = c_->task;
     issue_list input_issues;
+    bool media_refused = false;  // a media that cannot be sent is no text the model could repair
     current_ = input_;
     if (task.input) {
       dynamic_result v = validate_value(*input_, *task.input);
@@ -192,6 +193,7 @@ class dynamic_call final : public detail::call_steps {
           detail::media_input media =
               detail::read_media_fields(normalized_, *task.input, task.media_root, nullptr, c_->model->accepted_media());
           input_issues = std::move(media.issues);
+          media_refused = !input_issues.empty();
           input_media_ = std::move(media.parts);
           shown_ = std::move(media.shown);
         }
@@ -207,7 +209,7 @@ class dynamic_call final : public detail::call_steps {
     }
     if (input_issues.empty()) return stage::none;
     oc_.input_issues = input_issues;
-    if (!c_->options.pre_remedy || !task.input) {
+    if (!c_->options.pre_remedy || !task.input || media_refused) {
       oc_.issues = std::move(input_issues);
       return input_stage;
     }

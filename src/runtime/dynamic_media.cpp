@@ -24,8 +24,20 @@ struct walker {
   const std::vector<media>* originals;
   std::vector<media>& parts;
 
-  // The alternative of a union a value of this JSON type is read as (the first that fits).
+  // The alternative of a union a value of this JSON type is read as (the first that fits). Beside
+  // a plain string alternative, a string is a media only when it is a URL, a data URL or a
+  // reference ("hello" in a `string | image` is text, not a file name).
   const schema::type* alternative(const json::value& v, const schema::type& u) const {
+    if (v.is_string()) {
+      const std::string_view s(v.get_string().data(), v.get_string().size());
+      const bool named = s.starts_with("https://") || s.starts_with("http://") || s.starts_with("data:") ||
+                         (s.starts_with("<") && s.ends_with(">"));
+      bool plain = false;
+      for (const schema::type& a : u.args)
+        if (const schema::type* t = m.unalias(a); t != nullptr && t->kind == schema::kind::string && !schema::media_kind_of(*t))
+          plain = true;
+      if (plain && !named) return nullptr;
+    }
     for (const schema::type& a : u.args) {
       const schema::type* t = m.unalias(a);
       if (t == nullptr) continue;
@@ -43,7 +55,7 @@ struct walker {
   }
 
   void one(json::value& v, media_kind kind, const path_frame* at) {
-    media x = media::parse(kind, v.get_string(), root);
+    media x = media::parse(kind, v.get_string(), root, originals == nullptr);
     if (const std::uint32_t n = x.reference(); n != 0) {
       std::uint32_t seen = 0;
       const media* found = nullptr;
@@ -134,7 +146,7 @@ media_input read_media_fields(const boost::json::value& input, const schema::mod
   media_input out;
   out.shown = input;
   const decode_options options;
-  media_tally tally{limits};
+  media_tally tally{limits, originals != nullptr};
   decode_context ctx{m, options, out.issues};
   ctx.media = &tally;
   walker w{m, ctx, root, originals, out.parts};

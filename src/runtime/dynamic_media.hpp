@@ -26,7 +26,9 @@ struct media_input {
 
 /// Reads the media fields of `input` (valid against `m`): relative file paths from `root`
 /// (the current directory when empty), references from `originals` (null: a reference is an
-/// issue), each checked with check_media() against `limits` (null: only what holds everywhere).
+/// issue, and paths are read: the caller's input; else paths are not read: a repaired input the
+/// model wrote names media by URL or reference only), each checked with check_media() against
+/// `limits` (null: only what holds everywhere). `refused` in the result: a media cannot be sent.
 media_input read_media_fields(const boost::json::value& input, const schema::model& m, std::string_view root,
                               const std::vector<media>* originals, const media_limits* limits);
 

@@ -115,9 +115,10 @@ void settle_type(detail::media_data& d, std::string given) {
     d.error = "has media type " + d.type + ", which is not " + std::string(article(d.kind)) + std::string(to_string(d.kind)) + " type";
 }
 
+// "5.0 MB (5242884 bytes)": the exact count too, as two sizes a few bytes apart look the same in MB.
 std::string megabytes(std::size_t n) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MB", static_cast<double>(n) / (1024.0 * 1024.0));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f MB (%zu bytes)", static_cast<double>(n) / (1024.0 * 1024.0), n);
   return buf;
 }
 
@@ -325,7 +326,13 @@ std::string media_digest(const std::vector<media>& parts) {
 std::string check_media(const media& m, media_tally& tally) {
   if (m.empty()) return "has no media (no file, bytes or URL)";
   if (!m.error().empty()) return m.error();
-  if (m.reference() != 0 || tally.limits == nullptr) return {};
+  if (m.reference() != 0) {
+    if (tally.references) return {};
+    return "is a reference (" + media_reference(m.kind(), m.reference()) +
+           ") but names no media here: give a file, bytes or a URL";
+  }
+  if (m.kind() == media_kind::image) ++tally.images;  // refused ones too: "image 102" is the 102nd
+  if (tally.limits == nullptr) return {};
   const media_limits& l = *tally.limits;
   const std::string& type = m.media_type();
   const auto listed = [&](const std::vector<std::string>& types) {
@@ -339,8 +346,8 @@ std::string check_media(const media& m, media_tally& tally) {
       if (m.is_url() && !l.image_urls) return l.provider + " takes images as bytes only, not as URLs";
       if (!type.empty() && std::find(l.image_types.begin(), l.image_types.end(), type) == l.image_types.end())
         return type + " is not an image type " + l.provider + " takes (" + listed(l.image_types) + ")";
-      if (l.max_images != 0 && tally.images + 1 > l.max_images)
-        return "is image " + std::to_string(tally.images + 1) + " of the request; " + l.provider + " takes at most " +
+      if (l.max_images != 0 && tally.images > l.max_images)
+        return "is image " + std::to_string(tally.images) + " of the request; " + l.provider + " takes at most " +
                std::to_string(l.max_images) + " images in one request";
       max_one = l.max_image_bytes;
       break;
@@ -365,7 +372,6 @@ std::string check_media(const media& m, media_tally& tally) {
   if (l.max_total_bytes != 0 && tally.total_bytes + sent > l.max_total_bytes)
     return "brings the request's media to " + megabytes(tally.total_bytes + sent) + " as sent (base64); " + l.provider +
            " takes at most " + megabytes(l.max_total_bytes) + " in one request";
-  if (m.kind() == media_kind::image) ++tally.images;
   tally.total_bytes += sent;
   return {};
 }

@@ -377,7 +377,9 @@ class contract {
   struct input_check {
     const core* c;
     void operator()(const input_type& in, issue_list& found, note_list&, perf_stage&) const {
-      found = covenant::validate(in);
+      // A repaired input names the input's media by their references ("<image 1>").
+      media_tally tally{c->model->accepted_media(), true};
+      found = detail::validate_input(in, tally);
       if constexpr (traits::with_pre) {
         if (found.empty())
           detail::run_hook("pre", issue_code::precondition_violation, found, [&] { c->expr.pre(in); });
@@ -443,7 +445,8 @@ class contract {
 
     stage check_input(std::vector<message>& repair) override {
       at = stage::input_validation;
-      issue_list input_issues = covenant::validate(*input_, c_->model->accepted_media());
+      media_tally tally{c_->model->accepted_media()};
+      issue_list input_issues = detail::validate_input(*input_, tally);
       lap(perf_stage::input_validation);
       stage input_stage = input_issues.empty() ? stage::none : stage::input_validation;
       if constexpr (traits::with_pre) {
@@ -456,7 +459,9 @@ class contract {
       }
       if (input_issues.empty()) return stage::none;
       oc_.input_issues = input_issues;
-      if (!c_->options.pre_remedy) {
+      // A media that cannot be sent (a file not read, a type the provider refuses) is no text the
+      // model could repair.
+      if (!c_->options.pre_remedy || tally.refused) {
         oc_.issues = std::move(input_issues);
         return input_stage;
       }

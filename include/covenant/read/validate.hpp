@@ -142,19 +142,27 @@ void validate_value(const T& v, const schema::type& node, decode_context& ctx, c
 
 }  // namespace detail
 
+namespace detail {
+/// validate(), its media counted in `tally` (which says whether one was refused).
+template <class T>
+issue_list validate_input(const T& value, media_tally& tally) {
+  const schema::model& s = schema_of<T>();
+  issue_list issues;
+  const decode_options options;
+  decode_context ctx{s, options, issues};
+  ctx.media = &tally;
+  validate_value(value, s.root, ctx, nullptr);
+  return issues;
+}
+}  // namespace detail
+
 /// Every issue of `value` against the schema model of T (empty when valid). Media fields
 /// (covenant/types/media.hpp) are checked against `limits` when given: a provider's accepted
 /// types, sizes and counts (engine::media_limits()).
 template <class T>
 issue_list validate(const T& value, const media_limits* limits = nullptr) {
-  const schema::model& s = schema_of<T>();
-  issue_list issues;
-  const decode_options options;
   media_tally tally{limits};
-  detail::decode_context ctx{s, options, issues};
-  ctx.media = &tally;
-  detail::validate_value(value, s.root, ctx, nullptr);
-  return issues;
+  return detail::validate_input(value, tally);
 }
 
 }  // namespace covenant

@@ -112,6 +112,7 @@ template <media_kind K>
 class media_of : public media {
  public:
   static constexpr media_kind media_kind_v = K;
+  using media::url;  // the accessor, beside the factory below
   media_of() = default;
   /// `m` as this kind (a media of another kind makes a value whose error() says so).
   explicit media_of(media m) : media(m.empty() || m.kind() == K ? std::move(m) : wrong_kind(m)) {}
@@ -131,8 +132,8 @@ class media_of : public media {
 
  private:
   static media wrong_kind(const media& m) {
-    return invalid(K, "is " + std::string(m.kind() == media_kind::image ? "an " : "a ") + std::string(to_string(m.kind())) +
-                          ", not " + (K == media_kind::image ? "an " : "a ") + std::string(to_string(K)));
+    return invalid(K, "is " + std::string(m.kind() == media_kind::pdf ? "a " : "an ") + std::string(to_string(m.kind())) +
+                          ", not " + (K == media_kind::pdf ? "a " : "an ") + std::string(to_string(K)));
   }
 };
 
@@ -174,8 +175,13 @@ struct media_limits {
 /// provider: readable, a known type of its kind).
 struct media_tally {
   const media_limits* limits = nullptr;
-  std::size_t images = 0;
-  std::size_t total_bytes = 0;
+  /// References ("<image 1>") are accepted: the media of a repaired input, which name the
+  /// input's own media. Elsewhere a reference names nothing and is refused.
+  bool references = false;
+  std::size_t images = 0;       ///< images seen so far (refused ones too)
+  std::size_t total_bytes = 0;  ///< bytes as sent of the media accepted so far
+  /// A media was refused: the input cannot be sent, and no repair by the model can fix it.
+  bool refused = false;
 };
 
 /// Why `m` cannot go into a request whose earlier media are counted in `tally` ("" when it can;
