@@ -112,10 +112,19 @@ void BM_base64_beast(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(input_size));
 }
 
+}  // namespace
+
+// Outside the unnamed namespace: reflection gives it a variable of external linkage.
+namespace media_bench {
 struct Scan {
   covenant::image photo;
   std::string note;
 };
+}  // namespace media_bench
+
+namespace {
+
+using media_bench::Scan;
 
 // The request a contract sends for a 1 MiB PNG: its system prompt and the input message with the
 // image as a part, rendered as a call renders it.
