@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "models/multidoc_qa.hpp"
+#include "models/transcript.hpp"
 
 // Where the recorded conversation is found: the build passes the source tree; a demo compiled on
 // its own (as benchmarks/compile_time.sh does) looks in examples/ under the current directory.
@@ -68,35 +69,6 @@ std::vector<covenant::testing::step> script() {
 
 void print_rule(const char* title) { std::cout << "\n=== " << title << " ===\n"; }
 
-// Passes every call on to another engine and keeps the requests, to show the conversation.
-class transcript final : public covenant::engine {
- public:
-  explicit transcript(covenant::engine& inner) : inner_(&inner) {}
-  ~transcript() override { close(); }
-  covenant::chat_response complete(const covenant::chat_request& r) override {
-    keep(r);
-    return inner_->complete(r);
-  }
-  void start(const covenant::chat_request& r, std::shared_ptr<covenant::reply_receiver> receiver,
-             std::stop_token stop) override {
-    keep(r);
-    inner_->start(r, std::move(receiver), std::move(stop));
-  }
-  [[nodiscard]] covenant::engine_capabilities capabilities() const noexcept override { return inner_->capabilities(); }
-  [[nodiscard]] covenant::chat_request request(std::size_t i) const {
-    std::lock_guard lock(mutex_);
-    return requests_.at(i);
-  }
-
- private:
-  void keep(const covenant::chat_request& r) {
-    std::lock_guard lock(mutex_);
-    requests_.push_back(r);
-  }
-  covenant::engine* inner_;
-  mutable std::mutex mutex_;
-  std::vector<covenant::chat_request> requests_;
-};
 
 int usage() {
   std::cerr << "usage: demo [--scripted | --cassette FILE] [--record FILE]\n";
@@ -142,7 +114,7 @@ int main(int argc, char** argv) {
     std::cerr << "demo: " << e.what() << "\n";
     return EXIT_FAILURE;
   }
-  transcript model{recorder ? *recorder : source ? *source : scripted};
+  examples::transcript model{recorder ? *recorder : source ? *source : scripted};
   const char* where = online ? "online" : !record_file.empty() || scripted_run ? "offline, scripted model"
                                                                                : "offline, recorded conversation";
 
