@@ -654,6 +654,179 @@ TEST_F(MediaRunContract, ARepairedInputReferringToMediaTheInputDoesNotHaveFailsA
   EXPECT_EQ(server.requests(), 1u);  // the repair only: the output was never asked for
 }
 
+// The Scan task whose pre() asks for the note "fixed", with the input repaired by the model; both
+// phases answer in text.
+covenant::dynamic_task repair_task(const std::string& media_root, int* pre_calls = nullptr) {
+  covenant::dynamic_task task = task_for("Scan", media_root);
+  task.pre = [pre_calls](const json::value& in) {
+    if (pre_calls != nullptr) ++*pre_calls;
+    const json::value* note = in.as_object().if_contains("note");
+    if (note == nullptr || !note->is_string() || note->as_string() != "fixed")
+      throw covenant::violation("note", "must be \"fixed\"");
+  };
+  return task;
+}
+
+covenant::contract_options repair_options() {
+  covenant::contract_options options = no_retries();
+  options.pre_remedy = true;
+  options.mode = covenant::output_mode::prompt;
+  return options;
+}
+
+response_plan text_reply(const std::string& text, bool anthropic) {
+  return anthropic ? covenant_test::whole_reply(covenant_test::anthropic_message(text))
+                   : covenant_test::whole_reply(covenant_test::openai_completion(text));
+}
+
+TEST_F(MediaRunContract, ARepairedInputThatNamesALocalFileIsNotRead) {
+  const std::string photo = png(13);
+  const std::string other = png(14);  // same size, other bytes
+  ASSERT_EQ(other.size(), photo.size());
+  write("photo.png", photo);
+  const std::string other_path = write("elsewhere/other.png", other);
+  ASSERT_TRUE(fs::path(other_path).is_absolute()) << other_path;
+  ASSERT_TRUE(fs::exists(other_path));
+  ASSERT_NE(b64(photo), b64(other));
+  for (const bool anthropic : {false, true}) {
+    SCOPED_TRACE(anthropic ? "anthropic" : "openai");
+    // the model's repair names the other file by its absolute path; then (never asked) the answer
+    const std::string repaired =
+        json::serialize(json::object{{"photo", other_path}, {"pages", json::array{}}, {"note", "fixed"}});
+    loopback_server server([&](const received_request&, std::size_t i) {
+      return text_reply(i == 0 ? repaired : summary_json, anthropic);
+    });
+    covenant::http_engine engine(options_for(server, anthropic));
+    const covenant::dynamic_contract c{engine, repair_task(dir()), repair_options()};
+    const auto [value, o] = c.run(json::value{{"photo", "photo.png"}, {"pages", json::array{}}, {"note", "draft"}});
+    EXPECT_FALSE(o.success);
+    EXPECT_TRUE(value.is_null());
+    EXPECT_EQ(o.failed_stage, covenant::stage::render);
+    ASSERT_EQ(o.issues.size(), 1u) << o.summary();
+    EXPECT_EQ(o.issues[0].path.to_string(), "photo");
+    EXPECT_EQ(o.issues[0].code, covenant::issue_code::constraint_violation);
+    EXPECT_THAT(o.issues[0].message, HasSubstr("is not an http(s) URL, a data URL or a reference such as \"<image 1>\""));
+    // the repair only: the output was never asked for
+    ASSERT_EQ(server.requests(), 1u);
+    // the repair request sent the input's own photo; no request carries the other file, whole or in part
+    EXPECT_THAT(server.request(0).body, HasSubstr(b64(photo)));
+    for (std::size_t i = 0; i < server.requests(); ++i) {
+      EXPECT_THAT(server.request(i).body, Not(HasSubstr(b64(other)))) << i;
+      EXPECT_THAT(server.request(i).body, Not(HasSubstr(b64(other).substr(8, 24)))) << i;
+    }
+    // nor does the outcome: its attempts hold the input's photo only
+    for (const auto& a : o.attempts)
+      for (const covenant::media& m : a.media) EXPECT_NE(m.data(), other);
+  }
+}
+
+TEST_F(MediaRunContract, AMissingFileIsNotSentForRepair) {
+  write("photo.png", png(15));
+  for (const bool anthropic : {false, true}) {
+    SCOPED_TRACE(anthropic ? "anthropic" : "openai");
+    // were the model asked, it would repair the input (to another missing file, then answer)
+    loopback_server server([&](const received_request&, std::size_t i) {
+      return text_reply(i == 0 ? R"({"photo": "<image 1>", "pages": [], "note": "fixed"})" : summary_json, anthropic);
+    });
+    covenant::http_engine engine(options_for(server, anthropic));
+    int pre_calls = 0;
+    const covenant::dynamic_contract c{engine, repair_task(dir(), &pre_calls), repair_options()};
+    // the note would fail pre(), which the model could repair; the missing file it could not
+    const auto [value, o] = c.run(json::value{{"photo", "missing.png"}, {"pages", json::array{}}, {"note", "draft"}});
+    EXPECT_FALSE(o.success);
+    EXPECT_TRUE(value.is_null());
+    EXPECT_EQ(o.failed_stage, covenant::stage::input_validation);
+    ASSERT_EQ(o.issues.size(), 1u) << o.summary();
+    EXPECT_EQ(o.issues[0].path.to_string(), "photo");
+    EXPECT_THAT(o.issues[0].message, HasSubstr("cannot read the file " + path("missing.png")));
+    EXPECT_EQ(o.input_issues, o.issues);
+    EXPECT_TRUE(o.attempts.empty());
+    EXPECT_EQ(pre_calls, 0);  // pre() runs on an input whose media were read
+    EXPECT_EQ(server.requests(), 0u);
+
+    // a file that is read but is no image (a PDF named .png) is no repair either
+    write("not_a_picture.png", pdf("not a picture"));
+    const auto wrong = c.run(json::value{{"photo", "not_a_picture.png"}, {"pages", json::array{}}, {"note", "draft"}});
+    EXPECT_EQ(wrong.outcome.failed_stage, covenant::stage::input_validation);
+    EXPECT_EQ(issue_paths(wrong.outcome.issues), (std::vector<std::string>{"photo"})) << wrong.outcome.summary();
+    EXPECT_TRUE(wrong.outcome.attempts.empty());
+    EXPECT_EQ(pre_calls, 0);
+    EXPECT_EQ(server.requests(), 0u);
+
+    // with the photo there, the same note is repaired by the model (the control)
+    const auto repaired = c.run(json::value{{"photo", "photo.png"}, {"pages", json::array{}}, {"note", "draft"}});
+    EXPECT_TRUE(repaired.outcome.success) << repaired.outcome.summary();
+    EXPECT_EQ(server.requests(), 2u);
+  }
+}
+
+// A task whose input is `class U { v string | image }`.
+covenant::dynamic_task union_task(const std::string& media_root) {
+  const covenant::schema_set types = covenant::schema_set::parse("class U {\n  v string | image\n}\n"
+                                                                 "class Summary {\n  text string\n}\n");
+  covenant::dynamic_task task;
+  task.name = "union";
+  task.prompt = "Summarise the value.";
+  task.output = types.model("Summary");
+  task.input = types.model("U");
+  task.media_root = media_root;
+  return task;
+}
+
+TEST_F(MediaRunContract, AStringBesideAnImageInAUnionIsText) {
+  // a file named as the text is, beside the media root: still not read
+  write("hello", png(16));
+  const covenant::dynamic_task task = union_task(dir());
+  ASSERT_TRUE(task.input);
+  {
+    const schema::field& v = field_of(*task.input, "U", "v");
+    ASSERT_EQ(v.type.kind, schema::kind::union_);
+    ASSERT_EQ(v.type.args.size(), 2u);
+    EXPECT_EQ(schema::media_kind_of(v.type.args[0]), std::nullopt);
+    EXPECT_EQ(schema::media_kind_of(v.type.args[1]), media_kind::image);
+  }
+  for (const bool anthropic : {false, true}) {
+    SCOPED_TRACE(anthropic ? "anthropic" : "openai");
+    loopback_server server([&](const received_request&, std::size_t) {
+      return anthropic ? anthropic_reply() : openai_reply();
+    });
+    covenant::http_engine engine(options_for(server, anthropic));
+    const covenant::dynamic_contract c{engine, task, no_retries()};
+
+    // a plain string: text, shown as it is, with no media part
+    const auto [value, o] = c.run(json::value{{"v", "hello"}});
+    ASSERT_TRUE(o.success) << o.summary();
+    EXPECT_EQ(value, json::parse(summary_json));
+    ASSERT_EQ(server.requests(), 1u);
+    const json::value text = user_content(server.request(0).body, anthropic);
+    EXPECT_EQ(shown_record(text), (json::object{{"v", "hello"}}));
+    if (text.is_array()) {  // a content of parts has the record's text only
+      ASSERT_EQ(text.as_array().size(), 1u) << text;
+      EXPECT_EQ(text.at(0).at("type"), "text");
+    } else {
+      EXPECT_TRUE(text.is_string()) << text;
+    }
+    EXPECT_THAT(server.request(0).body, Not(HasSubstr(b64(png(16)))));
+    ASSERT_EQ(o.attempts.size(), 1u);
+    EXPECT_TRUE(o.attempts[0].media.empty());
+
+    // an http(s) URL: an image, sent as its URL and shown as its reference
+    const std::string url = "https://x.test/a.png";
+    const auto image = c.run(json::value{{"v", url}}).outcome;
+    ASSERT_TRUE(image.success) << image.summary();
+    ASSERT_EQ(server.requests(), 2u);
+    const json::value content = user_content(server.request(1).body, anthropic);
+    ASSERT_TRUE(content.is_array()) << content;
+    EXPECT_EQ(shown_record(content), (json::object{{"v", "<image 1>"}}));
+    EXPECT_THAT(shown_text(content), Not(HasSubstr("x.test")));
+    EXPECT_EQ(content, (json::array{content.at(0), text_part("<image 1>"),
+                                    anthropic ? anthropic_image_url(url) : openai_image_url(url)}));
+    ASSERT_EQ(image.attempts.size(), 1u);
+    ASSERT_EQ(image.attempts[0].media.size(), 1u);
+    EXPECT_EQ(image.attempts[0].media[0].url(), url);
+  }
+}
+
 // =============================================================================================
 // 3. covenant run
 

@@ -186,17 +186,18 @@ class dynamic_call final : public detail::call_steps {
     if (task.input) {
       dynamic_result v = validate_value(*input_, *task.input);
       input_issues = std::move(v.issues);
-      if (input_issues.empty()) {
+      const bool valid = input_issues.empty();
+      if (valid) {
         normalized_ = std::move(v.value);
         current_ = &normalized_;
-        if (c_->input_media) {
-          detail::media_input media =
-              detail::read_media_fields(normalized_, *task.input, task.media_root, nullptr, c_->model->accepted_media());
-          input_issues = std::move(media.issues);
-          media_refused = !input_issues.empty();
-          input_media_ = std::move(media.parts);
-          shown_ = std::move(media.shown);
-        }
+      }
+      if (c_->input_media) {  // read even when the rest is invalid: the media's problems come too
+        detail::media_input media = detail::read_media_fields(valid ? normalized_ : *input_, *task.input,
+                                                              task.media_root, nullptr, c_->model->accepted_media());
+        media_refused = !media.issues.empty();
+        for (issue& i : media.issues) input_issues.push_back(std::move(i));
+        input_media_ = std::move(media.parts);
+        shown_ = std::move(media.shown);
       }
     }
     lap(perf_stage::input_validation);
@@ -216,11 +217,7 @@ class dynamic_call final : public detail::call_steps {
     at = stage::pre_remedy;
     repair.push_back({role::system, c_->repair_prompt});
     if (c_->input_media) {
-      // The media that can be read go with the input; the others are among its issues.
-      detail::media_input media =
-          detail::read_media_fields(*input_, *task.input, task.media_root, nullptr, c_->model->accepted_media());
-      input_media_ = std::move(media.parts);
-      repair.push_back(input_message(media.shown, input_media_));
+      repair.push_back(input_message(shown_, input_media_));  // every media was read and can be sent
     } else {
       repair.push_back(input_message(*input_));
     }

@@ -3,6 +3,7 @@
 
 #include "covenant/read/detail/decode_context.hpp"
 #include "covenant/read/decode.hpp"
+#include "covenant/read/validate.hpp"
 
 namespace covenant::detail {
 
@@ -30,8 +31,10 @@ struct walker {
   const schema::type* alternative(const json::value& v, const schema::type& u) const {
     if (v.is_string()) {
       const std::string_view s(v.get_string().data(), v.get_string().size());
-      const bool named = s.starts_with("https://") || s.starts_with("http://") || s.starts_with("data:") ||
-                         (s.starts_with("<") && s.ends_with(">"));
+      bool named = s.starts_with("https://") || s.starts_with("http://") ||
+                   (s.starts_with("data:") && s.find(";base64,") != std::string_view::npos);
+      for (const media_kind k : {media_kind::image, media_kind::pdf, media_kind::audio})
+        named = named || media::parse(k, s, {}, false).reference() != 0;
       bool plain = false;
       for (const schema::type& a : u.args)
         if (const schema::type* t = m.unalias(a); t != nullptr && t->kind == schema::kind::string && !schema::media_kind_of(*t))
@@ -71,6 +74,11 @@ struct walker {
         return;
       }
       x = *found;
+    }
+    if (x.path().empty() && !x.error().empty()) {  // refused as text, before any file was read
+      const string_preview preview(std::string_view(v.get_string().data(), v.get_string().size()));
+      ctx.add(at, issue_code::constraint_violation, std::string(to_string(kind)), std::string(preview.view()), x.error());
+      return;
     }
     const std::size_t before = ctx.issues.size();
     check_media_value(x, ctx, at);
