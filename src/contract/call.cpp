@@ -191,6 +191,7 @@ remedy_phase::remedy_phase(const contract_core& core, attempt_kind kind, bool re
     : core_(&core), kind_(kind), remedy_(remedy), oc_(&oc), times_(&times), reader_(&reader), mark_(mark) {
   request_.messages = std::move(base);
   base_size_ = request_.messages.size();
+  for (const message& m : request_.messages) media_ = media_ || !m.media.empty();
   first_attempt_ = oc.attempts.size();
   if (kind == attempt_kind::output) {
     request_.response_schema = core.response_schema;
@@ -261,7 +262,8 @@ attempt remedy_phase::new_attempt() {
   a.queued = turn_;
   turn_ = std::chrono::nanoseconds(0);
   if (core_->options.prices) a.cost_usd = 0.0;  // no reply: nothing reported to price
-  for (const message& m : request_.messages) a.media.insert(a.media.end(), m.media.begin(), m.media.end());
+  if (media_)
+    for (const message& m : request_.messages) a.media.insert(a.media.end(), m.media.begin(), m.media.end());
   return a;
 }
 

@@ -147,6 +147,7 @@ class COVENANT_API remedy_phase {
   time_point mark_;
   chat_request request_;
   std::size_t base_size_ = 0;
+  bool media_ = false;  ///< the base messages carry media (each attempt lists them)
   std::size_t first_attempt_ = 0;
   int k_ = -1;
   std::chrono::nanoseconds wait_{0};
