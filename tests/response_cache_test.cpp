@@ -13,9 +13,11 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "qa_model.hpp"
@@ -223,6 +225,62 @@ TEST_F(ResponseCache, ACacheLockedByAnotherWriterNeverFailsACall) {
   (void)model.complete(request("asked during the lock"));  // stored now
   EXPECT_TRUE(model.complete(request("asked during the lock")).from_cache);
   EXPECT_EQ(inner.calls(), 4u);
+}
+
+// A new cache file that another process holds locked (it is creating it) while the cache opens:
+// switching to WAL waits for the lock, with real time, and the cache works once it is released.
+// One call, nothing else in flight.
+TEST_F(ResponseCache, OpeningWaitsForAnotherWritersLockUntilItIsReleased) {
+  covenant::response_cache_options o = options();
+  o.busy_timeout = std::chrono::milliseconds(5000);
+  fs::create_directories(o.path.parent_path());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE other(a INTEGER); BEGIN EXCLUSIVE; INSERT INTO other VALUES (1)", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  const auto held = std::chrono::milliseconds(150);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(held);
+    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+  });
+  scripted_engine inner = counting();
+  const auto t0 = std::chrono::steady_clock::now();
+  cached_engine model(o, inner);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  releaser.join();
+  sqlite3_close(db);
+  EXPECT_GE(waited, held / 2);  // it waited for the lock rather than giving up at once
+  EXPECT_EQ(model.stats().errors, 0u);
+  EXPECT_FALSE(model.complete(request("q")).from_cache);
+  EXPECT_TRUE(model.complete(request("q")).from_cache);
+  EXPECT_EQ(inner.calls(), 1u);
+}
+
+// The same lock held past the busy timeout: the cache gives up opening (an error, a warning) and
+// every call goes to the engine, none fails.
+TEST_F(ResponseCache, ALockHeldPastTheBusyTimeoutLeavesTheCacheOffAndCallsGoOn) {
+  covenant::response_cache_options o = options();
+  o.busy_timeout = std::chrono::milliseconds(50);
+  fs::create_directories(o.path.parent_path());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE other(a INTEGER); BEGIN EXCLUSIVE; INSERT INTO other VALUES (1)", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  scripted_engine inner = counting();
+  const auto t0 = std::chrono::steady_clock::now();
+  cached_engine model(o, inner);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, o.busy_timeout);  // it tried until the timeout
+  EXPECT_EQ(model.stats().errors, 1u);
+  for (int i = 0; i < 2; ++i) {
+    const covenant::chat_response r = model.complete(request("q"));
+    EXPECT_EQ(r.text, answer_json);
+    EXPECT_FALSE(r.from_cache);
+  }
+  EXPECT_EQ(inner.calls(), 2u);
+  ASSERT_EQ(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
 }
 
 }  // namespace
