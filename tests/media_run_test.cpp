@@ -630,7 +630,7 @@ TEST_F(MediaRunContract, ARepairedInputNamesTheOriginalMediaByReference) {
   }
 }
 
-TEST_F(MediaRunContract, ARepairedInputReferringToMediaTheInputDoesNotHaveFailsAtRender) {
+TEST_F(MediaRunContract, ARepairedInputReferringToMediaTheInputDoesNotHaveIsAnIssueOfTheRepair) {
   write("photo.png", png(9));
   loopback_server server([](const received_request&, std::size_t i) {
     return covenant_test::whole_reply(covenant_test::openai_completion(
@@ -647,10 +647,10 @@ TEST_F(MediaRunContract, ARepairedInputReferringToMediaTheInputDoesNotHaveFailsA
   const covenant::dynamic_contract c{engine, task, options};
   const auto o = c.run(json::value{{"photo", "photo.png"}, {"pages", json::array{}}, {"note", "draft"}}).outcome;
   EXPECT_FALSE(o.success);
-  EXPECT_EQ(o.failed_stage, covenant::stage::render);
+  EXPECT_EQ(o.failed_stage, covenant::stage::pre_remedy);  // the repair was rejected: no tries left
   ASSERT_EQ(o.issues.size(), 1u) << o.summary();
   EXPECT_EQ(o.issues[0].path.to_string(), "photo");
-  EXPECT_THAT(o.issues[0].message, HasSubstr("<image 2>"));
+  EXPECT_EQ(o.issues[0].message, "refers to <image 2>, which the input does not have");
   EXPECT_EQ(server.requests(), 1u);  // the repair only: the output was never asked for
 }
 
@@ -701,7 +701,7 @@ TEST_F(MediaRunContract, ARepairedInputThatNamesALocalFileIsNotRead) {
     const auto [value, o] = c.run(json::value{{"photo", "photo.png"}, {"pages", json::array{}}, {"note", "draft"}});
     EXPECT_FALSE(o.success);
     EXPECT_TRUE(value.is_null());
-    EXPECT_EQ(o.failed_stage, covenant::stage::render);
+    EXPECT_EQ(o.failed_stage, covenant::stage::pre_remedy);  // the repair was rejected: no tries left
     ASSERT_EQ(o.issues.size(), 1u) << o.summary();
     EXPECT_EQ(o.issues[0].path.to_string(), "photo");
     EXPECT_EQ(o.issues[0].code, covenant::issue_code::constraint_violation);

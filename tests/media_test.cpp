@@ -887,8 +887,15 @@ TEST_F(MediaLimits, CheckMediaCountsWhatItAccepts) {
   EXPECT_EQ(covenant::check_media(covenant::image::url("https://x.test/a.png"), tally), "");
   EXPECT_EQ(covenant::check_media(covenant::image::parse("<image 1>"), tally),
             "is a reference (<image 1>) but names no media here: give a file, bytes or a URL");
-  covenant::media_tally repaired{anthropic->accepted_media(), true};  // a repaired input's references
+  // a repaired input's references name the input's own media, counted per kind
+  const std::vector<covenant::media> originals{covenant::pdf::bytes(pdf_bytes), covenant::image::bytes(png_bytes)};
+  covenant::media_tally repaired{anthropic->accepted_media(), &originals};
   EXPECT_EQ(covenant::check_media(covenant::image::parse("<image 1>"), repaired), "");
+  EXPECT_EQ(covenant::check_media(covenant::pdf::parse("<pdf 1>"), repaired), "");
+  EXPECT_EQ(covenant::check_media(covenant::image::parse("<image 2>"), repaired),
+            "refers to <image 2>, which the input does not have");
+  EXPECT_EQ(covenant::image::parse("<image 1>").resolve(originals), &originals[1]);
+  EXPECT_EQ(covenant::pdf::parse("<pdf 2>").resolve(originals), nullptr);
   EXPECT_EQ(covenant::check_media(covenant::audio::bytes(wav_bytes), tally), "Anthropic Messages takes no audio");
   EXPECT_EQ(tally.images, 2u);
   EXPECT_EQ(tally.total_bytes, b64(png_bytes).size() + b64(pdf_bytes).size());
@@ -1277,7 +1284,10 @@ TEST_F(MediaRepair, ReferencesOfTheRepairedInputAreRenumberedInItsOrder) {
                                                            text_part("<image 2>"), openai_image("image/png", png_bytes)}));
 }
 
-TEST_F(MediaRepair, AReferenceToMediaTheInputDoesNotHaveFailsAtRender) {
+// A repaired input that refers to a media the input does not have is rejected like any bad
+// repair, the issue at the field's path: without tries left the call fails in the repair phase and
+// the output is never asked for; with one, the model's corrected reference is accepted.
+TEST_F(MediaRepair, AReferenceToMediaTheInputDoesNotHaveIsAnIssueOfTheRepairAtItsPath) {
   for (const covenant::provider p : {covenant::provider::openai, covenant::provider::anthropic}) {
     SCOPED_TRACE(p == covenant::provider::openai ? "openai" : "anthropic");
     const std::string repaired = R"({"note": "fixed", "receipt": "<image 3>"})";
@@ -1291,8 +1301,9 @@ TEST_F(MediaRepair, AReferenceToMediaTheInputDoesNotHaveFailsAtRender) {
     const covenant::contract<Picky<OneImage>> c{engine, o};
     const auto [value, outcome] = c.run(OneImage{"broken", covenant::image::bytes(png_bytes)});
     EXPECT_FALSE(outcome.success);
-    EXPECT_EQ(outcome.failed_stage, covenant::stage::render);
+    EXPECT_EQ(outcome.failed_stage, covenant::stage::pre_remedy);
     ASSERT_EQ(outcome.issues.size(), 1u);
+    EXPECT_EQ(outcome.issues[0].path.to_string(), "receipt");
     EXPECT_EQ(outcome.issues[0].code, covenant::issue_code::constraint_violation);
     EXPECT_EQ(outcome.issues[0].expected, "image");
     EXPECT_EQ(outcome.issues[0].actual, "<image 3>");
@@ -1300,6 +1311,23 @@ TEST_F(MediaRepair, AReferenceToMediaTheInputDoesNotHaveFailsAtRender) {
     EXPECT_EQ(server.requests(), 1u);  // the repair request only
     EXPECT_EQ(value.answer, "");       // forward saw the failure
   }
+  // one more try: the issue goes back to the model, whose next repair names the image it has
+  loopback_server server([&](const received_request&, std::size_t i) {
+    if (i == 0) return whole(covenant_test::openai_completion(R"({"note": "fixed", "receipt": "<image 3>"})"));
+    if (i == 1) return whole(covenant_test::openai_completion(R"({"note": "fixed", "receipt": "<image 1>"})"));
+    return openai_answer();
+  });
+  covenant::http_engine engine(openai_options(server));
+  covenant::contract_options o = covenant::testing::instant({.tries = 1});
+  o.pre_remedy = true;
+  const covenant::contract<Picky<OneImage>> c{engine, o};
+  const auto outcome = c.run(OneImage{"broken", covenant::image::bytes(png_bytes)}).outcome;
+  ASSERT_TRUE(outcome.success) << outcome.summary();
+  ASSERT_EQ(server.requests(), 3u);
+  EXPECT_THAT(server.request(1).body, HasSubstr("refers to <image 3>, which the input does not have"));
+  // the output request sends the input's own image again
+  const json::value output_content = body_of(server, 2).at("messages").at(1).at("content");
+  EXPECT_EQ(output_content.as_array().at(2), openai_image("image/png", png_bytes));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -78,21 +78,3 @@ std::shared_ptr<const boost::json::value> strict_schema_or_null(const boost::jso
 }
 
 }  // namespace covenant::detail
-
-namespace covenant::detail {
-
-issue_list unresolved_media(const message& m) {
-  issue_list out;
-  for (const media& part : m.media) {
-    if (part.reference() == 0) continue;
-    issue i;
-    i.code = issue_code::constraint_violation;
-    i.expected = std::string(to_string(part.kind()));
-    i.actual = media_reference(part.kind(), part.reference());
-    i.message = "refers to " + i.actual + ", which the input does not have";
-    out.push_back(std::move(i));
-  }
-  return out;
-}
-
-}  // namespace covenant::detail

@@ -106,9 +106,6 @@ const media_limits& anthropic_limits() {
   return limits;
 }
 
-/// The content blocks of one media: the reference as a text block ("<image 1>"), then an "image"
-/// or "document" block with a base64 or URL source. The API takes no audio: a request with audio
-/// fails (contracts refuse such an input before, as accepted_media() says).
 /// body_text(): the media whose base64 is written straight into the body's text, each in place of
 /// the marker its "data" holds in the document.
 struct deferred_data {
@@ -121,6 +118,10 @@ struct deferred_data {
   }
 };
 
+/// The content blocks of one media: the reference as a text block ("<image 1>"), then an "image"
+/// or "document" block with a base64 or URL source (with `deferred`: a marker in place of the
+/// base64). The API takes no audio: a request with audio fails (contracts refuse such an input
+/// before, as accepted_media() says).
 void append_media_blocks(json::array& blocks, const covenant::media& part, std::size_t n, deferred_data* deferred) {
   if (part.kind() == media_kind::audio) throw engine_error("the Anthropic Messages API takes no audio");
   if (!part.is_url() && part.data().empty()) throw engine_error("a media part has no data and no URL");
@@ -295,9 +296,9 @@ class anthropic_wire final : public wire_dialect {
         json::array blocks;
         for (const message* m : t.parts) {
           if (!m->content.empty()) blocks.emplace_back(json::object{{"type", "text"}, {"text", m->content}});
-          std::size_t counts[3] = {0, 0, 0};
+          media_numbering numbering;
           for (const covenant::media& part : m->media)
-            append_media_blocks(blocks, part, ++counts[static_cast<std::size_t>(part.kind())], deferred);
+            append_media_blocks(blocks, part, numbering.next(part.kind()), deferred);
         }
         content = std::move(blocks);
       }

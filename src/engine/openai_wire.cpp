@@ -403,9 +403,9 @@ void write_content(std::string& out, const message& m, const http_engine_options
     return;
   }
   w.raw("[{\"type\":\"text\",\"text\":").str(m.content).raw("}");
-  std::size_t counts[3] = {0, 0, 0};
+  media_numbering numbering;
   for (const covenant::media& part : m.media) {
-    const std::size_t n = ++counts[static_cast<std::size_t>(part.kind())];
+    const std::size_t n = numbering.next(part.kind());
     w.raw(",{\"type\":\"text\",\"text\":").str(media_reference(part.kind(), n)).raw("},");
     const std::string data_prefix = "data:" + part.media_type() + ";base64,";
     switch (part.kind()) {

@@ -168,7 +168,7 @@ class dynamic_call final : public detail::call_steps {
         owned_(std::move(owned)),
         input_(input != nullptr ? input : &owned_),
         input_reader_(c.options, c.task.input ? *c.task.input : c.task.output, attempt_kind::input_repair, repaired_,
-                      [this](const boost::json::value& in, issue_list& found, note_list&) { run_pre(in, found); }),
+                      [this](const boost::json::value& in, issue_list& found, note_list&) { check_repaired(in, found); }),
         output_reader_(c.options, c.task.output, attempt_kind::output, oc_.result, post_check()),
         promise_(std::move(promise)) {
     if (promise_) via = detail::call_via::run_async;
@@ -236,14 +236,7 @@ class dynamic_call final : public detail::call_steps {
     } else if (!repaired_) {
       base.push_back(input_message(shown_, input_media_));
     } else {
-      // A repaired input names the input's media by their references ("<image 1>").
-      detail::media_input media = detail::read_media_fields(*current_, *c_->task.input, c_->task.media_root,
-                                                            &input_media_, c_->model->accepted_media());
-      if (!media.issues.empty()) {
-        oc_.issues = std::move(media.issues);
-        return stage::render;
-      }
-      base.push_back(input_message(media.shown, std::move(media.parts)));
+      base.push_back(input_message(repaired_media_.shown, std::move(repaired_media_.parts)));
     }
     if (c_->options.verbose) {
       detail::log_prompt(c_->name, "system prompt", base[0].content);
@@ -277,6 +270,20 @@ class dynamic_call final : public detail::call_steps {
   std::optional<dynamic_contract::call_result> result;
 
  private:
+  // A repaired input: its media fields name the input's media by reference ("<image 1>"), or by
+  // URL; each must name one of them (an issue at its path otherwise, fed back to the model), then pre().
+  void check_repaired(const boost::json::value& in, issue_list& found) {
+    if (c_->input_media) {
+      repaired_media_ = detail::read_media_fields(in, *c_->task.input, c_->task.media_root, &input_media_,
+                                                  c_->model->accepted_media());
+      if (!repaired_media_.issues.empty()) {
+        found = std::move(repaired_media_.issues);
+        return;
+      }
+    }
+    run_pre(in, found);
+  }
+
   void run_pre(const boost::json::value& in, issue_list& out) const {
     if (c_->task.pre) detail::run_hook("pre", issue_code::precondition_violation, out, [&] { c_->task.pre(in); });
   }
@@ -307,6 +314,7 @@ class dynamic_call final : public detail::call_steps {
   boost::json::value normalized_;
   boost::json::value shown_;         // the input with its media as references
   std::vector<media> input_media_;   // the input's media, in the order of their references
+  detail::media_input repaired_media_;  // the repaired input as shown, with its media (check_repaired)
   const boost::json::value* current_ = input_;
   outcome<boost::json::value> oc_;
   std::optional<boost::json::value> repaired_;

@@ -24,6 +24,7 @@ struct walker {
   std::string_view root;
   const std::vector<media>* originals;
   std::vector<media>& parts;
+  media_numbering numbering{};
 
   // The alternative of a union a value of this JSON type is read as (the first that fits). Beside
   // a plain string alternative, a string is a media only when it is a URL, a data URL or a
@@ -59,34 +60,17 @@ struct walker {
 
   void one(json::value& v, media_kind kind, const path_frame* at) {
     media x = media::parse(kind, v.get_string(), root, originals == nullptr);
-    if (const std::uint32_t n = x.reference(); n != 0) {
-      std::uint32_t seen = 0;
-      const media* found = nullptr;
-      if (originals != nullptr)
-        for (const media& o : *originals)
-          if (o.kind() == kind && ++seen == n) {
-            found = &o;
-            break;
-          }
-      if (found == nullptr) {
-        ctx.add(at, issue_code::constraint_violation, std::string(to_string(kind)), media_reference(kind, n),
-                "refers to " + media_reference(kind, n) + ", which the input does not have");
-        return;
-      }
-      x = *found;
-    }
     if (x.path().empty() && !x.error().empty()) {  // refused as text, before any file was read
       const string_preview preview(std::string_view(v.get_string().data(), v.get_string().size()));
       ctx.add(at, issue_code::constraint_violation, std::string(to_string(kind)), std::string(preview.view()), x.error());
       return;
     }
     const std::size_t before = ctx.issues.size();
-    check_media_value(x, ctx, at);
+    check_media_value(x, ctx, at);  // a reference: whether it names one of the input's media
     if (ctx.issues.size() != before) return;
-    std::size_t number = 1;
-    for (const media& p : parts) number += p.kind() == kind ? 1 : 0;
+    if (x.reference() != 0) x = *x.resolve(*originals);
     parts.push_back(std::move(x));
-    v = json::string(media_reference(kind, number));
+    v = json::string(media_reference(kind, numbering.next(kind)));
   }
 
   void walk(json::value& v, const schema::type& declared, const path_frame* at, int depth) {
@@ -154,7 +138,7 @@ media_input read_media_fields(const boost::json::value& input, const schema::mod
   media_input out;
   out.shown = input;
   const decode_options options;
-  media_tally tally{limits, originals != nullptr};
+  media_tally tally{limits, originals};
   decode_context ctx{m, options, out.issues};
   ctx.media = &tally;
   walker w{m, ctx, root, originals, out.parts};

@@ -57,20 +57,11 @@ void append_json_number(std::string& out, double v) {
 
 void write_media(std::string& out, const media& m, media_sink* sink) {
   if (sink != nullptr && sink->parts != nullptr) {
-    const media* part = &m;
-    if (m.reference() != 0 && sink->originals != nullptr) {
-      // A reference the model wrote back ("<image 2>"): the call's own media of that number.
-      std::uint32_t seen = 0;
-      for (const media& o : *sink->originals)
-        if (o.kind() == m.kind() && ++seen == m.reference()) {
-          part = &o;
-          break;
-        }
-    }
-    std::size_t n = 1;
-    for (const media& p : *sink->parts) n += p.kind() == part->kind() ? 1 : 0;
-    sink->parts->push_back(*part);
-    append_json_string(out, media_reference(part->kind(), n));
+    // A reference the model wrote back ("<image 2>") stands for the call's own media of that number.
+    const media* original = sink->originals != nullptr ? m.resolve(*sink->originals) : nullptr;
+    const media& part = original != nullptr ? *original : m;
+    sink->parts->push_back(part);
+    append_json_string(out, media_reference(part.kind(), sink->numbering.next(part.kind())));
     return;
   }
   if (m.is_url()) return append_json_string(out, m.url());

@@ -265,6 +265,14 @@ media media::parse(media_kind kind, std::string_view text, std::string_view root
   return file(kind, std::move(path));
 }
 
+const media* media::resolve(const std::vector<media>& originals) const noexcept {
+  if (reference() == 0) return nullptr;
+  media_numbering numbering;
+  for (const media& o : originals)
+    if (o.kind() == kind() && numbering.next(kind()) == reference()) return &o;
+  return nullptr;
+}
+
 media_kind media::kind() const noexcept { return d_ ? d_->kind : media_kind::image; }
 const std::string& media::media_type() const noexcept { return d_ ? d_->type : empty_string; }
 bool media::is_url() const noexcept { return d_ && !d_->url.empty(); }
@@ -327,9 +335,12 @@ std::string check_media(const media& m, media_tally& tally) {
   if (m.empty()) return "has no media (no file, bytes or URL)";
   if (!m.error().empty()) return m.error();
   if (m.reference() != 0) {
-    if (tally.references) return {};
-    return "is a reference (" + media_reference(m.kind(), m.reference()) +
-           ") but names no media here: give a file, bytes or a URL";
+    if (tally.originals == nullptr)
+      return "is a reference (" + media_reference(m.kind(), m.reference()) +
+             ") but names no media here: give a file, bytes or a URL";
+    if (m.resolve(*tally.originals) == nullptr)
+      return "refers to " + media_reference(m.kind(), m.reference()) + ", which the input does not have";
+    return {};
   }
   if (m.kind() == media_kind::image) ++tally.images;  // refused ones too: "image 102" is the 102nd
   if (tally.limits == nullptr) return {};

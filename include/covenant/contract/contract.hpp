@@ -143,9 +143,6 @@ message render_input_message(const T& value, const std::vector<media>* originals
   return m;
 }
 
-/// The issues of media references in `m` that name no media of the call's input (a repaired
-/// input that refers to "<image 3>" when the input has two images).
-COVENANT_API issue_list unresolved_media(const message& m);
 /// System prompt of the output phase: the task, the input's schema (empty: not shown), the
 /// output format and the rules the output must follow (shown as a list).
 COVENANT_API std::string output_system_prompt(std::string_view task_prompt, std::string_view output_format,
@@ -376,9 +373,10 @@ class contract {
   // Checks of a repaired input: its schema, then pre().
   struct input_check {
     const core* c;
+    const std::vector<media>* originals;  // the input's media, which a repaired input refers to
     void operator()(const input_type& in, issue_list& found, note_list&, perf_stage&) const {
       // A repaired input names the input's media by their references ("<image 1>").
-      media_tally tally{c->model->accepted_media(), true};
+      media_tally tally{c->model->accepted_media(), originals};
       found = detail::validate_input(in, tally);
       if constexpr (traits::with_pre) {
         if (found.empty())
@@ -429,14 +427,14 @@ class contract {
     // Blocking: the caller's input.
     call(const core& c, const input_type& input)
         : c_(&c), input_(&input),
-          input_reader_(c.options, attempt_kind::input_repair, repaired_, input_check{&c}),
+          input_reader_(c.options, attempt_kind::input_repair, repaired_, input_check{&c, &input_media_}),
           output_reader_(c.options, attempt_kind::output, oc_.result, output_check{&c, &context_}) {
       begin();
     }
     // Asynchronous: owns its input and completes a future.
     call(const core& c, input_type&& input, std::shared_ptr<detail::future_state<call_result>> promise)
         : c_(&c), owned_(std::move(input)), input_(&*owned_),
-          input_reader_(c.options, attempt_kind::input_repair, repaired_, input_check{&c}),
+          input_reader_(c.options, attempt_kind::input_repair, repaired_, input_check{&c, &input_media_}),
           output_reader_(c.options, attempt_kind::output, oc_.result, output_check{&c, &context_}),
           promise_(std::move(promise)) {
       via = detail::call_via::run_async;
@@ -501,13 +499,8 @@ class contract {
       at = stage::render;
       base.reserve(4);
       base.push_back({role::system, c_->system_prompt});
+      // (a repaired input's references were checked with it: each names one of the input's media)
       base.push_back(detail::render_input_message(context, repaired_ ? &input_media_ : nullptr));
-      if (repaired_) {
-        if (issue_list unresolved = detail::unresolved_media(base.back()); !unresolved.empty()) {
-          oc_.issues = std::move(unresolved);
-          return stage::render;
-        }
-      }
       if (c_->options.verbose) {
         detail::log_prompt(c_->name, "system prompt", base[0].content);
         detail::log_prompt(c_->name, "user prompt", base[1].content);

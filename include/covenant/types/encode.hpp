@@ -51,6 +51,7 @@ COVENANT_API void append_json_number(std::string& out, double v);
 struct media_sink {
   std::vector<media>* parts = nullptr;
   const std::vector<media>* originals = nullptr;
+  media_numbering numbering{};
 };
 
 /// Writes a media field: with a sink, its reference (the media goes to the sink); without one, its

@@ -39,6 +39,17 @@ COVENANT_API std::optional<media_kind> parse_media_kind(std::string_view name) n
 /// The reference the model sees for the n-th (1-based) media of kind `k` of a message: "<image 1>".
 COVENANT_API std::string media_reference(media_kind k, std::size_t n);
 
+/// Numbers the media of one message in the order they are sent, each kind counted apart: the
+/// one rule behind "<image 1>", "<pdf 1>", "<image 2>" in the input, the prompt and every body.
+class media_numbering {
+ public:
+  /// The number of the next media of kind `k` (1-based).
+  std::size_t next(media_kind k) noexcept { return ++counts_[static_cast<std::size_t>(k)]; }
+
+ private:
+  std::size_t counts_[3] = {0, 0, 0};
+};
+
 /// The media type the first bytes of `bytes` show (magic numbers): image/png, image/jpeg,
 /// image/gif, image/webp, application/pdf, audio/wav, audio/mpeg, audio/flac, audio/ogg,
 /// audio/mp4; "" when none of these.
@@ -94,6 +105,10 @@ class COVENANT_API media {
   [[nodiscard]] const std::string& sha256() const;
   /// "file name" to give a provider that asks for one: the file's name, else "<kind><n>.<ext>".
   [[nodiscard]] std::string file_name(std::size_t n) const;
+
+  /// The media of `originals` this reference names ("<image 2>": the second image, as
+  /// media_numbering counts them); null when it is no reference or names none.
+  [[nodiscard]] const media* resolve(const std::vector<media>& originals) const noexcept;
 
   /// Same kind, media type, URL and bytes.
   friend COVENANT_API bool operator==(const media& a, const media& b) noexcept;
@@ -175,9 +190,9 @@ struct media_limits {
 /// provider: readable, a known type of its kind).
 struct media_tally {
   const media_limits* limits = nullptr;
-  /// References ("<image 1>") are accepted: the media of a repaired input, which name the
-  /// input's own media. Elsewhere a reference names nothing and is refused.
-  bool references = false;
+  /// The input's own media, when the media checked are a repaired input's: a reference
+  /// ("<image 1>") must name one of them. Null: a reference names nothing and is refused.
+  const std::vector<media>* originals = nullptr;
   std::size_t images = 0;       ///< images seen so far (refused ones too)
   std::size_t total_bytes = 0;  ///< bytes as sent of the media accepted so far
   /// A media was refused: the input cannot be sent, and no repair by the model can fix it.
