@@ -88,7 +88,7 @@ inline int http_status(baml_error e) noexcept {
 /// The code of a problem in an answer. Text that is not JSON at all is a type mismatch (text
 /// where an object was expected); cross-field rules, unknown fields and rejected postconditions
 /// are constraint violations; a failed engine or hook, a cancelled call or a passed deadline is a
-/// framework error.
+/// framework error, as is a problem of an agent's loop (an unknown tool, a limit reached).
 inline baml_error code_for(covenant::issue_code c) noexcept {
   switch (c) {
     case covenant::issue_code::missing_field: return baml_error::missing_field;
@@ -102,7 +102,9 @@ inline baml_error code_for(covenant::issue_code c) noexcept {
     case covenant::issue_code::hook_exception:
     case covenant::issue_code::engine_error:
     case covenant::issue_code::cancelled:
-    case covenant::issue_code::deadline: return baml_error::framework;
+    case covenant::issue_code::deadline:
+    case covenant::issue_code::unknown_tool:
+    case covenant::issue_code::limit_reached: return baml_error::framework;
   }
   return baml_error::framework;
 }

@@ -36,6 +36,7 @@
 #include "covenant/engine/retry.hpp"
 #include "covenant/engine/runtime.hpp"
 
+#include "covenant/contract/agent.hpp"
 #include "covenant/contract/batch.hpp"
 #include "covenant/contract/contract.hpp"
 #include "covenant/contract/contract_options.hpp"

@@ -197,6 +197,7 @@ remedy_phase::remedy_phase(const contract_core& core, attempt_kind kind, bool re
     request_.response_schema = core.response_schema;
     request_.schema_name = core.schema_name;
     request_.mode = core.options.mode;
+    request_.tools = core.tool_specs;
   }
 }
 
@@ -340,6 +341,9 @@ void remedy_phase::fail(attempt&& a, stage at) {
 }
 
 remedy_phase::next remedy_phase::on_reply(chat_response&& reply) {
+  // Agents: a reply that calls tools is a step of the loop, not an answer.
+  if (kind_ == attempt_kind::output && !reply.tool_calls.empty() && !core_->tools.empty())
+    return begin_step(std::move(reply));
   attempt a = new_attempt();
   a.text = std::move(reply.text);
   a.usage = reply.usage;
@@ -557,6 +561,32 @@ void record_step_exception(call_steps& steps) {
   steps.oc->issues.push_back(hook_exception_issue(to_string(steps.at), type, what));
 }
 
+/// Runs the calls of an agent step on the runtime's workers and waits for them (each is bounded by
+/// agent_options::tool_timeout).
+remedy_phase::next run_tools_blocking(remedy_phase& p, const contract_core& core) {
+  struct waiter {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto w = std::make_shared<waiter>();
+  auto batch = std::make_shared<tool_batch>(
+      core.weak_from_this().lock(), std::move(p.pending_tools()),
+      p.pending_runners(), [w] {
+        {
+          std::lock_guard lock(w->mutex);
+          w->done = true;
+        }
+        w->cv.notify_all();
+      });
+  batch->start(core.options.runtime != nullptr ? *core.options.runtime : runtime::shared());
+  {
+    std::unique_lock lock(w->mutex);
+    w->cv.wait(lock, [&] { return w->done; });
+  }
+  return p.tools_done(batch->take());
+}
+
 bool run_phase_blocking(remedy_phase& p, const contract_core& core) {
   for (;;) {
     remedy_phase::next n;
@@ -584,6 +614,8 @@ bool run_phase_blocking(remedy_phase& p, const contract_core& core) {
       }
       n = reply ? p.on_reply(std::move(*reply)) : p.on_engine_error(error, status, queued);
     }
+    if (n == remedy_phase::next::tools) n = run_tools_blocking(p, core);
+    if (n == remedy_phase::next::again) continue;
     if (n == remedy_phase::next::accepted) return true;
     if (n == remedy_phase::next::failed) return false;
     const std::chrono::nanoseconds d = p.wait();
@@ -684,7 +716,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
   }
 
   struct event {
-    enum class kind : std::uint8_t { begin, text, reply, error, waited, stop, granted } k;
+    enum class kind : std::uint8_t { begin, text, reply, error, waited, stop, granted, tool_text, tools_done } k;
     std::uint64_t id = 0;
     std::string text{};
     std::optional<chat_response> reply{};
@@ -698,6 +730,9 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
     };
     std::optional<failure> error{};
     stage why = stage::none;
+    /// kind::tool_text: which call of the reply, and its name (with its first piece).
+    std::size_t index = 0;
+    std::string name{};
   };
 
   void enqueue(event e) noexcept {
@@ -744,6 +779,16 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
         log_error("contract: out of memory queueing streamed text (dropped)");
       }
     }
+    void on_tool_text(std::size_t index, std::string_view name, std::string_view delta) noexcept override {
+      try {
+        event e{event::kind::tool_text, id_, std::string(delta)};
+        e.index = index;
+        e.name = std::string(name);
+        driver_->enqueue(std::move(e));
+      } catch (...) {
+        log_error("contract: out of memory queueing streamed tool arguments (dropped)");
+      }
+    }
     void on_reply(chat_response response) noexcept override {
       driver_->enqueue(event{event::kind::reply, id_, {}, std::move(response)});
     }
@@ -762,7 +807,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
     std::uint64_t id_;
   };
 
-  enum class state : std::uint8_t { idle, limited, attempt, waiting, done };
+  enum class state : std::uint8_t { idle, limited, attempt, waiting, tools, done };
 
   void drain() noexcept {
     for (;;) {
@@ -823,6 +868,21 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
         ++attempt_id_;  // whatever the engine still sends for this attempt is ignored
         state_ = state::idle;
         return handle(phase_->on_early_stop(std::move(text_so_far_), std::move(violations)));
+      }
+      case event::kind::tool_text:
+        if (state_ != state::attempt || e.id != attempt_id_) return;
+        try {
+          phase_->reader().stream_tool_text(e.index, e.name, e.text);
+        } catch (...) {
+          log_error("contract {}: a streaming callback threw on tool arguments (ignored)", core_->name);
+        }
+        return;
+      case event::kind::tools_done: {
+        if (state_ != state::tools || e.id != batch_id_) return;
+        state_ = state::idle;
+        std::vector<tool_run> runs = batch_->take();
+        batch_.reset();
+        return handle(phase_->tools_done(std::move(runs)));
       }
       case event::kind::reply:
         if (state_ != state::attempt || e.id != attempt_id_) return;
@@ -934,6 +994,18 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
         }
         return finish(stage::none);
       case remedy_phase::next::failed: return finish(steps_->oc->failed_stage);
+      case remedy_phase::next::again: return send();
+      case remedy_phase::next::tools: {
+        state_ = state::tools;
+        const std::uint64_t id = ++batch_id_;
+        std::weak_ptr<async_driver> self = weak_from_this();
+        batch_ = std::make_shared<tool_batch>(core_, std::move(phase_->pending_tools()), phase_->pending_runners(),
+                                              [self, id] {
+                                                if (auto d = self.lock()) d->enqueue(event{event::kind::tools_done, id});
+                                              });
+        batch_->start(*rt_);
+        return;
+      }
       case remedy_phase::next::wait: {
         const std::chrono::nanoseconds d = phase_->wait();
         if (core_->options.sleep) {
@@ -966,6 +1038,11 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
         wait_timer_.cancel();
         phase_->on_stopped(why, because, {}, false);
         break;
+      case state::tools:
+        ++batch_id_;
+        phase_->tools_stopped(why, because, batch_->stop(stopped_issue(why, because)));
+        batch_.reset();
+        break;
       case state::limited:
         options_.limiter->cancel(limit_ticket_);
         ++limit_id_;
@@ -991,6 +1068,10 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
     wait_timer_.cancel();
     user_stop_.reset();
     future_stop_.reset();
+    if (batch_) {  // (tools still running: their late results are dropped, pending acts cancelled)
+      (void)batch_->stop(stopped_issue(stage::cancelled, "the call ended"));
+      batch_.reset();
+    }
     phase_.reset();
     {
       std::lock_guard lock(queue_mutex_);
@@ -1039,6 +1120,8 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
   std::uint64_t wait_id_ = 0;
   std::uint64_t limit_id_ = 0;
   std::uint64_t limit_ticket_ = 0;
+  std::shared_ptr<tool_batch> batch_;  // the agent step whose tools run now
+  std::uint64_t batch_id_ = 0;
   std::uint64_t estimate_ = 0;
   time_point limited_since_{};  // when the current attempt asked the limiter for its turn
   std::string text_so_far_;

@@ -14,6 +14,11 @@ void contract_options::check() const {
   if (budget.max_cost_usd > 0 && !prices)
     throw std::invalid_argument("covenant::contract_options: budget.max_cost_usd needs prices (contract_options::prices) "
                                 "to know what a call costs");
+  if (agent.max_steps < 0)
+    throw std::invalid_argument("covenant::contract_options: agent.max_steps must be 0 or more (0: the model may "
+                                "call no tool)");
+  if (agent.tool_timeout.count() < 0)
+    throw std::invalid_argument("covenant::contract_options: agent.tool_timeout must be 0 (no limit) or more");
 }
 
 }  // namespace covenant

@@ -10,6 +10,7 @@ std::string_view to_string(role r) noexcept {
     case role::system: return "system";
     case role::user: return "user";
     case role::assistant: return "assistant";
+    case role::tool: return "tool";
   }
   return "user";
 }
@@ -42,6 +43,7 @@ std::string_view to_string(stage s) noexcept {
     case stage::act: return "act";
     case stage::render: return "render";
     case stage::engine: return "engine";
+    case stage::tool: return "tool";
     case stage::parse: return "parse";
     case stage::validate: return "validate";
     case stage::post: return "post";
@@ -62,8 +64,29 @@ std::string_view to_string(verdict v) noexcept {
   return "failed";
 }
 
+std::string_view to_string(tool_status s) noexcept {
+  switch (s) {
+    case tool_status::ok: return "ok";
+    case tool_status::unknown_tool: return "unknown_tool";
+    case tool_status::arguments: return "arguments";
+    case tool_status::pre: return "pre";
+    case tool_status::failed: return "failed";
+    case tool_status::timeout: return "timeout";
+    case tool_status::post: return "post";
+    case tool_status::refused: return "refused";
+  }
+  return "failed";
+}
+
+std::vector<const tool_run*> outcome_base::tool_runs() const {
+  std::vector<const tool_run*> out;
+  for (const agent_step& s : steps)
+    for (const tool_run& r : s.tools) out.push_back(&r);
+  return out;
+}
+
 std::string outcome_base::summary() const {
-  const std::size_t n = attempts.size();
+  const std::size_t n = calls();
   std::string out;
   if (success) {
     out = "succeeded";
@@ -73,6 +96,12 @@ std::string outcome_base::summary() const {
     if (!reason.empty()) out += " (" + reason + ")";
   }
   out += " after " + std::to_string(n) + (n == 1 ? " model call" : " model calls");
+  if (!steps.empty()) {
+    std::size_t tools = 0;
+    for (const agent_step& s : steps) tools += s.tools.size();
+    out += " (" + std::to_string(steps.size()) + (steps.size() == 1 ? " step, " : " steps, ") + std::to_string(tools) +
+           (tools == 1 ? " tool call)" : " tool calls)");
+  }
   if (!success && !issues.empty()) {
     out += ": ";
     issues.front().append_to(out);

@@ -12,7 +12,7 @@ namespace covenant {
 
 std::string_view to_string(perf_stage s) noexcept {
   static constexpr std::string_view names[] = {"input_validation", "pre",    "pre_remedy", "act",  "render",
-                                               "engine",           "parse",  "validate",   "post", "post_remedy",
+                                               "engine",           "tool",   "parse",      "validate", "post", "post_remedy",
                                                "forward",          "total",  "overhead"};
   return names[static_cast<std::size_t>(s)];
 }

@@ -21,6 +21,8 @@ std::string_view to_string(issue_code code) noexcept {
     case issue_code::engine_error: return "engine_error";
     case issue_code::cancelled: return "cancelled";
     case issue_code::deadline: return "deadline";
+    case issue_code::unknown_tool: return "unknown_tool";
+    case issue_code::limit_reached: return "limit_reached";
   }
   return "unknown";
 }

@@ -64,11 +64,13 @@
 #include <utility>
 #include <vector>
 
+#include "covenant/contract/agent.hpp"
 #include "covenant/contract/contract_options.hpp"
 #include "covenant/read/decode.hpp"
 #include "covenant/contract/detail/call.hpp"
 #include "covenant/read/detail/filter.hpp"
 #include "covenant/contract/detail/expression.hpp"
+#include "covenant/contract/detail/run_hook.hpp"
 #include "covenant/read/detail/read_reply.hpp"
 #include "covenant/contract/detail/tool_runs.hpp"
 #include "covenant/read/detail/stream_reader.hpp"
@@ -109,6 +111,9 @@ struct stream_update {
   enum class kind : std::uint8_t {
     attempt_started,  ///< attempt `attempt` starts streaming (after a rejection: clear what was shown)
     partial,          ///< what the reply shows changed: `partial` and `text` say what it is now
+    /// Agents: the model is writing the arguments of tool call `tool_index` of its reply:
+    /// `tool_name` and `text` (the arguments so far) say what they are now.
+    tool_arguments,
   };
   kind what = kind::attempt_started;
   /// 1-based number of the output attempt.
@@ -120,6 +125,9 @@ struct stream_update {
   /// kind::partial: the value so far with the state of each part (covenant/read/partial.hpp); valid
   /// during the callback only.
   const partial_of<Output>* partial = nullptr;
+  /// kind::tool_arguments: the call's position in the reply (0-based) and the tool's name.
+  std::size_t tool_index = 0;
+  std::string_view tool_name{};
 };
 
 namespace detail {
@@ -153,30 +161,6 @@ COVENANT_API std::string input_repair_system_prompt(std::string_view task_prompt
 /// First user message of the input-repair phase: the bad input (its <input> block) and its problems.
 COVENANT_API std::string input_repair_message(std::string input_block, const issue_list& issues);
 
-COVENANT_API std::shared_ptr<const boost::json::value> strict_schema_or_null(const boost::json::value& (*get)());
-
-/// Runs a hook; collects covenant::violation issues (with `code`) or records another exception.
-template <class F>
-void run_hook(std::string_view hook, issue_code code, issue_list& out, F&& f) {
-  try {
-    f();
-  } catch (const violation& v) {
-    if (v.issues().empty()) {
-      issue i;
-      i.code = code;
-      i.message = std::string(hook) + " rejected the value";
-      out.push_back(std::move(i));
-    }
-    for (issue i : v.issues()) {
-      if (i.code == issue_code::postcondition_violation || i.code == issue_code::precondition_violation) i.code = code;
-      out.push_back(std::move(i));
-    }
-  } catch (const std::exception& e) {
-    out.push_back(hook_exception_issue(hook, boost::core::demangle(typeid(e).name()), e.what()));
-  } catch (...) {
-    out.push_back(hook_exception_issue(hook, "unknown exception", ""));
-  }
-}
 
 /// Reads replies of one remedy phase into a T and checks them with `check(value, issues, stage)`
 /// (a check that ran nothing sets the stage to perf_stage::total: no lap).
@@ -232,6 +216,7 @@ class typed_reader final : public reply_reader {
     if (!stream_) stream_.emplace(options_->decode, options_->strictness);
     else stream_->reset();
     number_ = number;
+    tool_text_.clear();
     if (!on_update_) return;
     stream_update<T> u;
     u.what = stream_update<T>::kind::attempt_started;
@@ -256,6 +241,21 @@ class typed_reader final : public reply_reader {
     return true;
   }
 
+  void stream_tool_text(std::size_t index, std::string_view name, std::string_view delta) override {
+    if (!on_update_) return;
+    if (tool_text_.size() <= index) tool_text_.resize(index + 1);
+    auto& [tool, text] = tool_text_[index];
+    if (!name.empty()) tool = name;
+    text += delta;
+    stream_update<T> u;
+    u.what = stream_update<T>::kind::tool_arguments;
+    u.attempt = number_;
+    u.text = text;
+    u.tool_index = index;
+    u.tool_name = tool;
+    on_update_(u);
+  }
+
   void on_update(std::function<void(const stream_update<T>&)> f) { on_update_ = std::move(f); }
 
  private:
@@ -266,6 +266,7 @@ class typed_reader final : public reply_reader {
   std::function<void(const stream_update<T>&)> on_update_;
   std::optional<stream_reader<T>> stream_;
   int number_ = 1;
+  std::vector<std::pair<std::string, std::string>> tool_text_;  // each tool call's name and arguments so far
 };
 
 }  // namespace detail
@@ -355,6 +356,7 @@ class contract {
       repair_prompt = detail::input_repair_system_prompt(task, prompt_of<input_type>());
       if (options.send_json_schema)
         response_schema = detail::strict_schema_or_null(&openai_strict_schema_of<output_type>);
+      set_tools(detail::tool_runners_of(expr));
       // Build every schema model now, not on the first call.
       (void)schema_of<input_type>();
       (void)schema_of<intermediate_type>();

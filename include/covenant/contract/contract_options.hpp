@@ -10,6 +10,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "covenant/read/detail/decode_context.hpp"
@@ -35,6 +36,31 @@ struct call_budget {
   /// US dollars over the call's attempts (needs contract_options::prices; an attempt whose cost is
   /// unknown stops the asking, as its cost cannot be kept under the cap).
   double max_cost_usd = 0;
+};
+
+/// What a tool failing on the application's side (act() throws or times out, the result breaks
+/// post() or its schema) does in an agent loop (docs/agents.md).
+enum class tool_errors : std::uint8_t {
+  tell_model,  ///< the model gets the error as the call's result and goes on (the default)
+  end_call,    ///< the call fails at stage::tool (reason "tool_error"); forward runs
+};
+
+/// The limits of an agent loop: contracts whose Expression declares tools (docs/agents.md). The
+/// call's deadline (call_options) and contract_options::budget bound the whole loop too.
+struct agent_options {
+  /// Model replies that call tools, at most: one more ends the call at stage::tool with reason
+  /// "max_steps" (its calls are recorded, not run).
+  int max_steps = 8;
+  /// Tool calls run in all, at most (0: no limit): calls past it are not run (tool_status::refused)
+  /// and the model is told why.
+  std::size_t max_tool_calls = 32;
+  /// Calls of the named tools, at most, each: calls past it are refused the same way.
+  std::vector<std::pair<std::string, std::size_t>> max_calls_per_tool{};
+  /// One tool call's time, at most (0: no limit): past it the model is told the tool timed out
+  /// (tool_status::timeout); an act() that returned a covenant::future is cancelled, a blocking
+  /// one runs to its end on its worker and its result is dropped.
+  std::chrono::milliseconds tool_timeout{std::chrono::seconds(60)};
+  tool_errors on_tool_error = tool_errors::tell_model;
 };
 
 struct contract_options {
@@ -91,6 +117,8 @@ struct contract_options {
   std::shared_ptr<const covenant::price_table> prices{};
   /// Caps on what one call may spend (docs/cost.md, "Budgets").
   call_budget budget{};
+  /// The agent loop's limits (Expressions with tools; docs/agents.md).
+  agent_options agent{};
 
   /// Throws std::invalid_argument for options that cannot work: an invalid retry policy, a
   /// negative or non-finite cost cap, a cost cap without prices.

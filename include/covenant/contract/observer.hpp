@@ -91,6 +91,20 @@ struct retry_event {
   const issue_list& issues;  ///< what is fed back
 };
 
+/// Agents: a tool call of step `step` starts (its arguments are read and checked first).
+struct tool_start_event {
+  const call_info& call;
+  int step;
+  const tool_call& tool;
+};
+
+/// Agents: a tool call ended: its status, read arguments, issues, result and time.
+struct tool_end_event {
+  const call_info& call;
+  int step;
+  const tool_run& run;
+};
+
 /// The call ended (after forward ran, or threw).
 struct finished_event {
   const call_info& call;
@@ -110,6 +124,8 @@ class COVENANT_API observer {
   virtual void on_attempt(const attempt_event&) {}
   virtual void on_action(const action_event&) {}
   virtual void on_retry(const retry_event&) {}
+  virtual void on_tool_start(const tool_start_event&) {}
+  virtual void on_tool_end(const tool_end_event&) {}
   virtual void on_finished(const finished_event&) {}
 };
 

@@ -26,6 +26,7 @@ enum class stage : std::uint8_t {
   act,               ///< act() threw
   render,            ///< building the prompt
   engine,            ///< the engine failed (transport, quota; never shown to the model)
+  tool,              ///< the agent loop ended the call: a limit of agent_options, or a failed tool with tool_errors::end_call
   parse,             ///< the reply was not readable JSON
   validate,          ///< the reply did not fit the output type and its constraints
   post,              ///< post() rejected the output
@@ -75,6 +76,50 @@ struct attempt {
   bool engine_failed = false;              ///< the engine threw; `issues` holds the engine_error
 };
 
+/// How one tool call the model asked for ended (agents, docs/agents.md).
+enum class tool_status : std::uint8_t {
+  ok,            ///< the tool ran and its result passed its checks: the model got the result
+  unknown_tool,  ///< the model named no tool of the agent
+  arguments,     ///< the arguments could not be read as the tool's argument type, or broke its schema
+  pre,           ///< the tool's pre() rejected the arguments
+  failed,        ///< act() threw
+  timeout,       ///< act() did not finish within agent_options::tool_timeout
+  post,          ///< the result broke its schema or the tool's post()
+  refused,       ///< not run: a limit of agent_options (tool calls in all, or of this tool) was spent
+};
+
+/// "ok", "unknown_tool", "arguments", "pre", "failed", "timeout", "post", "refused".
+COVENANT_API std::string_view to_string(tool_status s) noexcept;
+
+/// One tool call of an agent step and what came of it.
+struct tool_run {
+  covenant::tool_call call;           ///< as the model wrote it (id, name, raw arguments)
+  std::string arguments;              ///< the arguments as read (JSON); empty when they could not be read
+  tool_status status = tool_status::ok;
+  /// Why it was not ok: the arguments' issues (reading, schema, pre), the result's (schema, post),
+  /// or one issue saying the tool threw, timed out, is unknown or was refused.
+  issue_list issues;
+  note_list notes;                    ///< repairs and coercions applied to read the arguments
+  /// What the model was sent: the result's JSON, or the error text (the issues).
+  std::string result;
+  std::chrono::nanoseconds elapsed{}; ///< from the start of the call to its end (or its timeout)
+
+  [[nodiscard]] bool ok() const noexcept { return status == tool_status::ok; }
+};
+
+/// One model reply that called tools instead of answering, and the tools it ran.
+struct agent_step {
+  int number = 1;                          ///< 1-based within the call
+  std::string text;                        ///< any text the model wrote beside its calls
+  std::vector<tool_run> tools;             ///< the calls, in the order the model made them
+  covenant::usage usage;                   ///< tokens of the model call
+  std::string model;
+  std::optional<double> cost_usd;          ///< as attempt::cost_usd
+  std::chrono::nanoseconds latency{};      ///< the model call's time, less `queued`
+  std::chrono::nanoseconds queued{};       ///< as attempt::queued
+  std::chrono::nanoseconds tools_elapsed{};  ///< wall time of running the step's tools (side by side)
+};
+
 /// Everything about a call except the typed result.
 struct COVENANT_API outcome_base {
   bool success = false;
@@ -90,7 +135,10 @@ struct COVENANT_API outcome_base {
   issue_list input_issues;
   bool truncated = false;                  ///< the accepted reply was cut off (see the `truncated` note)
   note_list notes;                         ///< repairs and coercions of the accepted reply
-  std::vector<attempt> attempts;           ///< every model call, in order
+  std::vector<attempt> attempts;           ///< every model call that gave (or was to give) the answer, in order
+  /// Agents: every model reply that called tools, with the tools run (docs/agents.md). Their usage
+  /// and cost are part of `usage` and `cost_usd`.
+  std::vector<agent_step> steps;
   covenant::usage usage;                   ///< tokens summed over every attempt
   /// attempt::cost_usd summed over every attempt; nullopt when one of them is unknown (a model
   /// without a price) or the contract has no prices: an unknown cost is never shown as 0.
@@ -99,8 +147,10 @@ struct COVENANT_API outcome_base {
   std::string query_id;                    ///< call_options::query_id, or the id generated for the call
 
   explicit operator bool() const noexcept { return success; }
-  /// Number of model calls made.
-  [[nodiscard]] std::size_t calls() const noexcept { return attempts.size(); }
+  /// Number of model calls made (answer attempts and agent steps).
+  [[nodiscard]] std::size_t calls() const noexcept { return attempts.size() + steps.size(); }
+  /// Agents: the tool calls of every step, in order.
+  [[nodiscard]] std::vector<const tool_run*> tool_runs() const;
   /// The call's queue time: attempt::queued summed over its attempts (part of `elapsed`).
   [[nodiscard]] std::chrono::nanoseconds queued() const noexcept {
     std::chrono::nanoseconds sum{0};

@@ -32,6 +32,7 @@ enum class perf_stage : std::uint8_t {
   act,
   render,
   engine,
+  tool,
   parse,
   validate,
   post,
@@ -40,7 +41,7 @@ enum class perf_stage : std::uint8_t {
   total,
   overhead,
 };
-inline constexpr std::size_t perf_stage_count = 13;
+inline constexpr std::size_t perf_stage_count = 14;
 
 COVENANT_API std::string_view to_string(perf_stage s) noexcept;
 

@@ -20,6 +20,7 @@
 #include <boost/json/fwd.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -36,10 +37,30 @@ namespace covenant {
 
 class rate_limiter;
 
-enum class role : std::uint8_t { system, user, assistant };
+/// Who wrote a message. `tool`: the result of one tool call the model asked for (docs/agents.md).
+enum class role : std::uint8_t { system, user, assistant, tool };
 
-/// "system", "user", "assistant"
+/// "system", "user", "assistant", "tool"
 COVENANT_API std::string_view to_string(role r) noexcept;
+
+/// One call of a tool that the model asked for in its reply (docs/agents.md).
+struct tool_call {
+  /// The provider's id of the call ("call_...", "toolu_..."); its result names it.
+  std::string id;
+  std::string name;
+  /// The arguments as the model wrote them: JSON text, not always well-formed.
+  std::string arguments;
+
+  friend bool operator==(const tool_call&, const tool_call&) = default;
+};
+
+/// A tool the model may call: its name, what it does, and the JSON Schema of its arguments.
+struct tool_spec {
+  std::string name;
+  std::string description;
+  /// JSON Schema of the arguments (an object schema in OpenAI's strict form), built once.
+  std::shared_ptr<const boost::json::value> parameters;
+};
 
 struct message {
   covenant::role role = covenant::role::user;
@@ -47,6 +68,12 @@ struct message {
   /// Images, PDFs and audio sent with the text, in the order `content` refers to them ("<image 1>"
   /// is the first image). Engines that take no media refuse a request with them (docs/media.md).
   std::vector<covenant::media> media{};
+  /// role::assistant: the tool calls the model made in this turn (`content` is any text beside them).
+  std::vector<covenant::tool_call> tool_calls{};
+  /// role::tool: the id of the call this message answers (`content` is its result).
+  std::string tool_call_id{};
+  /// role::tool: the result reports an error (a refused argument, a failed tool).
+  bool is_error = false;
 
   friend bool operator==(const message&, const message&) = default;
 };
@@ -115,6 +142,10 @@ struct chat_request {
   output_mode mode = output_mode::json_schema;
   std::optional<double> temperature;
   std::optional<std::uint32_t> max_tokens;
+  /// The tools the model may call besides giving its answer (agents, docs/agents.md); shared,
+  /// built once per contract. Null or empty: no tools. In output_mode::tools the answer is one
+  /// more tool, named `schema_name`, and the model must call one of them.
+  std::shared_ptr<const std::vector<tool_spec>> tools;
   /// Deliver the reply as it is written (receiver::on_text) when the engine can stream. Engines
   /// that cannot stream ignore it and report the whole reply as one delta.
   bool stream = false;
@@ -125,7 +156,12 @@ struct chat_request {
 };
 
 struct chat_response {
+  /// The answer: the reply's text, or in output_mode::tools the arguments of the call of the
+  /// answer tool.
   std::string text;
+  /// The calls of the request's tools (chat_request::tools) the model made instead of answering,
+  /// in order. Empty for a request without tools.
+  std::vector<covenant::tool_call> tool_calls;
   covenant::usage usage;
   /// The model that answered, as the server names it (http_engine: the model asked for when the
   /// server does not say).
@@ -188,6 +224,11 @@ class COVENANT_API reply_receiver {
   virtual ~reply_receiver() = default;
   /// The next piece of the reply text (streaming). Not called by engines that do not stream.
   virtual void on_text(std::string_view delta) noexcept { (void)delta; }
+  /// The next piece of the arguments of tool call `index` (0-based, in the reply's order) of a
+  /// streamed reply: `name` is set with its first piece. Only for requests with tools.
+  virtual void on_tool_text(std::size_t index, std::string_view name, std::string_view delta) noexcept {
+    (void)index, (void)name, (void)delta;
+  }
   /// The whole reply: `text` holds every delta delivered before, concatenated.
   virtual void on_reply(chat_response response) noexcept = 0;
   /// The call failed, or was stopped (error.cancelled()).

@@ -213,4 +213,27 @@ std::pair<future<T>, std::shared_ptr<future_state<T>>> make_future() {
 
 }  // namespace detail
 
+/// The producing side of a covenant::future, for application code that completes one itself (a
+/// tool whose act() works asynchronously, docs/agents.md). Copies share the one result; the
+/// first set_value() or set_exception() completes the future and later ones are ignored.
+template <class T>
+class promise {
+ public:
+  promise() {
+    auto [f, s] = detail::make_future<T>();
+    future_ = std::move(f);
+    state_ = std::move(s);
+  }
+  /// The future this promise completes (every call gives a copy sharing its state).
+  [[nodiscard]] future<T> get_future() const { return future_; }
+  void set_value(T value) const { state_->set_value(std::move(value)); }
+  void set_exception(std::exception_ptr e) const { state_->set_exception(std::move(e)); }
+  /// Requested when a copy of the future is cancelled (future::cancel(): a tool past its timeout).
+  [[nodiscard]] std::stop_token stop_token() const noexcept { return state_->stop.get_token(); }
+
+ private:
+  future<T> future_;
+  std::shared_ptr<detail::future_state<T>> state_;
+};
+
 }  // namespace covenant

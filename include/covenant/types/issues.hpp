@@ -35,7 +35,9 @@ enum class issue_code : std::uint8_t {
   hook_exception,           ///< a hook threw something other than covenant::violation
   engine_error,             ///< the engine could not produce a reply (transport, quota, ...)
   cancelled,                ///< the call was cancelled (a stop request, the engine destroyed)
-  deadline,                 ///< the call's deadline passed before it ended
+  deadline,                 ///< the call's deadline passed before it ended (or a tool's timeout)
+  unknown_tool,             ///< the model called a tool the agent does not have
+  limit_reached,            ///< a limit of the agent loop was reached (steps, tool calls)
 };
 
 /// Stable snake_case name of a code ("missing_field", ...).

@@ -15,7 +15,9 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,11 +52,39 @@ class COVENANT_API reply_reader {
     (void)delta, (void)violations;
     return false;
   }
+  /// Streaming, agents: the next piece of the arguments of tool call `index` of the reply
+  /// (`name` with its first piece).
+  virtual void stream_tool_text(std::size_t index, std::string_view name, std::string_view delta) {
+    (void)index, (void)name, (void)delta;
+  }
+};
+
+/// The strict JSON Schema `get` returns, shared (an aliasing pointer to the static schema); null
+/// when it is not an object schema.
+COVENANT_API std::shared_ptr<const boost::json::value> strict_schema_or_null(const boost::json::value& (*get)());
+
+/// Receives a finished tool call (tool_runner::start).
+using tool_done = std::function<void(tool_run&&)>;
+
+/// Runs the calls of one tool of an agent (covenant/contract/agent.hpp): made once per contract.
+class COVENANT_API tool_runner {
+ public:
+  virtual ~tool_runner() = default;
+  /// The tool as the model sees it: name, description, the arguments' schema.
+  [[nodiscard]] virtual const tool_spec& spec() const noexcept = 0;
+  /// A quick tool runs on the thread running the call, without a hand-off to a worker and without
+  /// a timeout (agent.hpp, `static constexpr bool quick = true;`).
+  [[nodiscard]] virtual bool quick() const noexcept { return false; }
+  /// Runs the call in `run`: reads its arguments, pre(), act(), the result's schema and post(),
+  /// filling status, issues, notes, arguments and (when ok) result; then calls `done` exactly
+  /// once, before returning or later from the thread that completes an asynchronous act(). Returns
+  /// what cancels a pending asynchronous act() (empty when there is none). Never throws.
+  virtual std::function<void()> start(tool_run run, const contract_options& options, tool_done done) const = 0;
 };
 
 /// What every call of one contract shares: options, engine, names, statistics. Calls in flight
 /// hold it, so a contract may be destroyed before they end.
-struct COVENANT_API contract_core {
+struct COVENANT_API contract_core : std::enable_shared_from_this<contract_core> {
   contract_core(engine& model, contract_options opts, std::string name_)
       : model(&model), anchor(model.anchor()), options(std::move(opts)), name(std::move(name_)) {}
   virtual ~contract_core() = default;
@@ -70,6 +100,12 @@ struct COVENANT_API contract_core {
   std::string schema_version;
   /// Whether a forward hook runs at the end of each call (typed contracts; dynamic ones have none).
   bool has_forward = true;
+  /// Agents: the tools the model may call (their runners refer to the Expression's tools) and
+  /// what every output request sends of them. Empty / null: no tools.
+  std::vector<std::shared_ptr<const tool_runner>> tools;
+  std::shared_ptr<const std::vector<tool_spec>> tool_specs;
+  /// Sets `tools` and `tool_specs`.
+  void set_tools(std::vector<std::shared_ptr<const tool_runner>> runners);
   mutable covenant::perf_stats stats;
 
   [[nodiscard]] time_point now() const { return options.clock ? options.clock() : std::chrono::steady_clock::now(); }
@@ -78,7 +114,9 @@ struct COVENANT_API contract_core {
 /// One remedy phase: the model-facing loop (ask, read, check; corrective message and wait).
 class COVENANT_API remedy_phase {
  public:
-  enum class next : std::uint8_t { wait, accepted, failed };
+  /// wait: ask again after wait(); tools: run the calls of the step (pending_tools()), then
+  /// tools_done(); again: ask again now.
+  enum class next : std::uint8_t { wait, accepted, failed, tools, again };
 
   remedy_phase(const contract_core& core, attempt_kind kind, bool remedy, std::vector<message> base,
                outcome_base& oc, call_timings& times, reply_reader& reader, time_point mark);
@@ -122,7 +160,21 @@ class COVENANT_API remedy_phase {
   /// A piece of a streamed reply arrived (observers' on_stream).
   void on_stream_piece(std::string_view delta);
 
+  /// After next::tools: the calls of the step, each with its runner (null: not to be run, the run
+  /// is already settled: an unknown tool, a call past a limit).
+  [[nodiscard]] std::vector<tool_run>& pending_tools() noexcept { return pending_; }
+  [[nodiscard]] const std::vector<const tool_runner*>& pending_runners() const noexcept { return runners_; }
+  /// The step's calls have all settled (run, failed or timed out), in their order: the step is
+  /// recorded and its messages appended; next::again, or next::failed when the loop ends here.
+  next tools_done(std::vector<tool_run> runs);
+  /// The call was stopped while the step's tools ran: the step is recorded with `runs` as they
+  /// were, and the phase fails with the stop's issue.
+  void tools_stopped(stage why, std::string_view reason, std::vector<tool_run> runs);
+
  private:
+  next begin_step(chat_response&& reply);
+  [[nodiscard]] std::size_t runs_of(std::string_view tool) const;
+  void record_step(std::vector<tool_run>&& runs);
   [[nodiscard]] call_info info() const noexcept;
   void attempt_judged(verdict v);
   void actions_taken(const attempt& a, fail_action decided);
@@ -154,6 +206,36 @@ class COVENANT_API remedy_phase {
   std::chrono::nanoseconds waited_{0};
   std::chrono::nanoseconds turn_{0};  // the current attempt's wait under the limiter
   time_point sent_{};
+  std::optional<agent_step> step_;              // the step whose tools run now
+  std::vector<tool_run> pending_;
+  std::vector<const tool_runner*> runners_;
+};
+
+/// The calls of one agent step running side by side on a runtime's workers, each bounded by
+/// agent_options::tool_timeout. `on_done` runs once, when every call has settled (on the thread
+/// that settled the last one, or in start() when none was to run).
+class COVENANT_API tool_batch : public std::enable_shared_from_this<tool_batch> {
+ public:
+  tool_batch(std::shared_ptr<const contract_core> core, std::vector<tool_run> runs,
+             std::vector<const tool_runner*> runners, std::function<void()> on_done);
+  ~tool_batch();
+  tool_batch(const tool_batch&) = delete;
+  tool_batch& operator=(const tool_batch&) = delete;
+  /// Starts the calls that have a runner (each on a worker of `rt`) and the timeout.
+  void start(runtime& rt);
+  /// The settled calls (after on_done).
+  [[nodiscard]] std::vector<tool_run> take();
+  /// Stops waiting: the calls not settled yet are settled as stopped with `issue`, pending
+  /// asynchronous acts are cancelled, and the calls as they are now are returned. on_done does
+  /// not run after this.
+  [[nodiscard]] std::vector<tool_run> stop(const issue& why);
+
+ private:
+  void settle(std::size_t i, tool_run&& run);
+  void time_out();
+
+  struct state;
+  std::unique_ptr<state> s_;
 };
 
 /// How a call was made, which decides what its caller gets when it fails (the log line of a
