@@ -158,6 +158,10 @@ class collector final : public covenant::reply_receiver {
     std::lock_guard lock(mutex_);
     deltas_.emplace_back(delta);
   }
+  void on_tool_text(std::size_t index, std::string_view name, std::string_view delta) noexcept override {
+    std::lock_guard lock(mutex_);
+    tool_deltas_.push_back(std::to_string(index) + " " + std::string(name) + " " + std::string(delta));
+  }
   void on_reply(chat_response r) noexcept override { set(std::move(r)); }
   void on_error(const engine_error& e) noexcept override { set(e); }
 
@@ -181,6 +185,11 @@ class collector final : public covenant::reply_receiver {
     std::lock_guard lock(mutex_);
     return deltas_;
   }
+  /// The tool pieces, each as "<index> <name> <delta>" (the name with a call's first piece only).
+  std::vector<std::string> tool_deltas() {
+    std::lock_guard lock(mutex_);
+    return tool_deltas_;
+  }
 
  private:
   template <class V>
@@ -194,6 +203,7 @@ class collector final : public covenant::reply_receiver {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<std::string> deltas_;
+  std::vector<std::string> tool_deltas_;
   std::optional<std::variant<chat_response, engine_error>> result_;
 };
 
@@ -971,6 +981,309 @@ TEST(Cassette, NewEpisodesAppendsAfterAFileWithoutAFinalNewline) {
   ASSERT_EQ(read_lines(path).size(), 3u);
   cassette_engine replay{replay_from(path)};
   EXPECT_EQ(replay.complete(user_only("new")).text, "b");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Tools and tool calls
+// ------------------------------------------------------------------------------------------------
+
+/// The tools of a weather agent: get_weather (described by `description`) and get_time.
+std::shared_ptr<const std::vector<covenant::tool_spec>> weather_tools(
+    const std::string& description = "The weather in a city.") {
+  auto city = std::make_shared<const json::value>(
+      json::parse(R"({"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}})"));
+  return std::make_shared<const std::vector<covenant::tool_spec>>(std::vector<covenant::tool_spec>{
+      {"get_weather", description, city}, {"get_time", "The time in a city.", city}});
+}
+
+/// The agent's first request.
+chat_request agent_request(std::shared_ptr<const std::vector<covenant::tool_spec>> tools = weather_tools()) {
+  chat_request r = ask("Weather in Oslo, time in Lima?");
+  r.tools = std::move(tools);
+  return r;
+}
+
+/// The agent's second request: the first, the model's calls, and the tools' results.
+chat_request agent_results(const std::vector<covenant::tool_call>& calls, const std::string& weather = "rain, 4 C",
+                           bool time_failed = true) {
+  chat_request r = agent_request();
+  r.messages.push_back({.role = role::assistant, .content = "Let me look.", .tool_calls = calls});
+  r.messages.push_back({.role = role::tool, .content = weather, .tool_call_id = calls.at(0).id});
+  r.messages.push_back(
+      {.role = role::tool, .content = "unknown city", .tool_call_id = calls.at(1).id, .is_error = time_failed});
+  return r;
+}
+
+const std::string oslo = R"({"city": "Oslo"})";
+const std::string lima = R"({"city": "Lima"})";
+
+/// A scripted agent's replies: two tool calls with a few words, then the answer.
+std::vector<step> weather_agent() {
+  step calls = step::calls(
+      {{.id = "", .name = "get_weather", .arguments = oslo}, {.id = "", .name = "get_time", .arguments = lima}}, {40, 12});
+  calls.text = "Let me look.";
+  return {calls, step{R"({"confidence": 0.8, "answer": "Rain in Oslo."})", {90, 9}}};
+}
+
+TEST(Cassette, AConversationWithToolCallsAndResultsIsRecordedAndReplayed) {
+  const std::string path = temp_path();
+  std::vector<std::string> recorded_tool_deltas;
+  std::vector<std::string> recorded_deltas;
+  std::vector<covenant::tool_call> calls;
+  {
+    scripted_engine model(weather_agent());
+    model.stream_in_chunks(4);
+    cassette_engine tape{record_to(path), model};
+    auto first = run(tape, streamed(agent_request()));
+    ASSERT_TRUE(first->ok()) << first->error().what();
+    calls = first->reply().tool_calls;
+    recorded_tool_deltas = first->tool_deltas();  // forwarded while recording
+    recorded_deltas = first->deltas();
+    EXPECT_EQ(tape.complete(agent_results(calls)).text, R"({"confidence": 0.8, "answer": "Rain in Oslo."})");
+  }
+  ASSERT_THAT(calls, ElementsAre(covenant::tool_call{"call_0_0", "get_weather", oslo},
+                                 covenant::tool_call{"call_0_1", "get_time", lima}));
+  EXPECT_EQ(recorded_tool_deltas.front(), R"(0 get_weather {"ci)");
+  EXPECT_EQ(recorded_tool_deltas.size(), 8u);
+  EXPECT_THAT(recorded_deltas, ElementsAre("Let ", "me l", "ook."));
+
+  // The file: the request's tools, the reply's calls, their pieces, the results sent back.
+  const auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 3u);
+  const json::array& tools = lines[1].at("request").at("tools").as_array();
+  ASSERT_EQ(tools.size(), 2u);
+  EXPECT_EQ(tools[0].at("name"), "get_weather");
+  EXPECT_EQ(tools[0].at("description"), "The weather in a city.");
+  EXPECT_EQ(json::serialize(tools[0].at("parameters")),
+            R"({"properties":{"city":{"type":"string"}},"required":["city"],"type":"object"})");  // keys sorted
+  EXPECT_EQ(tools[1].at("name"), "get_time");
+  const json::array& reply_calls = lines[1].at("response").at("tool_calls").as_array();
+  ASSERT_EQ(reply_calls.size(), 2u);
+  EXPECT_EQ(reply_calls[0].at("id"), "call_0_0");
+  EXPECT_EQ(reply_calls[0].at("name"), "get_weather");
+  EXPECT_EQ(reply_calls[0].at("arguments"), oslo.c_str());
+  EXPECT_EQ(lines[1].at("response").at("finish_reason"), "tool_calls");
+  const json::array& chunks = lines[1].at("chunks").as_array();
+  ASSERT_EQ(chunks.size(), 11u);  // 4 + 4 pieces of arguments, 3 of text
+  EXPECT_EQ(json::serialize(chunks[0]), R"({"tool":0,"name":"get_weather","text":"{\"ci"})");
+  EXPECT_EQ(json::serialize(chunks[1]), R"({"tool":0,"text":"ty\":"})");
+  EXPECT_EQ(json::serialize(chunks[4]), R"({"tool":1,"name":"get_time","text":"{\"ci"})");
+  EXPECT_EQ(json::serialize(chunks[8]), R"({"text":"Let "})");
+  const json::array& messages = lines[2].at("request").at("messages").as_array();
+  ASSERT_EQ(messages.size(), 5u);
+  EXPECT_FALSE(messages[1].as_object().contains("tool_calls"));  // only written when set
+  EXPECT_FALSE(messages[1].as_object().contains("is_error"));
+  EXPECT_EQ(messages[2].at("role"), "assistant");
+  EXPECT_EQ(messages[2].at("content"), "Let me look.");
+  EXPECT_EQ(messages[2].at("tool_calls").as_array()[1].at("id"), "call_0_1");
+  EXPECT_EQ(messages[3].at("role"), "tool");
+  EXPECT_EQ(messages[3].at("tool_call_id"), "call_0_0");
+  EXPECT_FALSE(messages[3].as_object().contains("is_error"));
+  EXPECT_EQ(messages[4].at("tool_call_id"), "call_0_1");
+  EXPECT_EQ(messages[4].at("is_error"), true);
+
+  // Replay: the calls come back with their ids, streamed in the recorded pieces, and the
+  // conversation built on them matches its recording.
+  cassette_engine replay{replay_from(path)};
+  auto first = run(replay, streamed(agent_request()));
+  ASSERT_TRUE(first->ok()) << first->error().what();
+  EXPECT_EQ(first->reply().tool_calls, calls);
+  EXPECT_EQ(first->reply().text, "Let me look.");
+  EXPECT_EQ(first->tool_deltas(), recorded_tool_deltas);
+  EXPECT_EQ(first->deltas(), recorded_deltas);
+  EXPECT_EQ(replay.complete(agent_results(first->reply().tool_calls)).text,
+            R"({"confidence": 0.8, "answer": "Rain in Oslo."})");
+  EXPECT_TRUE(replay.unused().empty());
+
+  // A whole call from the streamed recording gets the calls in its reply.
+  cassette_engine again{replay_from(path)};
+  EXPECT_EQ(again.complete(agent_request()).tool_calls, calls);
+}
+
+TEST(Cassette, AStreamedCallReplayingAWholeRecordingGetsEachToolCallAsOnePiece) {
+  const std::string path = temp_path();
+  {
+    scripted_engine model(weather_agent());
+    cassette_engine tape{record_to(path), model};
+    ASSERT_EQ(tape.complete(agent_request()).tool_calls.size(), 2u);
+  }
+  EXPECT_FALSE(read_lines(path)[1].contains("chunks"));
+  cassette_engine replay{replay_from(path)};
+  auto c = run(replay, streamed(agent_request()));
+  ASSERT_TRUE(c->ok()) << c->error().what();
+  EXPECT_THAT(c->tool_deltas(), ElementsAre("0 get_weather " + oslo, "1 get_time " + lima));
+  EXPECT_THAT(c->deltas(), ElementsAre("Let me look."));
+}
+
+TEST(Cassette, ARequestDifferingOnlyInAToolResultDoesNotMatch) {
+  const std::string path = temp_path();
+  std::vector<covenant::tool_call> calls;
+  {
+    scripted_engine model(weather_agent());
+    cassette_engine tape{record_to(path), model};
+    calls = tape.complete(agent_request()).tool_calls;
+    (void)tape.complete(agent_results(calls));
+  }
+  cassette_engine replay{replay_from(path)};
+  (void)replay.complete(agent_request());
+
+  const std::string other_result = engine_error_of(replay, agent_results(calls, "sunny, 20 C"));
+  EXPECT_THAT(other_result, HasSubstr("no recorded interaction matches this request"));
+  EXPECT_THAT(other_result, HasSubstr("messages[3] (tool) content differ at byte 0"));
+  EXPECT_THAT(other_result, HasSubstr(R"(recorded "rain, 4 C", requested "sunny, 20 C")"));
+
+  const std::string not_an_error = engine_error_of(replay, agent_results(calls, "rain, 4 C", false));
+  EXPECT_THAT(not_an_error, HasSubstr("messages[4] (tool) is_error: recorded true, requested false"));
+
+  std::vector<covenant::tool_call> other_ids = calls;
+  other_ids[0].id = "call_xyz";
+  const std::string other_id = engine_error_of(replay, agent_results(other_ids));
+  EXPECT_THAT(other_id, HasSubstr("messages[2] (assistant) tool_calls differ"));
+
+  std::vector<covenant::tool_call> other_arguments = calls;
+  other_arguments[0].arguments = R"({"city": "Bergen"})";
+  EXPECT_THAT(engine_error_of(replay, agent_results(other_arguments)), HasSubstr("tool_calls differ"));
+
+  // the recorded one still answers
+  EXPECT_EQ(replay.complete(agent_results(calls)).text, R"({"confidence": 0.8, "answer": "Rain in Oslo."})");
+}
+
+TEST(Cassette, RequestsDifferingOnlyInTheirToolsDoNotMatch) {
+  const std::string path = temp_path();
+  {
+    scripted_engine model(weather_agent());
+    cassette_engine tape{record_to(path), model};
+    (void)tape.complete(agent_request());
+  }
+  cassette_engine replay{replay_from(path)};
+  const std::string described = engine_error_of(replay, agent_request(weather_tools("Today's weather.")));
+  EXPECT_THAT(described, HasSubstr("tools differ at byte"));
+  EXPECT_THAT(described, HasSubstr("The weather in a city."));
+  EXPECT_THAT(engine_error_of(replay, ask("Weather in Oslo, time in Lima?")), HasSubstr("tools differ"));  // none
+  // a list built anew with the same tools matches, whatever the key order of their schemas
+  auto city = std::make_shared<const json::value>(
+      json::parse(R"({"properties": {"city": {"type": "string"}}, "type": "object", "required": ["city"]})"));
+  auto same = std::make_shared<const std::vector<covenant::tool_spec>>(std::vector<covenant::tool_spec>{
+      {"get_weather", "The weather in a city.", city}, {"get_time", "The time in a city.", city}});
+  EXPECT_EQ(replay.complete(agent_request(same)).tool_calls.size(), 2u);
+}
+
+TEST(Cassette, RequestsWithoutToolsKeepTheNormalisedFormOfOlderCassettes) {
+  const std::string expected =
+      R"({"messages":[{"role":"system","content":"Answer briefly."},{"role":"user","content":"q"}],)"
+      R"("schema_name":"Answer","mode":"json_schema","schema":null,"temperature":null,"max_tokens":null})";
+  EXPECT_EQ(cassette_engine::normalized(ask("q")), expected);
+  chat_request empty_list = ask("q");
+  empty_list.tools = std::make_shared<const std::vector<covenant::tool_spec>>();
+  EXPECT_EQ(cassette_engine::normalized(empty_list), expected);  // an empty list is no tools
+
+  // An old recording (no tool fields) replays; a request with tools does not match it.
+  const std::string path = temp_path();
+  write_file(path, R"({"covenant_cassette": 1, "created": "2025-01-31T12:00:00Z"})" "\n" +
+                       std::string(R"({"request": {"messages": [{"role": "user", "content": "q"}]}, "response": {"text": "a"}})") +
+                       "\n");
+  cassette_engine replay{replay_from(path)};
+  chat_request with_tools = user_only("q");
+  with_tools.tools = weather_tools();
+  EXPECT_THAT(engine_error_of(replay, with_tools), HasSubstr("no recorded interaction matches"));
+  const chat_response old = replay.complete(user_only("q"));
+  EXPECT_EQ(old.text, "a");
+  EXPECT_THAT(old.tool_calls, ::testing::IsEmpty());
+}
+
+TEST(Cassette, HandWrittenToolFieldsAreReadAndMalformedOnesGiveClearErrors) {
+  const std::string path = temp_path();
+  const std::string header = R"({"covenant_cassette": 1, "created": "2025-01-31T12:00:00Z"})" "\n";
+  auto line = [&](const std::string& request, const std::string& response = R"({"text": ""})",
+                  const std::string& rest = "") {
+    write_file(path, header + R"({"request": )" + request + R"(, "response": )" + response + rest + "}\n");
+  };
+
+  line(R"({"messages": [{"role": "tool", "content": "r", "tool_calls": 3}]})");
+  EXPECT_THAT(runtime_error_of(replay_from(path)),
+              HasSubstr(path + ":2: request.messages[0].tool_calls must be an array of tool calls"));
+  line(R"({"messages": [{"role": "assistant", "content": "", "tool_calls": [{"id": "c", "arguments": "{}"}]}]})");
+  EXPECT_THAT(runtime_error_of(replay_from(path)),
+              HasSubstr(path + ":2: request.messages[0].tool_calls[0] has no \"name\""));
+  line(R"({"messages": [{"role": "assistant", "content": "", "tool_calls": [{"name": "f", "arguments": {}}]}]})");
+  EXPECT_THAT(runtime_error_of(replay_from(path)),
+              HasSubstr(path + ":2: request.messages[0].tool_calls[0].arguments must be a string"));
+  line(R"({"messages": [{"role": "tool", "content": "r", "tool_call_id": 5}]})");
+  EXPECT_THAT(runtime_error_of(replay_from(path)), HasSubstr(path + ":2: request.messages[0].tool_call_id must be a string"));
+  line(R"({"messages": [{"role": "tool", "content": "r", "is_error": "yes"}]})");
+  EXPECT_THAT(runtime_error_of(replay_from(path)),
+              HasSubstr(path + ":2: request.messages[0].is_error must be true or false"));
+  line(R"({"messages": [], "tools": {"name": "f"}})");
+  EXPECT_THAT(runtime_error_of(replay_from(path)), HasSubstr(path + ":2: request.tools must be an array of tools"));
+  line(R"({"messages": [], "tools": [{"description": "d"}]})");
+  EXPECT_THAT(runtime_error_of(replay_from(path)), HasSubstr(path + ":2: request.tools[0] has no \"name\""));
+  line(R"({"messages": [], "tools": [{"name": "f", "parameters": "object"}]})");
+  EXPECT_THAT(runtime_error_of(replay_from(path)),
+              HasSubstr(path + ":2: request.tools[0].parameters must be a JSON Schema (an object) or null"));
+  line(R"({"messages": []})", R"({"text": "", "tool_calls": [{"name": 7}]})");
+  EXPECT_THAT(runtime_error_of(replay_from(path)), HasSubstr(path + ":2: response.tool_calls[0].name must be a string"));
+  line(R"({"messages": []})", R"({"text": "", "tool_calls": {}})");
+  EXPECT_THAT(runtime_error_of(replay_from(path)), HasSubstr(path + ":2: response.tool_calls must be an array"));
+  line(R"({"messages": []})", R"({"text": ""})", R"(, "chunks": [{"tool": -1, "text": ""}])");
+  EXPECT_THAT(runtime_error_of(replay_from(path)), HasSubstr(path + ":2: chunks[0].tool must be an integer in range"));
+
+  // Well-formed, in any key order, with optional fields left out.
+  line(R"({"tools": [{"parameters": null, "name": "get_weather"}], "messages": [)"
+       R"({"role": "user", "content": "q"},)"
+       R"({"role": "assistant", "content": "", "tool_calls": [{"name": "get_weather", "id": "c1"}]},)"
+       R"({"tool_call_id": "c1", "content": "rain", "role": "tool", "is_error": false}]})",
+       R"({"text": "", "tool_calls": [{"arguments": "{}", "name": "get_weather"}]})",
+       R"(, "chunks": [{"text": "{", "tool": 0, "name": "get_weather"}, {"tool": 0, "text": "}"}])");
+  cassette_engine replay{replay_from(path)};
+  chat_request r;
+  r.messages = {{role::user, "q"},
+                {.role = role::assistant, .content = "", .tool_calls = {{"c1", "get_weather", ""}}},
+                {.role = role::tool, .content = "rain", .tool_call_id = "c1"}};
+  r.tools = std::make_shared<const std::vector<covenant::tool_spec>>(
+      std::vector<covenant::tool_spec>{{.name = "get_weather", .description = "", .parameters = nullptr}});
+  auto c = run(replay, streamed(r));
+  ASSERT_TRUE(c->ok()) << c->error().what();
+  EXPECT_THAT(c->reply().tool_calls, ElementsAre(covenant::tool_call{"", "get_weather", "{}"}));
+  EXPECT_THAT(c->tool_deltas(), ElementsAre("0 get_weather {", "0  }"));
+}
+
+TEST(Cassette, RedactedStringsInToolFieldsNeverReachTheFile) {
+  const std::string path = temp_path();
+  const std::string secret = "s3cr3t-token";
+  auto secret_tools = [&] {
+    auto params = std::make_shared<const json::value>(json::parse(R"({"type": "object", "description": "s3cr3t-token"})"));
+    return std::make_shared<const std::vector<covenant::tool_spec>>(
+        std::vector<covenant::tool_spec>{{"lookup", "Uses s3cr3t-token.", params}});
+  };
+  auto request = [&](const std::vector<covenant::tool_call>& calls) {
+    chat_request r = ask("Look it up.");
+    r.tools = secret_tools();
+    if (!calls.empty()) {
+      r.messages.push_back({.role = role::assistant, .content = "", .tool_calls = calls});
+      r.messages.push_back({.role = role::tool, .content = "found s3cr3t-token", .tool_call_id = calls[0].id});
+    }
+    return r;
+  };
+  std::vector<covenant::tool_call> calls;
+  {
+    scripted_engine model{step::calls({{.id = "id-s3cr3t-token", .name = "lookup", .arguments = R"({"key": "s3cr3t-token"})"}}),
+                          "done"};
+    model.stream_in_chunks(3);
+    cassette_engine tape{{.path = path, .mode = cassette_mode::record, .redact = {secret}}, model};
+    auto c = run(tape, streamed(request({})));
+    ASSERT_TRUE(c->ok()) << c->error().what();
+    calls = c->reply().tool_calls;
+    EXPECT_EQ(calls[0].arguments, R"({"key": "s3cr3t-token"})");  // the caller gets the real reply
+    EXPECT_EQ(tape.complete(request(calls)).text, "done");
+  }
+  const std::string file = read_file(path);
+  EXPECT_EQ(file.find(secret), std::string::npos) << file;
+  EXPECT_NE(file.find(R"({\"key\": \"[redacted]\"})"), std::string::npos) << file;  // also across pieces
+  // Replaying with the same redact list matches the redacted request.
+  cassette_engine replay{{.path = path, .mode = cassette_mode::replay, .redact = {secret}}};
+  const chat_response first = replay.complete(request({}));
+  EXPECT_EQ(first.tool_calls[0].arguments, R"({"key": "[redacted]"})");
+  EXPECT_EQ(replay.complete(request(calls)).text, "done");
 }
 
 // ------------------------------------------------------------------------------------------------

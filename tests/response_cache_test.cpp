@@ -1,8 +1,9 @@
 // The response cache (covenant/engine/response_cache.hpp): hits and misses, whole and streamed, a
-// remedy conversation replayed, scopes, maximum age and size, and a cache that is corrupted or
-// locked by another connection degrading to a miss without failing the call. Many processes at
+// remedy conversation replayed, tools and tool calls, scopes, maximum age and size, and a cache
+// that is corrupted or locked by another connection degrading to a miss without failing the call. Many processes at
 // once: tests/cli_run_test.cpp (two `covenant run --cache` at the same time).
 #include <covenant/contract/contract.hpp>
+#include <covenant/engine/cassette.hpp>
 #include <covenant/engine/prices.hpp>
 #include <covenant/engine/response_cache.hpp>
 #include <covenant/telemetry/metrics.hpp>
@@ -13,9 +14,15 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <boost/json.hpp>
+
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,9 +37,21 @@ using covenant::cached_engine;
 using covenant::chat_request;
 using covenant::testing::scripted_engine;
 using covenant::testing::step;
+using covenant::tool_call;
+using covenant::tool_spec;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 const std::string answer_json = R"({"answer": "Paris", "confidence": 0.9})";
+
+/// A tools list with one tool: `name`, described by `description`, taking a city.
+std::shared_ptr<const std::vector<tool_spec>> tools(const std::string& name = "get_weather",
+                                                     const std::string& description = "The weather in a city.") {
+  auto city = std::make_shared<const boost::json::value>(
+      boost::json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})"));
+  return std::make_shared<const std::vector<tool_spec>>(std::vector<tool_spec>{{name, description, city}});
+}
 
 class ResponseCache : public ::testing::Test {
  protected:
@@ -49,6 +68,13 @@ class ResponseCache : public ::testing::Test {
     chat_request r;
     r.messages = {{covenant::role::system, "Answer."}, {covenant::role::user, question}};
     r.stream = stream;
+    return r;
+  }
+  /// request(question, stream) offering `list`.
+  static chat_request with_tools(const std::string& question,
+                                 std::shared_ptr<const std::vector<tool_spec>> list = tools(), bool stream = false) {
+    chat_request r = request(question, stream);
+    r.tools = std::move(list);
     return r;
   }
   fs::path dir_;
@@ -139,6 +165,161 @@ TEST_F(ResponseCache, ARemedyConversationIsReplayedWholeAndItsCostIsZero) {
   EXPECT_EQ(again.cost_usd, 0.0);
   EXPECT_EQ(inner.calls(), 2u);
   EXPECT_THAT(m->render(), HasSubstr("covenant_response_cache_hits_total{contract=\"QA\"} 2"));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Tools and tool calls
+// ------------------------------------------------------------------------------------------------
+
+TEST_F(ResponseCache, RequestsDifferingOnlyInTheirToolsMissEachOther) {
+  scripted_engine inner = counting();
+  cached_engine model(options(), inner);
+  EXPECT_FALSE(model.complete(request("Weather in Oslo?")).from_cache);
+  EXPECT_FALSE(model.complete(with_tools("Weather in Oslo?")).from_cache);  // tools, none before
+  EXPECT_FALSE(model.complete(with_tools("Weather in Oslo?", tools("get_forecast"))).from_cache);
+  EXPECT_FALSE(model.complete(with_tools("Weather in Oslo?", tools("get_weather", "Today's weather."))).from_cache);
+  auto kelvin = std::make_shared<const boost::json::value>(boost::json::parse(R"({"type": "object", "properties": {}})"));
+  EXPECT_FALSE(
+      model.complete(with_tools("Weather in Oslo?", std::make_shared<const std::vector<tool_spec>>(std::vector<tool_spec>{
+                                                        {"get_weather", "The weather in a city.", kelvin}})))
+          .from_cache);  // other parameters
+  EXPECT_EQ(inner.calls(), 5u);
+  // each of them is a hit now, an equal list built anew too; an empty list is no tools
+  EXPECT_TRUE(model.complete(request("Weather in Oslo?")).from_cache);
+  EXPECT_TRUE(model.complete(with_tools("Weather in Oslo?")).from_cache);
+  EXPECT_TRUE(model.complete(with_tools("Weather in Oslo?", tools("get_forecast"))).from_cache);
+  EXPECT_TRUE(model.complete(with_tools("Weather in Oslo?", std::make_shared<const std::vector<tool_spec>>())).from_cache);
+  EXPECT_EQ(inner.calls(), 5u);
+}
+
+TEST_F(ResponseCache, RequestsDifferingOnlyInAToolCallOrResultMissEachOther) {
+  scripted_engine inner = counting();
+  cached_engine model(options(), inner);
+  auto conversation = [](const std::string& arguments, const std::string& result, bool is_error) {
+    chat_request r = with_tools("Weather in Oslo?");
+    r.messages.push_back({.role = covenant::role::assistant, .content = "",
+                          .tool_calls = {{"call_1", "get_weather", arguments}}});
+    r.messages.push_back(
+        {.role = covenant::role::tool, .content = result, .tool_call_id = "call_1", .is_error = is_error});
+    return r;
+  };
+  EXPECT_FALSE(model.complete(conversation(R"({"city": "Oslo"})", "rain", false)).from_cache);
+  EXPECT_FALSE(model.complete(conversation(R"({"city": "Oslo"})", "snow", false)).from_cache);
+  EXPECT_FALSE(model.complete(conversation(R"({"city": "Oslo"})", "rain", true)).from_cache);
+  EXPECT_FALSE(model.complete(conversation(R"({"city": "Bergen"})", "rain", false)).from_cache);
+  EXPECT_TRUE(model.complete(conversation(R"({"city": "Oslo"})", "rain", false)).from_cache);
+  EXPECT_EQ(inner.calls(), 4u);
+}
+
+TEST_F(ResponseCache, ACachedReplyGivesItsToolCallsBack) {
+  scripted_engine inner{step::calls({{.id = "call_abc", .name = "get_weather", .arguments = R"({"city": "Oslo"})"},
+                                     {.id = "", .name = "get_weather", .arguments = R"({"city": "Bergen"})"}},
+                                    {80, 9})};
+  cached_engine model(options(), inner);
+  const covenant::chat_response first = model.complete(with_tools("Weather in Oslo and Bergen?"));
+  ASSERT_EQ(first.tool_calls.size(), 2u);
+  const covenant::chat_response again = model.complete(with_tools("Weather in Oslo and Bergen?"));
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(again.tool_calls, first.tool_calls);
+  EXPECT_EQ(again.tool_calls[0].id, "call_abc");
+  EXPECT_EQ(again.tool_calls[1].id, "call_0_1");
+  EXPECT_EQ(again.finish_reason, "tool_calls");
+  EXPECT_EQ(again.text, "");
+  EXPECT_EQ(again.usage, covenant::usage{});
+
+  // A streamed call gets each call's arguments as one piece, then the reply.
+  struct collect final : covenant::reply_receiver {
+    std::vector<std::string> pieces;
+    std::optional<covenant::chat_response> reply;
+    void on_text(std::string_view d) noexcept override { pieces.push_back("text " + std::string(d)); }
+    void on_tool_text(std::size_t k, std::string_view name, std::string_view d) noexcept override {
+      pieces.push_back(std::to_string(k) + " " + std::string(name) + " " + std::string(d));
+    }
+    void on_reply(covenant::chat_response r) noexcept override { reply = std::move(r); }
+    void on_error(const covenant::engine_error&) noexcept override {}
+  };
+  auto r = std::make_shared<collect>();
+  model.start(with_tools("Weather in Oslo and Bergen?", tools(), true), r, {});
+  ASSERT_TRUE(r->reply.has_value());
+  EXPECT_TRUE(r->reply->from_cache);
+  EXPECT_EQ(r->reply->tool_calls, first.tool_calls);
+  EXPECT_THAT(r->pieces, ElementsAre(R"(0 get_weather {"city": "Oslo"})", R"(1 get_weather {"city": "Bergen"})"));
+  EXPECT_EQ(inner.calls(), 1u);
+}
+
+TEST_F(ResponseCache, AStreamedReplyWithToolCallsIsForwardedInPiecesAndStored) {
+  scripted_engine inner{step::calls({{.id = "", .name = "get_weather", .arguments = R"({"city": "Oslo"})"}})};
+  inner.stream_in_chunks(5);
+  cached_engine model(options(), inner);
+  struct collect final : covenant::reply_receiver {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::string arguments;
+    std::optional<covenant::chat_response> reply;
+    void on_tool_text(std::size_t, std::string_view, std::string_view d) noexcept override {
+      std::lock_guard lock(mutex);
+      arguments += d;
+    }
+    void on_reply(covenant::chat_response r) noexcept override {
+      {
+        std::lock_guard lock(mutex);
+        reply = std::move(r);
+      }
+      cv.notify_all();
+    }
+    void on_error(const covenant::engine_error&) noexcept override {}
+  };
+  auto r = std::make_shared<collect>();
+  model.start(with_tools("Weather?", tools(), true), r, {});
+  {
+    std::unique_lock lock(r->mutex);
+    ASSERT_TRUE(r->cv.wait_for(lock, std::chrono::seconds(10), [&] { return r->reply.has_value(); }));
+  }
+  EXPECT_EQ(r->arguments, R"({"city": "Oslo"})");
+  EXPECT_FALSE(r->reply->from_cache);
+  const covenant::chat_response again = model.complete(with_tools("Weather?"));
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_THAT(again.tool_calls, ElementsAre(tool_call{"call_0_0", "get_weather", R"({"city": "Oslo"})"}));
+}
+
+TEST_F(ResponseCache, AnEntryStoredBeforeToolCallsReadsAsAReplyWithout) {
+  const covenant::response_cache_options o = options();
+  {
+    scripted_engine unused = counting();
+    cached_engine create(o, unused);  // makes the file and its table
+  }
+  const std::string key = o.scope + "\n" + covenant::cassette_engine::normalized(request("q"));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "INSERT INTO responses(key, created, response) VALUES (?1, strftime('%s','now'), ?2)",
+                               -1, &s, nullptr),
+            SQLITE_OK);
+  const std::string old_value = R"({"text":"old","model":"m","finish_reason":"stop","mode":"json_schema"})";
+  sqlite3_bind_text(s, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, old_value.data(), static_cast<int>(old_value.size()), SQLITE_STATIC);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_DONE);
+  sqlite3_finalize(s);
+  // and one whose tool calls are malformed: unreadable, so a miss
+  const std::string bad_key = o.scope + "\n" + covenant::cassette_engine::normalized(request("bad"));
+  const std::string bad_value = R"({"text":"","tool_calls":[{"id":"x","name":7,"arguments":"{}"}]})";
+  ASSERT_EQ(sqlite3_prepare_v2(db, "INSERT INTO responses(key, created, response) VALUES (?1, strftime('%s','now'), ?2)",
+                               -1, &s, nullptr),
+            SQLITE_OK);
+  sqlite3_bind_text(s, 1, bad_key.data(), static_cast<int>(bad_key.size()), SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, bad_value.data(), static_cast<int>(bad_value.size()), SQLITE_STATIC);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_DONE);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+
+  scripted_engine inner = counting();
+  cached_engine model(o, inner);
+  const covenant::chat_response old = model.complete(request("q"));
+  EXPECT_TRUE(old.from_cache);
+  EXPECT_EQ(old.text, "old");
+  EXPECT_THAT(old.tool_calls, IsEmpty());
+  EXPECT_FALSE(model.complete(request("bad")).from_cache);
+  EXPECT_EQ(inner.calls(), 1u);
 }
 
 TEST_F(ResponseCache, AnOldEntryIsAMissAndIsReplaced) {

@@ -157,45 +157,108 @@ std::shared_ptr<const canonical_schema> make_canonical(const json::value& v) {
   return c;
 }
 
-/// The canonical form of a request's schema, made once per schema (a contract builds its schema
-/// once and sends the same one with every request): a cache of the schemas seen lately. A schema
-/// owned by its pointer is found by its owner (alive while the cache holds a weak reference); one
-/// not owned (an aliasing pointer without an owner, as contracts send their static schemas) by its
-/// address: chat_request::response_schema says such a schema outlives the requests that carry it.
-std::shared_ptr<const canonical_schema> canonical_of(const std::shared_ptr<const json::value>& schema) {
-  if (!schema) return nullptr;
+/// The canonical form of what `shared` points to, made by `make` once per object (a contract builds
+/// its schema and its tools once and sends the same ones with every request): a cache of the
+/// objects of type T seen lately. An object owned by its pointer is found by its owner (alive while
+/// the cache holds a weak reference); one not owned (an aliasing pointer without an owner, as
+/// contracts send their static schemas) by its address: chat_request::response_schema says such a
+/// schema outlives the requests that carry it.
+template <class T, class Make>
+std::shared_ptr<const canonical_schema> cached_canonical(const std::shared_ptr<const T>& shared, Make make) {
   struct entry {
-    const json::value* address;
-    std::weak_ptr<const json::value> owner;  // expired at once for a schema without owner
+    const T* address;
+    std::weak_ptr<const T> owner;  // expired at once for an object without owner
     bool owned;
     std::shared_ptr<const canonical_schema> canonical;
   };
   static std::mutex mutex;
-  static std::deque<entry> seen;  // a few contracts' schemas; the oldest goes past 32
-  const bool owned = schema.use_count() > 0;
+  static std::deque<entry> seen;  // a few contracts' objects; the oldest goes past 32
+  const bool owned = shared.use_count() > 0;
   {
     std::lock_guard lock(mutex);
     for (const entry& e : seen) {
-      if (e.address != schema.get() || e.owned != owned) continue;
-      if (!owned || (!e.owner.owner_before(schema) && !schema.owner_before(e.owner) && !e.owner.expired()))
+      if (e.address != shared.get() || e.owned != owned) continue;
+      if (!owned || (!e.owner.owner_before(shared) && !shared.owner_before(e.owner) && !e.owner.expired()))
         return e.canonical;
     }
   }
-  std::shared_ptr<const canonical_schema> made = make_canonical(*schema);
+  std::shared_ptr<const canonical_schema> made = make(*shared);
   std::lock_guard lock(mutex);
   std::erase_if(seen, [](const entry& e) { return e.owned && e.owner.expired(); });
   if (seen.size() >= 32) seen.pop_front();
-  seen.push_back({schema.get(), schema, owned, made});
+  seen.push_back({shared.get(), shared, owned, made});
   return made;
 }
 
+/// The canonical form of a request's schema (null for none), made once per schema.
+std::shared_ptr<const canonical_schema> canonical_of(const std::shared_ptr<const json::value>& schema) {
+  if (!schema) return nullptr;
+  return cached_canonical(schema, [](const json::value& v) { return make_canonical(v); });
+}
+
+/// One tool as a cassette keeps it: {"name": ..., "description": ..., "parameters": <schema> | null}
+/// (canonical_tools() then sorts its keys).
+json::object tool_json(std::string_view name, std::string_view description, const json::value* parameters) {
+  json::object o;
+  o["name"] = name;
+  o["description"] = description;
+  o["parameters"] = parameters != nullptr ? *parameters : json::value(nullptr);
+  return o;
+}
+
+/// The canonical form of a request's tools: the array of tool_json() with every object's keys
+/// sorted; null for no tools (a null or an empty list). Made once per list owned by its pointer;
+/// a list without owner (nothing says how long it lives) is read each time.
+std::shared_ptr<const canonical_schema> canonical_tools(const std::shared_ptr<const std::vector<tool_spec>>& tools) {
+  if (!tools || tools->empty()) return nullptr;
+  auto make = [](const std::vector<tool_spec>& list) {
+    json::array a;
+    a.reserve(list.size());
+    for (const tool_spec& t : list) a.push_back(tool_json(t.name, t.description, t.parameters.get()));
+    return make_canonical(a);
+  };
+  if (tools.use_count() == 0) return make(*tools);
+  return cached_canonical(tools, make);
+}
+
 /// A message as a cassette keeps it: its media as their digest (covenant::media_digest, written
-/// compactly; "" when it has none), never their bytes.
+/// compactly; "" when it has none), never their bytes, and its tool fields.
 struct normal_message {
   covenant::role role = covenant::role::user;
   std::string content;
   std::string media;
+  std::vector<covenant::tool_call> tool_calls{};
+  std::string tool_call_id{};
+  bool is_error = false;
 };
+
+/// Tool calls as compact JSON: [{"id":...,"name":...,"arguments":...}, ...].
+void append_tool_calls(std::string& out, const std::vector<tool_call>& calls) {
+  out += '[';
+  for (std::size_t k = 0; k < calls.size(); ++k) {
+    out += k == 0 ? "{\"id\":" : ",{\"id\":";
+    detail::append_json_string(out, calls[k].id);
+    out += ",\"name\":";
+    detail::append_json_string(out, calls[k].name);
+    out += ",\"arguments\":";
+    detail::append_json_string(out, calls[k].arguments);
+    out += '}';
+  }
+  out += ']';
+}
+
+json::array tool_calls_json(const std::vector<tool_call>& calls) {
+  json::array a;
+  a.reserve(calls.size());
+  for (const auto& c : calls) {
+    json::object o;
+    o["id"] = c.id;
+    o["name"] = c.name;
+    o["arguments"] = c.arguments;
+    a.push_back(std::move(o));
+  }
+  return a;
+}
 
 std::string canonical_media(const json::value& digest) { return json::serialize(digest); }
 
@@ -206,6 +269,7 @@ struct normal_request {
   std::shared_ptr<const canonical_schema> schema;  // null when none
   std::optional<double> temperature;
   std::optional<std::uint64_t> max_tokens;
+  std::shared_ptr<const canonical_schema> tools;  // canonical_tools(); null when none
 };
 
 json::object to_json(const normal_request& r) {
@@ -217,6 +281,9 @@ json::object to_json(const normal_request& r) {
     jm["role"] = to_string(m.role);
     jm["content"] = m.content;
     if (!m.media.empty()) jm["media"] = json::parse(m.media);
+    if (!m.tool_calls.empty()) jm["tool_calls"] = tool_calls_json(m.tool_calls);
+    if (!m.tool_call_id.empty()) jm["tool_call_id"] = m.tool_call_id;
+    if (m.is_error) jm["is_error"] = true;
     messages.push_back(std::move(jm));
   }
   o["messages"] = std::move(messages);
@@ -227,14 +294,19 @@ json::object to_json(const normal_request& r) {
   else o["temperature"] = nullptr;
   if (r.max_tokens) o["max_tokens"] = *r.max_tokens;
   else o["max_tokens"] = nullptr;
+  if (r.tools) o["tools"] = r.tools->value;
   return o;
 }
 
 /// The request as compact JSON (to_json's fields in its order), written directly: the schema's
 /// canonical text is made once per schema.
 std::string key_of(const normal_request& r) {
-  std::size_t size = 128 + (r.schema ? r.schema->text.size() : 4) + r.schema_name.size();
-  for (const auto& m : r.messages) size += m.content.size() + m.media.size() + 32;
+  std::size_t size = 128 + (r.schema ? r.schema->text.size() : 4) + r.schema_name.size() +
+                     (r.tools ? r.tools->text.size() + 10 : 0);
+  for (const auto& m : r.messages) {
+    size += m.content.size() + m.media.size() + m.tool_call_id.size() + 32;
+    for (const auto& c : m.tool_calls) size += c.id.size() + c.name.size() + c.arguments.size() + 32;
+  }
   std::string out;
   out.reserve(size);
   out += "{\"messages\":[";
@@ -244,6 +316,15 @@ std::string key_of(const normal_request& r) {
     out += "\",\"content\":";
     detail::append_json_string(out, r.messages[i].content);
     if (!r.messages[i].media.empty()) out.append(",\"media\":").append(r.messages[i].media);
+    if (!r.messages[i].tool_calls.empty()) {
+      out += ",\"tool_calls\":";
+      append_tool_calls(out, r.messages[i].tool_calls);
+    }
+    if (!r.messages[i].tool_call_id.empty()) {
+      out += ",\"tool_call_id\":";
+      detail::append_json_string(out, r.messages[i].tool_call_id);
+    }
+    if (r.messages[i].is_error) out += ",\"is_error\":true";
     out += '}';
   }
   out += "],\"schema_name\":";
@@ -256,28 +337,44 @@ std::string key_of(const normal_request& r) {
   out += r.temperature ? json::serialize(json::value(*r.temperature)) : std::string("null");
   out += ",\"max_tokens\":";
   out += r.max_tokens ? std::to_string(*r.max_tokens) : std::string("null");
+  if (r.tools) out.append(",\"tools\":").append(r.tools->text);
   out += '}';
   return out;
 }
 
+void redact_tool_calls(std::vector<tool_call>& calls, const std::vector<std::string>& secrets) {
+  for (auto& c : calls) {
+    c.id = redact(c.id, secrets);
+    c.name = redact(c.name, secrets);
+    c.arguments = redact(c.arguments, secrets);
+  }
+}
+
 void redact_request(normal_request& r, const std::vector<std::string>& secrets) {
   if (secrets.empty()) return;
-  for (auto& m : r.messages) m.content = redact(m.content, secrets);
+  for (auto& m : r.messages) {
+    m.content = redact(m.content, secrets);
+    redact_tool_calls(m.tool_calls, secrets);
+    m.tool_call_id = redact(m.tool_call_id, secrets);
+  }
   r.schema_name = redact(r.schema_name, secrets);
   if (r.schema) r.schema = make_canonical(redact_json(r.schema->value, secrets));
+  if (r.tools) r.tools = make_canonical(redact_json(r.tools->value, secrets));
 }
 
 normal_request normalize(const chat_request& request, const std::vector<std::string>& secrets) {
   normal_request n;
   n.messages.reserve(request.messages.size());
   for (const message& m : request.messages)
-    n.messages.push_back(
-        {m.role, m.content, m.media.empty() ? std::string() : canonical_media(json::parse(media_digest(m.media)))});
+    n.messages.push_back({m.role, m.content,
+                          m.media.empty() ? std::string() : canonical_media(json::parse(media_digest(m.media))),
+                          m.tool_calls, m.tool_call_id, m.is_error});
   n.schema_name = request.schema_name;
   n.mode = std::string(to_string(request.mode));
   n.schema = canonical_of(request.response_schema);
   n.temperature = request.temperature;
   if (request.max_tokens) n.max_tokens = *request.max_tokens;
+  n.tools = canonical_tools(request.tools);
   redact_request(n, secrets);
   return n;
 }
@@ -286,9 +383,13 @@ normal_request normalize(const chat_request& request, const std::vector<std::str
 // Interactions
 // ---------------------------------------------------------------------------------------------
 
+/// A streamed piece: of the reply text, or (`tool` set) of the arguments of tool call `tool`, whose
+/// name comes with its first piece.
 struct chunk {
   std::string text;
   std::optional<std::int64_t> ms;
+  std::optional<std::size_t> tool{};
+  std::string name{};
 };
 
 struct interaction {
@@ -321,6 +422,7 @@ json::object to_json(const interaction& it) {
   } else {
     json::object r;
     r["text"] = it.response.text;
+    if (!it.response.tool_calls.empty()) r["tool_calls"] = tool_calls_json(it.response.tool_calls);
     json::object u;
     u["input_tokens"] = it.response.usage.input_tokens;
     u["output_tokens"] = it.response.usage.output_tokens;
@@ -342,6 +444,10 @@ json::object to_json(const interaction& it) {
     chunks.reserve(it.chunks.size());
     for (const auto& c : it.chunks) {
       json::object jc;
+      if (c.tool) {
+        jc["tool"] = *c.tool;
+        if (!c.name.empty()) jc["name"] = c.name;
+      }
       jc["text"] = c.text;
       if (c.ms) jc["ms"] = *c.ms;
       chunks.push_back(std::move(jc));
@@ -355,16 +461,27 @@ json::object to_json(const interaction& it) {
 void redact_outcome(interaction& it, const std::vector<std::string>& secrets) {
   if (secrets.empty()) return;
   it.response.text = redact(it.response.text, secrets);
+  redact_tool_calls(it.response.tool_calls, secrets);
   it.response.model = redact(it.response.model, secrets);
   it.response.finish_reason = redact(it.response.finish_reason, secrets);
+  it.response.reasoning = redact(it.response.reasoning, secrets);
   it.error_message = redact(it.error_message, secrets);
-  if (!it.chunks.empty()) {
+  // The pieces of each stream (the text, each tool call's arguments) are redacted together.
+  std::vector<std::optional<std::size_t>> streams;
+  for (const auto& c : it.chunks)
+    if (std::find(streams.begin(), streams.end(), c.tool) == streams.end()) streams.push_back(c.tool);
+  for (const auto& stream : streams) {
     std::vector<std::string> pieces;
-    pieces.reserve(it.chunks.size());
-    for (const auto& c : it.chunks) pieces.push_back(c.text);
+    std::vector<std::size_t> at;
+    for (std::size_t i = 0; i < it.chunks.size(); ++i) {
+      if (it.chunks[i].tool != stream) continue;
+      pieces.push_back(it.chunks[i].text);
+      at.push_back(i);
+    }
     pieces = redact_pieces(pieces, secrets);
-    for (std::size_t i = 0; i < pieces.size(); ++i) it.chunks[i].text = std::move(pieces[i]);
+    for (std::size_t i = 0; i < pieces.size(); ++i) it.chunks[at[i]].text = std::move(pieces[i]);
   }
+  for (auto& c : it.chunks) c.name = redact(c.name, secrets);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -462,6 +579,21 @@ std::string describe_difference(const normal_request& rec, const normal_request&
                       (a.media.empty() ? std::string("none") : a.media) + ", requested " +
                       (b.media.empty() ? std::string("none") : b.media));
       messages_differ = true;
+    } else if (a.tool_calls != b.tool_calls) {
+      std::string rec_calls, req_calls;
+      append_tool_calls(rec_calls, a.tool_calls);
+      append_tool_calls(req_calls, b.tool_calls);
+      diffs.push_back(where + " (" + std::string(to_string(a.role)) + ") tool_calls " +
+                      show_difference(rec_calls, req_calls));
+      messages_differ = true;
+    } else if (a.tool_call_id != b.tool_call_id) {
+      diffs.push_back(where + " (" + std::string(to_string(a.role)) + ") tool_call_id: recorded " +
+                      excerpt(a.tool_call_id) + ", requested " + excerpt(b.tool_call_id));
+      messages_differ = true;
+    } else if (a.is_error != b.is_error) {
+      diffs.push_back(where + " (" + std::string(to_string(a.role)) + ") is_error: recorded " +
+                      (a.is_error ? "true" : "false") + ", requested " + (b.is_error ? "true" : "false"));
+      messages_differ = true;
     }
   }
   if (!messages_differ && rec.messages.size() != req.messages.size()) {
@@ -481,6 +613,9 @@ std::string describe_difference(const normal_request& rec, const normal_request&
     diffs.push_back("temperature: recorded " + optional_text(rec.temperature) + ", requested " + optional_text(req.temperature));
   if (rec.max_tokens != req.max_tokens)
     diffs.push_back("max_tokens: recorded " + optional_text(rec.max_tokens) + ", requested " + optional_text(req.max_tokens));
+  const std::string rec_tools = rec.tools ? rec.tools->text : "null";
+  const std::string req_tools = req.tools ? req.tools->text : "null";
+  if (rec_tools != req_tools) diffs.push_back("tools " + show_difference(rec_tools, req_tools));
   std::string out;
   for (const auto& d : diffs) {
     if (!out.empty()) out += "; ";
@@ -554,6 +689,44 @@ class line_reader {
     return v->to_number<double>();
   }
 
+  /// A list of tool calls [{"id": ..., "name": ..., "arguments": ...}] ("name" required).
+  std::vector<tool_call> tool_calls(const json::value& v, const std::string& where) const {
+    if (!v.is_array()) fail(where + " must be an array of tool calls {\"id\", \"name\", \"arguments\"}");
+    std::vector<tool_call> calls;
+    std::size_t k = 0;
+    for (const auto& jc : v.get_array()) {
+      const std::string at = where + "[" + std::to_string(k++) + "]";
+      const json::object& c = object(jc, at);
+      tool_call call;
+      call.id = string(c, "id", at, false);
+      call.name = string(c, "name", at, true);
+      call.arguments = string(c, "arguments", at, false);
+      calls.push_back(std::move(call));
+    }
+    return calls;
+  }
+
+  /// request.tools: [{"name": ..., "description": ..., "parameters": <schema> | null}] ("name"
+  /// required); null for none (null or an empty list).
+  std::shared_ptr<const canonical_schema> tools(const json::object& o) const {
+    const json::value* v = o.if_contains("tools");
+    if (v == nullptr || v->is_null()) return nullptr;
+    if (!v->is_array()) fail("request.tools must be an array of tools {\"name\", \"description\", \"parameters\"}");
+    if (v->get_array().empty()) return nullptr;
+    json::array a;
+    std::size_t k = 0;
+    for (const auto& jt : v->get_array()) {
+      const std::string where = "request.tools[" + std::to_string(k++) + "]";
+      const json::object& t = object(jt, where);
+      const json::value* parameters = t.if_contains("parameters");
+      if (parameters != nullptr && !parameters->is_null() && !parameters->is_object() && !parameters->is_bool())
+        fail(where + ".parameters must be a JSON Schema (an object) or null");
+      a.push_back(tool_json(string(t, "name", where, true), string(t, "description", where, false),
+                            parameters != nullptr && !parameters->is_null() ? parameters : nullptr));
+    }
+    return make_canonical(a);
+  }
+
   output_mode mode(const json::object& o, const std::string& where) const {
     const std::string name = string(o, "mode", where, false);
     if (name.empty()) return output_mode::json_schema;
@@ -577,12 +750,17 @@ class line_reader {
       if (role == "system") msg.role = covenant::role::system;
       else if (role == "user") msg.role = covenant::role::user;
       else if (role == "assistant") msg.role = covenant::role::assistant;
-      else fail(where + ".role: unknown role \"" + role + "\" (system, user, assistant)");
+      else if (role == "tool") msg.role = covenant::role::tool;
+      else fail(where + ".role: unknown role \"" + role + "\" (system, user, assistant, tool)");
       msg.content = string(m, "content", where, true);
       if (const json::value* media = m.if_contains("media"); media != nullptr) {
         if (!media->is_array()) fail(where + ".media must be an array of media digests");
         if (!media->get_array().empty()) msg.media = canonical_media(*media);
       }
+      if (const json::value* calls = m.if_contains("tool_calls"); calls != nullptr && !calls->is_null())
+        msg.tool_calls = tool_calls(*calls, where + ".tool_calls");
+      msg.tool_call_id = string(m, "tool_call_id", where, false);
+      msg.is_error = boolean(m, "is_error", where);
       r.messages.push_back(std::move(msg));
     }
     r.schema_name = string(o, "schema_name", "request", false);
@@ -590,6 +768,7 @@ class line_reader {
     if (const json::value* s = o.if_contains("schema"); s != nullptr && !s->is_null()) r.schema = make_canonical(*s);
     r.temperature = number(o, "temperature", "request");
     r.max_tokens = integer<std::uint64_t>(o, "max_tokens", "request");
+    r.tools = tools(o);
     return r;
   }
 
@@ -606,6 +785,8 @@ class line_reader {
     if (resp != nullptr) {
       const json::object& r = object(*resp, "\"response\"");
       it.response.text = string(r, "text", "response", true);
+      if (const json::value* calls = r.if_contains("tool_calls"); calls != nullptr && !calls->is_null())
+        it.response.tool_calls = tool_calls(*calls, "response.tool_calls");
       if (const json::value* u = r.if_contains("usage"); u != nullptr && !u->is_null()) {
         const json::object& uo = object(*u, "response.usage");
         it.response.usage.input_tokens = integer<std::uint64_t>(uo, "input_tokens", "response.usage").value_or(0);
@@ -638,7 +819,8 @@ class line_reader {
       for (const auto& jc : c->get_array()) {
         const std::string where = "chunks[" + std::to_string(i++) + "]";
         const json::object& co = object(jc, where);
-        it.chunks.push_back(chunk{string(co, "text", where, true), integer<std::int64_t>(co, "ms", where)});
+        it.chunks.push_back(chunk{string(co, "text", where, true), integer<std::int64_t>(co, "ms", where),
+                                  integer<std::size_t>(co, "tool", where), string(co, "name", where, false)});
       }
     }
     return it;
@@ -838,16 +1020,24 @@ engine_error replayed_error(const interaction& it) {
 /// Replays one recording to a receiver, from the calling thread.
 void deliver(const interaction& it, bool stream, reply_receiver& receiver, const std::stop_token& stop) {
   if (stream) {
-    auto piece = [&](const std::string& text) {
+    auto piece = [&](const chunk& c) {
       if (stop.stop_requested()) return false;
-      receiver.on_text(text);
+      if (c.tool) receiver.on_tool_text(*c.tool, c.name, c.text);
+      else receiver.on_text(c.text);
       return true;
     };
     if (it.streamed) {
       for (const auto& c : it.chunks)
-        if (!piece(c.text)) return receiver.on_error(engine_error::cancellation());
-    } else if (!it.failed && !it.response.text.empty()) {
-      if (!piece(it.response.text)) return receiver.on_error(engine_error::cancellation());
+        if (!piece(c)) return receiver.on_error(engine_error::cancellation());
+    } else if (!it.failed) {
+      // A whole recording: each tool call's arguments as one piece, then the text as one.
+      for (std::size_t k = 0; k < it.response.tool_calls.size(); ++k) {
+        const tool_call& call = it.response.tool_calls[k];
+        if (!piece(chunk{call.arguments, std::nullopt, k, call.name}))
+          return receiver.on_error(engine_error::cancellation());
+      }
+      if (!it.response.text.empty() && !piece(chunk{it.response.text, std::nullopt}))
+        return receiver.on_error(engine_error::cancellation());
     }
   }
   if (stop.stop_requested()) return receiver.on_error(engine_error::cancellation());
@@ -877,6 +1067,19 @@ class recording_receiver final : public reply_receiver {
       }
     }
     down_->on_text(delta);
+  }
+
+  void on_tool_text(std::size_t index, std::string_view name, std::string_view delta) noexcept override {
+    if (it_.streamed) {
+      try {
+        std::optional<std::int64_t> ms;
+        if (state_->options.record_timing) ms = ms_since(start_);
+        it_.chunks.push_back(chunk{std::string(delta), ms, index, std::string(name)});
+      } catch (...) {
+        broken_ = true;
+      }
+    }
+    down_->on_tool_text(index, name, delta);
   }
 
   void on_reply(chat_response response) noexcept override {

@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -32,9 +33,23 @@ std::int64_t now_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+/// A stored reply: {"text", "tool_calls" (when it has some: [{"id", "name", "arguments"}]),
+/// "reasoning" (when it has some), "model", "finish_reason", "mode"}.
 std::string response_json(const chat_response& r) {
   json::object o;
   o["text"] = r.text;
+  if (!r.tool_calls.empty()) {
+    json::array calls;
+    calls.reserve(r.tool_calls.size());
+    for (const tool_call& c : r.tool_calls) {
+      json::object jc;
+      jc["id"] = c.id;
+      jc["name"] = c.name;
+      jc["arguments"] = c.arguments;
+      calls.push_back(std::move(jc));
+    }
+    o["tool_calls"] = std::move(calls);
+  }
   if (!r.reasoning.empty()) o["reasoning"] = r.reasoning;
   o["model"] = r.model;
   o["finish_reason"] = r.finish_reason;
@@ -53,6 +68,23 @@ std::optional<chat_response> response_of(std::string_view text) {
   };
   if (!o->contains("text")) return std::nullopt;
   str("text", r.text);
+  // Entries stored before tool calls have none; a malformed list makes the entry unreadable.
+  if (const json::value* calls = o->if_contains("tool_calls"); calls != nullptr) {
+    if (!calls->is_array()) return std::nullopt;
+    for (const json::value& jc : calls->get_array()) {
+      const json::object* c = jc.if_object();
+      if (c == nullptr) return std::nullopt;
+      auto field = [&](std::string_view key, std::string& out) {
+        const json::value* x = c->if_contains(key);
+        if (x == nullptr || !x->is_string()) return false;
+        out = x->get_string();
+        return true;
+      };
+      tool_call call;
+      if (!field("id", call.id) || !field("name", call.name) || !field("arguments", call.arguments)) return std::nullopt;
+      r.tool_calls.push_back(std::move(call));
+    }
+  }
   str("reasoning", r.reasoning);
   str("model", r.model);
   str("finish_reason", r.finish_reason);
@@ -213,6 +245,9 @@ class storing_receiver final : public reply_receiver {
   storing_receiver(std::shared_ptr<cached_engine::state> st, std::shared_ptr<reply_receiver> down, std::string key)
       : st_(std::move(st)), down_(std::move(down)), key_(std::move(key)) {}
   void on_text(std::string_view delta) noexcept override { down_->on_text(delta); }
+  void on_tool_text(std::size_t index, std::string_view name, std::string_view delta) noexcept override {
+    down_->on_tool_text(index, name, delta);
+  }
   void on_reply(chat_response response) noexcept override {
     if (response.cut_off) return down_->on_reply(std::move(response));
     auto reply = std::make_shared<chat_response>(std::move(response));
@@ -274,7 +309,11 @@ void cached_engine::start(const chat_request& request, std::shared_ptr<reply_rec
     key = key_of(*state_, request);
     if (std::optional<chat_response> hit = state_->find(key)) {
       ++state_->hits;
-      if (request.stream && !hit->text.empty()) receiver->on_text(hit->text);
+      if (request.stream) {
+        for (std::size_t k = 0; k < hit->tool_calls.size(); ++k)
+          receiver->on_tool_text(k, hit->tool_calls[k].name, hit->tool_calls[k].arguments);
+        if (!hit->text.empty()) receiver->on_text(hit->text);
+      }
       return receiver->on_reply(std::move(*hit));
     }
   } catch (const std::exception& e) {  // allocation: the call goes to the engine

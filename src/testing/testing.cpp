@@ -87,6 +87,9 @@ chat_response scripted_engine::next_reply(const chat_request& request, std::size
   } else {
     if (s.fail) throw engine_error(s.text, s.status, s.status == 429 || s.status >= 500);
     r.text = std::move(s.text);
+    r.tool_calls = std::move(s.tool_calls);
+    for (std::size_t k = 0; k < r.tool_calls.size(); ++k)
+      if (r.tool_calls[k].id.empty()) r.tool_calls[k].id = "call_" + std::to_string(index) + "_" + std::to_string(k);
     r.usage = s.usage;
     r.finish_reason = s.finish_reason;
     r.model = "scripted";
@@ -98,7 +101,8 @@ chat_response scripted_engine::next_reply(const chat_request& request, std::size
 
 namespace {
 
-/// One streamed reply being delivered piece by piece.
+/// One streamed reply being delivered piece by piece: the arguments of its tool calls, call after
+/// call, then its text.
 struct stream_job : std::enable_shared_from_this<stream_job> {
   std::shared_ptr<scripted_engine::stream_state> streams;
   std::shared_ptr<reply_receiver> receiver;
@@ -107,8 +111,30 @@ struct stream_job : std::enable_shared_from_this<stream_job> {
   std::size_t index = 0;
   std::size_t chunk = 0;
   std::chrono::nanoseconds delay{0};
-  std::size_t at = 0;
+  std::size_t tool = 0;     // the tool call being delivered
+  std::size_t tool_at = 0;  // bytes of its arguments delivered
+  std::size_t at = 0;       // bytes of the text delivered
   covenant::runtime* rt = nullptr;
+
+  [[nodiscard]] bool done() const noexcept { return tool >= reply.tool_calls.size() && at >= reply.text.size(); }
+
+  /// The next piece of `s` from `from`: `chunk` bytes, or the rest when chunk is 0.
+  [[nodiscard]] std::size_t piece(const std::string& s, std::size_t from) const noexcept {
+    return chunk == 0 ? s.size() - from : std::min(chunk, s.size() - from);
+  }
+
+  /// Delivers the next piece of a tool call's arguments (the call's name with its first piece).
+  void next_tool_piece() {
+    const tool_call& call = reply.tool_calls[tool];
+    const std::size_t n = piece(call.arguments, tool_at);
+    receiver->on_tool_text(tool, tool_at == 0 ? std::string_view(call.name) : std::string_view(),
+                           std::string_view(call.arguments).substr(tool_at, n));
+    tool_at += n;
+    if (tool_at >= call.arguments.size()) {
+      ++tool;
+      tool_at = 0;
+    }
+  }
 
   void next() {
     bool open = true;
@@ -124,16 +150,18 @@ struct stream_job : std::enable_shared_from_this<stream_job> {
       }
       return receiver->on_error(engine_error::cancellation());
     }
-    if (at >= reply.text.size()) return receiver->on_reply(std::move(reply));
-    const std::size_t n = chunk == 0 ? reply.text.size() - at : std::min(chunk, reply.text.size() - at);
-    receiver->on_text(std::string_view(reply.text).substr(at, n));
-    at += n;
-    {
+    if (done()) return receiver->on_reply(std::move(reply));
+    if (tool < reply.tool_calls.size()) {
+      next_tool_piece();
+    } else {
+      const std::size_t n = piece(reply.text, at);
+      receiver->on_text(std::string_view(reply.text).substr(at, n));
+      at += n;
       std::lock_guard lock(streams->mutex);
       streams->delivered[index] = at;
     }
     auto self = shared_from_this();
-    if (at >= reply.text.size()) {
+    if (done()) {
       rt->post([self] { self->next(); });
       return;
     }

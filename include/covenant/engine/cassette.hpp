@@ -20,12 +20,16 @@
 //
 // Matching. A call is answered by the first recording, in file order, that has not been used yet
 // and whose normalised request equals the call's normalised request:
-//   * messages: the list of (role, content), exactly (same count, order, bytes);
+//   * messages: the list of (role, content), exactly (same count, order, bytes), with each
+//     message's media digest and tool fields (an assistant's tool_calls: id, name and arguments
+//     of each; a tool result's tool_call_id and is_error);
 //   * schema_name;
 //   * mode: to_string(chat_request::mode) ("json_schema", "json_object", "tools", "prompt", "auto");
 //   * schema: the response schema with every object's keys sorted (null when there is none), so
 //     the key order of the schema does not matter;
-//   * temperature and max_tokens (null when not set).
+//   * temperature and max_tokens (null when not set);
+//   * tools: the name, description and parameters schema of each tool, in order (every object's
+//     keys sorted); absent when the request has none (null or an empty list).
 // Not part of the match: chat_request::stream (a streamed call and a whole call match the same
 // recording), the rate limiter, and anything else the request or the engine carries (HTTP headers,
 // the API key). The strings of cassette_options::redact are replaced by "[redacted]" in the call's
@@ -37,11 +41,14 @@
 // differing message, with an excerpt of both).
 //
 // Replaying a recording: a recorded reply is returned (complete()) or delivered (start(): the
-// recorded chunks through on_text() in order when the call streams - the whole text as one chunk
-// when the recording was not streamed - then on_reply(); a whole call from a streamed recording
-// gets the whole text). A recorded failure is thrown (complete()) or reported (start(), after its
-// recorded chunks) as an engine_error with the recorded message, status and retryable flag, and as
-// a cancellation when the recorded call was cancelled (a contract's early stop). Replayed calls are
+// recorded chunks through on_text() and on_tool_text() in order when the call streams - each tool
+// call's arguments as one piece, then the whole text as one chunk, when the recording was not
+// streamed - then on_reply(); a whole call from a streamed recording gets the whole reply). The
+// reply's tool calls come back with their recorded ids, so that a conversation that sends their
+// results back matches its recording again. A recorded failure is thrown (complete()) or reported
+// (start(), after its recorded chunks) as an engine_error with the recorded message, status and
+// retryable flag, and as a cancellation when the recorded call was cancelled (a contract's early
+// stop). Replayed calls are
 // delivered at once, from inside start(), on the calling thread: no thread, no timer, recorded
 // timings are not replayed. A stop request seen between two chunks ends the delivery with
 // on_error(engine_error::cancellation()).
@@ -58,16 +65,24 @@
 //      "chunks":[{"text":"{\"ans","ms":301},{"text":"wer\": ...","ms":340}]}
 //   or, for a failed call, "error" instead of "response":
 //      "error":{"message":"HTTP 503: overloaded","status":503,"retryable":true,"cancelled":false,"ms":20}
+//   Tools and tool calls add these fields, each written only when it is set:
+//     request.tools                   [{"description":"...","name":"get_weather","parameters":{...}|null}]
+//     request.messages[i] (assistant) "tool_calls":[{"id":"call_1","name":"get_weather","arguments":"{...}"}]
+//     request.messages[i] (tool)      "role":"tool","tool_call_id":"call_1","is_error":true
+//     response.tool_calls             [{"id":"call_1","name":"get_weather","arguments":"{...}"}]
+//     chunks[i] of tool call k        {"tool":k,"name":"get_weather","text":"{\"ci"}  ("name" with the
+//                                     call's first piece only)
 //   "request" is the normalised request above (schema keys sorted when written; any order is read).
-//   "chunks" is present when the call streamed: the pieces of text as on_text() delivered them
-//   (for a failed call, those delivered before the failure). "ms" (milliseconds from the start of
-//   the call, an integer) is written only with cassette_options::record_timing; it is optional
-//   everywhere. When reading, "schema_name", "mode", "schema", "temperature", "max_tokens" and every
-//   response/error field except "text"/"message" are optional (defaults: "", json_schema, null, unset,
-//   unset, 0 / "" / false), unknown keys are ignored and empty lines are skipped. The file never holds
-//   HTTP headers or API keys: only the fields above are written, and every string of
-//   cassette_options::redact is replaced by "[redacted]" in every string written (also across the
-//   boundary of two chunks).
+//   "chunks" is present when the call streamed: the pieces of text as on_text() and on_tool_text()
+//   delivered them (for a failed call, those delivered before the failure). "ms" (milliseconds
+//   from the start of the call, an integer) is written only with cassette_options::record_timing;
+//   it is optional everywhere. When reading, "schema_name", "mode", "schema", "temperature",
+//   "max_tokens", "tools", the tool fields and every response/error field except "text"/"message"
+//   are optional (defaults: "", json_schema, null, unset, unset, none, none / "" / false,
+//   0 / "" / false; a tool and a tool call need their "name"), unknown keys are ignored and empty
+//   lines are skipped. The file never holds HTTP headers or API keys: only the fields above are
+//   written, and every string of cassette_options::redact is replaced by "[redacted]" in every
+//   string written (also across the boundary of two chunks, and of two pieces of a tool call).
 //
 // Errors. A malformed file (not JSON, a missing or wrongly typed field, no header, an unknown
 // version) or a missing file in replay mode makes the constructor throw std::runtime_error naming

@@ -1,9 +1,13 @@
 // covenant/engine/response_cache.hpp - answer a request seen before from a local cache.
 //
-// For development loops, evaluations and re-runs: the same request (its messages, output mode,
-// schema and sampling options, in a scope naming the model and endpoint) is answered from an
-// SQLite file instead of the server, and costs nothing. Remedy attempts are requests like the
-// first ones, so a re-run of a fixed prompt replays the whole conversation.
+// For development loops, evaluations and re-runs: the same request (its messages with their tool
+// calls and tool results, output mode, schema, tools and sampling options, in a scope naming the
+// model and endpoint; the cassette's normalised request, covenant/engine/cassette.hpp) is answered
+// from an SQLite file instead of the server, and costs nothing. Remedy attempts are requests like
+// the first ones, so a re-run of a fixed prompt replays the whole conversation, and so does an
+// agent's conversation whose tools give the same results. A stored reply keeps its text, its tool
+// calls (with their ids), reasoning, model, finish reason and mode; a streamed call answered from
+// the cache gets each tool call's arguments as one piece (on_tool_text), then the text as one.
 //
 //     covenant::http_engine server{options};
 //     covenant::cached_engine model{{.path = "cache/responses.sqlite", .scope = "openai gpt-4o-mini"}, server};

@@ -8,6 +8,15 @@
 //     EXPECT_EQ(model.calls(), 2u);
 //     EXPECT_THAT(model.request(1).messages.back().content, HasSubstr("confidence: must be <= 1 (got 1.7)"));
 //
+// A step can call tools instead of answering (agents, docs/agents.md): the reply carries the calls
+// in chat_response::tool_calls, and the next step answers once the tools' results are sent back.
+//
+//     covenant::testing::scripted_engine model{
+//         covenant::testing::step::calls({{.id = "", .name = "get_weather", .arguments = R"({"city": "Oslo"})"}}),
+//         R"({"forecast": "rain", "celsius": 4})"};   // the answer, after the tool's result
+//     // The first reply's call gets the id "call_0_0"; the second request ends with the tool's
+//     // result: model.request(1).messages.back() is a role::tool message with tool_call_id "call_0_0".
+//
 // Everything here is thread-safe. GoogleTest matchers live in covenant/testing/gtest.hpp.
 #pragma once
 
@@ -28,17 +37,27 @@
 
 namespace covenant::testing {
 
-/// One scripted step: a reply (with optional usage / finish reason) or an engine failure.
+/// One scripted step: a reply (with optional usage / finish reason), a reply that calls tools, or
+/// an engine failure.
 struct step {
   std::string text;
   covenant::usage usage{};
   std::string finish_reason = "stop";
   bool fail = false;       ///< throw engine_error instead of replying
   int status = 0;          ///< HTTP-like status of the failure
+  /// The tool calls of the reply (chat_response::tool_calls). A call without an id gets
+  /// "call_<call index>_<k>" (the 0-based index of the engine call, and of the call in the reply).
+  std::vector<tool_call> tool_calls{};
   step(std::string t) : text(std::move(t)) {}  // NOLINT(google-explicit-constructor)
   step(const char* t) : text(t) {}             // NOLINT(google-explicit-constructor)
   step(std::string t, covenant::usage u, std::string finish = "stop")
       : text(std::move(t)), usage(u), finish_reason(std::move(finish)) {}
+  /// A reply that calls tools instead of answering: no text, finish reason "tool_calls".
+  static step calls(std::vector<tool_call> calls, covenant::usage u = {}) {
+    step s(std::string(), u, "tool_calls");
+    s.tool_calls = std::move(calls);
+    return s;
+  }
   /// An engine failure with this message (and status).
   static step failure(std::string message, int status = 503) {
     step s(std::move(message));
@@ -54,8 +73,12 @@ struct step {
 /// (contract::stream) gets the reply text in pieces of stream_in_chunks() bytes (default: the
 /// whole text as one piece), delivered on the runtime's workers, `delay` apart (a timer, no
 /// sleeping thread); a stop request between pieces ends the reply with a cancellation, and
-/// streamed_bytes() tells how much of it was delivered. Destroying the engine ends the streams it
-/// is still delivering with a cancellation.
+/// streamed_bytes() tells how much of it was delivered. A reply with tool calls streams each call's
+/// arguments first, call after call, in pieces of the same size through on_tool_text(k, name,
+/// piece) (the name with the first piece of call k; a call with empty arguments gets one empty
+/// piece), then its text. Destroying the engine ends the streams it is still delivering with a
+/// cancellation. A responder's reply is delivered as it returns it (tool calls included, their
+/// ids untouched).
 class COVENANT_API scripted_engine : public engine {
  public:
   using responder = std::function<chat_response(const chat_request&, std::size_t call_index)>;
@@ -82,7 +105,8 @@ class COVENANT_API scripted_engine : public engine {
   [[nodiscard]] engine_capabilities capabilities() const noexcept override { return {true, true}; }
 
   /// Bytes of the i-th call's reply text delivered before it ended (the whole text unless a
-  /// stream was stopped; 0 for a failure). Throws std::out_of_range.
+  /// stream was stopped; 0 for a failure; tool calls' arguments not counted). Throws
+  /// std::out_of_range.
   [[nodiscard]] std::size_t streamed_bytes(std::size_t i) const;
   /// Whether the i-th call's stream was ended by its stop request: the engine saw the stop and
   /// sent nothing more (false while it is still sending, and for a stream that ran to its end).
