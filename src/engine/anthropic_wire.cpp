@@ -6,13 +6,18 @@
 //      "temperature"?, "stream"?, "tools"?, "tool_choice"?}
 // The API takes the system prompt as a top-level string, not as a message, and wants the turns to
 // start with a user turn; the output type in `tools` mode is one tool the model is forced to call
-// (tool_choice {"type": "tool"}), whose `input` is the reply.
+// (tool_choice {"type": "tool"}), whose `input` is the reply. A request with tools (an agent's
+// turn) lists them, with the answer tool after them in `tools` mode (tool_choice {"type": "any"}:
+// the model chooses among them); the calls of an assistant turn are tool_use blocks, and the
+// tools' results tool_result blocks of the user turn after it.
 //
-// Reply: {"type": "message", "content": [{"type": "text", "text"} | {"type": "tool_use", "input"}],
+// Reply: {"type": "message", "content": [{"type": "text", "text"} |
+//                                         {"type": "tool_use", "id", "name", "input"}],
 //         "model", "stop_reason", "usage": {"input_tokens", "output_tokens"}}
 // Stream (Server-Sent Events, each with an `event:` line naming the data's "type"):
-//     message_start (model, input usage) -> per content block: content_block_start,
-//     content_block_delta* (text_delta.text | input_json_delta.partial_json), content_block_stop
+//     message_start (model, input usage) -> per content block: content_block_start (its "index";
+//     a tool_use block's id and name), content_block_delta* (text_delta.text |
+//     input_json_delta.partial_json), content_block_stop
 //     -> message_delta (stop_reason, cumulative output usage) -> message_stop
 // with `ping` anywhere and `error` ({"error": {"type", "message"}}) possibly mid-stream.
 #include <boost/json/array.hpp>
@@ -21,9 +26,11 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -77,6 +84,31 @@ std::string error_text(const json::value* error) {
 const json::object* object_at(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   return v != nullptr ? v->if_object() : nullptr;
+}
+
+/// The input schema of a tool that has no schema: an object without properties.
+const json::value& no_parameters() {
+  static const json::value empty =
+      json::parse(R"({"type":"object","properties":{},"required":[],"additionalProperties":false})");
+  return empty;
+}
+
+/// A tool call's arguments as a tool_use block's input: the JSON object they are, or {} when they
+/// are not one.
+json::value tool_input(std::string_view arguments) {
+  boost::system::error_code ec;
+  json::value v = json::parse(arguments, ec);
+  if (ec || !v.is_object()) return json::object{};
+  return v;
+}
+
+/// The event's "index" (the content block's place in the message), or 0 when it has none.
+std::size_t block_index(const json::object& event) {
+  const json::value* v = event.if_contains("index");
+  if (v == nullptr) return 0;
+  if (v->is_uint64()) return static_cast<std::size_t>(v->get_uint64());
+  if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::size_t>(v->get_int64());
+  return 0;
 }
 
 /// Appends a turn's text to a merged turn, a blank line between the two.
@@ -147,6 +179,24 @@ void append_media_blocks(json::array& blocks, const covenant::media& part, std::
                                    {"source", std::move(source)}});
 }
 
+/// A tool's result (role::tool) as a tool_result block: {"type": "tool_result", "tool_use_id",
+/// "content"}, with "is_error": true when it reports an error. Its content is the text, or with
+/// media a text block (when there is text) and the media's blocks.
+json::object result_block(const message& m, deferred_data* deferred) {
+  json::object block{{"type", "tool_result"}, {"tool_use_id", m.tool_call_id}};
+  if (m.media.empty()) {
+    block["content"] = m.content;
+  } else {
+    json::array blocks;
+    if (!m.content.empty()) blocks.emplace_back(json::object{{"type", "text"}, {"text", m.content}});
+    media_numbering numbering;
+    for (const covenant::media& part : m.media) append_media_blocks(blocks, part, numbering.next(part.kind()), deferred);
+    block["content"] = std::move(blocks);
+  }
+  if (m.is_error) block["is_error"] = true;
+  return block;
+}
+
 class anthropic_wire final : public wire_dialect {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "anthropic"; }
@@ -207,7 +257,13 @@ class anthropic_wire final : public wire_dialect {
   ///     order, a blank line between two (with options.cache_system_prompt, as one text block
   ///     marked for the prompt cache); no "system" field when there is none;
   ///   * consecutive user (or assistant) messages are merged into one turn, their texts joined by
-  ///     a blank line (the API wants user and assistant turns to alternate);
+  ///     a blank line (the API wants user and assistant turns to alternate); a tool's result
+  ///     (role::tool) belongs to the user turn, so results and the user message after them are
+  ///     one turn;
+  ///   * a turn whose messages carry media, tool calls or tools' results is content blocks, in
+  ///     order: the tool_result blocks first (as the API wants them), then for each other message
+  ///     its text block (when it has text), its media blocks and its tool_use blocks; else the
+  ///     plain text;
   ///   * the API wants the first turn to be a user turn: when the turns would start with an
   ///     assistant turn, or there would be none, a user turn "(continue)" is put first. A last
   ///     assistant turn is kept (the API continues it: a prefill).
@@ -259,19 +315,21 @@ class anthropic_wire final : public wire_dialect {
     if (o.thinking_budget != 0) body["thinking"] = json::object{{"type", "enabled"}, {"budget_tokens", o.thinking_budget}};
 
     std::string system;
-    // A turn's messages; its content is their texts joined, or blocks when one has media.
+    // A turn's messages; its content is their texts joined, or blocks when one has media, tool
+    // calls or is a tool's result.
     struct turn {
       role r;
       std::vector<const message*> parts;
     };
     std::vector<turn> turns;
     for (const message& m : request.messages) {
+      const role r = m.role == role::tool ? role::user : m.role;
       if (m.role == role::system) {
         append_turn(system, m.content);
-      } else if (!turns.empty() && turns.back().r == m.role) {
+      } else if (!turns.empty() && turns.back().r == r) {
         turns.back().parts.push_back(&m);
       } else {
-        turns.push_back({m.role, {&m}});
+        turns.push_back({r, {&m}});
       }
     }
     static const message go_on{role::user, "(continue)"};
@@ -286,19 +344,28 @@ class anthropic_wire final : public wire_dialect {
     json::array messages;
     messages.reserve(turns.size());
     for (const turn& t : turns) {
-      const bool media = std::any_of(t.parts.begin(), t.parts.end(), [](const message* m) { return !m->media.empty(); });
+      const bool blocked = std::any_of(t.parts.begin(), t.parts.end(), [](const message* m) {
+        return !m->media.empty() || !m->tool_calls.empty() || m->role == role::tool;
+      });
       json::value content;
-      if (!media) {
+      if (!blocked) {
         std::string text;
         for (const message* m : t.parts) append_turn(text, m->content);
         content = std::move(text);
       } else {
         json::array blocks;
+        for (const message* m : t.parts)
+          if (m->role == role::tool) blocks.emplace_back(result_block(*m, deferred));
         for (const message* m : t.parts) {
+          if (m->role == role::tool) continue;
           if (!m->content.empty()) blocks.emplace_back(json::object{{"type", "text"}, {"text", m->content}});
           media_numbering numbering;
           for (const covenant::media& part : m->media)
             append_media_blocks(blocks, part, numbering.next(part.kind()), deferred);
+          if (m->role == role::assistant)
+            for (const tool_call& c : m->tool_calls)
+              blocks.emplace_back(
+                  json::object{{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", tool_input(c.arguments)}});
         }
         content = std::move(blocks);
       }
@@ -312,21 +379,45 @@ class anthropic_wire final : public wire_dialect {
     } else {
       body.erase("stream");
     }
-    if (mode == output_mode::tools && request.response_schema && request.response_schema->is_object()) {
-      const std::string name = tool_name(request.schema_name);
-      json::object tool{{"name", name}, {"description", tool_description}, {"input_schema", *request.response_schema}};
-      body["tools"] = json::array{std::move(tool)};
+    // The request's tools, then in tools mode the answer tool.
+    const bool agent = request.tools && !request.tools->empty();
+    json::array tools;
+    if (agent) {
+      tools.reserve(request.tools->size() + 1);
+      for (const tool_spec& t : *request.tools)
+        tools.emplace_back(json::object{{"name", t.name},
+                                        {"description", t.description},
+                                        {"input_schema", t.parameters ? *t.parameters : no_parameters()}});
+    }
+    const bool answer = mode == output_mode::tools && request.response_schema && request.response_schema->is_object();
+    const std::string name = answer ? tool_name(request.schema_name) : std::string();
+    if (answer)
+      tools.emplace_back(
+          json::object{{"name", name}, {"description", tool_description}, {"input_schema", *request.response_schema}});
+    if (!tools.empty()) body["tools"] = std::move(tools);
+    if (answer) {
       // A forced tool is refused with extended thinking: the model chooses it then (a reply in text
-      // instead is read as the answer, parse_reply).
-      body["tool_choice"] = o.thinking_budget != 0 ? json::object{{"type", "auto"}} : json::object{{"type", "tool"}, {"name", name}};
+      // instead is read as the answer, parse_reply). With the request's tools the model must call
+      // one of them or the answer tool, and chooses which.
+      if (o.thinking_budget != 0) body["tool_choice"] = json::object{{"type", "auto"}};
+      else if (agent) body["tool_choice"] = json::object{{"type", "any"}};
+      else body["tool_choice"] = json::object{{"type", "tool"}, {"name", name}};
     }
     return body;
+  }
+
+  /// The answer tool's name: the schema name as an API name ("output" when there is none).
+  [[nodiscard]] std::string answer_tool_name(std::string_view schema_name) const override {
+    return tool_name(schema_name);
   }
 
   /// The reply text: in `tools` mode the input of the first tool_use block (serialized), or the
   /// text blocks concatenated when there is none; in the other modes the text blocks, or the first
   /// tool_use input when there is no text (a tool the application asked for through extra_body).
-  [[nodiscard]] chat_response parse_reply(std::string_view body, output_mode mode) const override {
+  /// With an agent (reply_form::agent) every tool_use block is a tool call (its input serialized)
+  /// except in `tools` mode the first one of the answer tool, whose input is the text; else the
+  /// text is the text blocks.
+  [[nodiscard]] chat_response parse_reply(std::string_view body, const reply_form& form) const override {
     if (wire::trim(body).empty()) wire::bad_body("the response body is empty");
     boost::system::error_code ec;
     json::value v = json::parse(body, ec);
@@ -345,6 +436,9 @@ class anthropic_wire final : public wire_dialect {
     std::string text;
     std::string reasoning;  // thinking blocks: never the answer
     const json::value* tool_input = nullptr;
+    std::vector<tool_call> calls;
+    std::optional<std::string> answer;
+    static const json::value no_input = json::object{};
     for (const json::value& block : content->as_array()) {
       const json::object* b = block.if_object();
       if (b == nullptr) continue;
@@ -357,30 +451,45 @@ class anthropic_wire final : public wire_dialect {
         reasoning += wire::string_or_empty(*b, "thinking");
       } else if (block_type == "redacted_thinking") {
         reasoning += "[redacted thinking]";
+      } else if (block_type == "tool_use" && form.agent) {
+        const json::value* input = b->if_contains("input");
+        if (input == nullptr || input->is_null()) input = &no_input;
+        std::string name = wire::string_or_empty(*b, "name");
+        if (!answer && form.mode == output_mode::tools && !form.answer_tool.empty() && name == form.answer_tool)
+          answer = wire::json_text(*input);
+        else
+          calls.push_back({wire::string_or_empty(*b, "id"), std::move(name), wire::json_text(*input)});
       } else if (block_type == "tool_use" && tool_input == nullptr) {
-        static const json::value no_input = json::object{};
         tool_input = b->if_contains("input");
         if (tool_input == nullptr || tool_input->is_null()) tool_input = &no_input;
       }
     }
 
     chat_response out;
-    const bool use_tool = tool_input != nullptr && (mode == output_mode::tools || text.empty());
-    out.text = use_tool ? wire::json_text(*tool_input) : std::move(text);  // numbers as short as they read back
+    if (form.agent) {
+      out.text = answer ? std::move(*answer) : std::move(text);
+      out.tool_calls = std::move(calls);
+    } else {
+      const bool use_tool = tool_input != nullptr && (form.mode == output_mode::tools || text.empty());
+      out.text = use_tool ? wire::json_text(*tool_input) : std::move(text);  // numbers as short as they read back
+    }
     out.reasoning = std::move(reasoning);
     out.finish_reason = finish_reason_of(wire::string_or_empty(*root, "stop_reason"));
     out.model = wire::string_or_empty(*root, "model");
     if (const json::object* u = object_at(*root, "usage")) read_usage(*u).apply(out.usage);
-    out.mode = mode;
+    out.mode = form.mode;
     return out;
   }
 
   /// One streamed event. In `tools` mode only the tool input (input_json_delta) is reply text, in
   /// the other modes only text (text_delta): the dialect keeps no state between events, and with a
-  /// forced tool the model writes no text block anyway. Thinking, signature and citation deltas
-  /// are not reply text. Never throws; data that is not JSON, or an event of an unknown type or
-  /// shape, is `malformed` (the transport ignores it).
-  [[nodiscard]] wire_event parse_event(std::string_view type, std::string_view data, output_mode mode) const override {
+  /// forced tool the model writes no text block anyway. With an agent (reply_form::agent) text is
+  /// text in every mode, and tool_use blocks are tool pieces: the block's start gives its index,
+  /// id and name, each input_json_delta the next piece of its input at that index. Thinking,
+  /// signature and citation deltas are not reply text. Never throws; data that is not JSON, or an
+  /// event of an unknown type or shape, is `malformed` (the transport ignores it).
+  [[nodiscard]] wire_event parse_event(std::string_view type, std::string_view data,
+                                       const reply_form& form) const override {
     wire_event out;
     try {
       boost::system::error_code ec;
@@ -392,7 +501,7 @@ class anthropic_wire final : public wire_dialect {
       }
       const std::string own_type = wire::string_or_empty(*root, "type");
       if (type.empty()) type = own_type;
-      const bool tools = mode == output_mode::tools;
+      const bool tools = form.mode == output_mode::tools && !form.agent;  // tool input is the reply text
 
       if (type == "message_start") {
         const json::object* message = object_at(*root, "message");
@@ -413,6 +522,9 @@ class anthropic_wire final : public wire_dialect {
         const std::string block_type = wire::string_or_empty(*block, "type");
         if (!tools && block_type == "text") out.text = wire::string_or_empty(*block, "text");
         if (block_type == "thinking") out.reasoning = wire::string_or_empty(*block, "thinking");
+        if (form.agent && block_type == "tool_use")
+          out.tools.push_back(
+              {block_index(*root), wire::string_or_empty(*block, "id"), wire::string_or_empty(*block, "name"), {}});
       } else if (type == "content_block_delta") {
         const json::object* delta = object_at(*root, "delta");
         if (delta == nullptr) {
@@ -422,6 +534,8 @@ class anthropic_wire final : public wire_dialect {
         const std::string delta_type = wire::string_or_empty(*delta, "type");
         if (delta_type == "text_delta" && !tools) out.text = wire::string_or_empty(*delta, "text");
         if (delta_type == "input_json_delta" && tools) out.text = wire::string_or_empty(*delta, "partial_json");
+        if (delta_type == "input_json_delta" && form.agent)
+          out.tools.push_back({block_index(*root), {}, {}, wire::string_or_empty(*delta, "partial_json")});
         if (delta_type == "thinking_delta") out.reasoning = wire::string_or_empty(*delta, "thinking");
       } else if (type == "message_delta") {
         // Its usage is cumulative: output_tokens is the reply's total so far.

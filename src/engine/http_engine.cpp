@@ -254,11 +254,16 @@ class http_call final : public std::enable_shared_from_this<http_call> {
  public:
   /// `automatic`: the request, kept to build its body again in the next mode when the server
   /// refuses `mode` (output_mode::automatic), with the index of `mode` in the engine's modes.
+  /// `agent`: the request has tools; `answer_tool`: the answer tool's name in output_mode::tools.
   http_call(std::shared_ptr<http_shared> s, std::string body, bool stream, std::shared_ptr<reply_receiver> receiver,
             std::shared_ptr<rate_limiter> limiter, output_mode mode, std::optional<chat_request> automatic,
-            std::size_t mode_index)
+            std::size_t mode_index, std::string answer_tool, bool agent)
       : s_(std::move(s)), body_(std::move(body)), stream_(stream), receiver_(std::move(receiver)),
-        limiter_(std::move(limiter)), mode_(mode), automatic_(std::move(automatic)), mode_index_(mode_index) {}
+        limiter_(std::move(limiter)), answer_tool_(std::move(answer_tool)), form_(mode),
+        automatic_(std::move(automatic)), mode_index_(mode_index) {
+    form_.answer_tool = answer_tool_;
+    form_.agent = agent;
+  }
 
   /// Every start() ends with exactly one answer to its receiver. A call let go of without one (its
   /// posted work dropped by a stopped I/O loop) still ends, with an error, rather than leave its
@@ -303,7 +308,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
 
   /// One SSE event (its type, "message" when unnamed); returns false to stop reading events.
   bool on_event(std::string_view type, std::string_view data) {
-    detail::wire_event e = s_->dialect->parse_event(type == "message" ? std::string_view() : type, data, mode_);
+    detail::wire_event e = s_->dialect->parse_event(type == "message" ? std::string_view() : type, data, form_);
     if (e.malformed) {
       ++malformed_;
       return true;  // tolerate a stray event (keep-alive payloads, vendor extras)
@@ -321,11 +326,48 @@ class http_call final : public std::enable_shared_from_this<http_call> {
       text_ += e.text;
       receiver_->on_text(e.text);
     }
+    if (form_.agent)
+      for (detail::tool_piece& piece : e.tools) on_tool_piece(piece);
     if (e.done) {
       stream_done_ = true;
       return false;
     }
     return true;
+  }
+
+  /// One piece of a streamed tool call (a request with tools). The first call of the answer tool
+  /// in output_mode::tools is answer text, like content; every other call is one of the reply's
+  /// tool calls, in the order they first appear, reported by on_tool_text (its name with its
+  /// first piece).
+  void on_tool_piece(detail::tool_piece& piece) {
+    content_started_ = true;  // (nothing is retried after it)
+    auto at = std::find_if(stream_calls_.begin(), stream_calls_.end(),
+                           [&](const stream_call& c) { return c.index == piece.index; });
+    const bool first = at == stream_calls_.end();
+    if (first) {
+      const bool answer = form_.mode == output_mode::tools && !answer_seen_ && !form_.answer_tool.empty() &&
+                          piece.name == form_.answer_tool;
+      answer_seen_ = answer_seen_ || answer;
+      stream_calls_.push_back({piece.index, answer, answer ? 0 : tool_calls_.size()});
+      if (!answer) tool_calls_.push_back({std::move(piece.id), piece.name, {}});
+      at = stream_calls_.end() - 1;
+    }
+    if (at->answer) {
+      if (!piece.arguments.empty()) {
+        text_ += piece.arguments;
+        answer_text_ += piece.arguments;
+        receiver_->on_text(piece.arguments);
+      }
+      return;
+    }
+    tool_call& call = tool_calls_[at->ordinal];
+    if (!first) {  // a server that names the call on a later piece
+      if (call.id.empty()) call.id = std::move(piece.id);
+      if (call.name.empty()) call.name = std::move(piece.name);
+    }
+    call.arguments += piece.arguments;
+    if (first || !piece.arguments.empty())
+      receiver_->on_tool_text(at->ordinal, first ? std::string_view(call.name) : std::string_view(), piece.arguments);
   }
 
   void on_exchange_done(exchange& x) {
@@ -396,8 +438,12 @@ class http_call final : public std::enable_shared_from_this<http_call> {
       status = static_cast<int>(r.status);
       if (ok_status) {
         try {
-          chat_response out = s_->dialect->parse_reply(r.body, mode_);
-          if (x.stream && !out.text.empty()) receiver_->on_text(out.text);  // a server that did not stream
+          chat_response out = s_->dialect->parse_reply(r.body, form_);
+          if (x.stream) {  // a server that did not stream: the reply as one piece each
+            if (!out.text.empty()) receiver_->on_text(out.text);
+            for (std::size_t i = 0; i < out.tool_calls.size(); ++i)
+              receiver_->on_tool_text(i, out.tool_calls[i].name, out.tool_calls[i].arguments);
+          }
           return deliver(std::move(out));
         } catch (const engine_error& e) {
           std::string what = where + ": HTTP " + std::to_string(status) + ", but " + s_->safe(e.what());
@@ -447,11 +493,11 @@ class http_call final : public std::enable_shared_from_this<http_call> {
   /// retry nor a remedy attempt. false when there is no next mode.
   bool fall_back(const std::string& where, const std::string& reason) {
     if (mode_index_ + 1 >= s_->modes.size()) return false;
-    const output_mode refused = mode_;
+    const output_mode refused = form_.mode;
     ++mode_index_;
-    mode_ = s_->modes[mode_index_];
+    form_.mode = s_->modes[mode_index_];
     try {
-      body_ = s_->dialect->body_text(*automatic_, mode_, s_->options);
+      body_ = s_->dialect->body_text(*automatic_, form_.mode, s_->options);
     } catch (const std::exception& e) {
       fail(engine_error(where + ": cannot build the request: " + e.what()));
       return true;
@@ -459,7 +505,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     std::size_t seen = mode_index_ - 1;
     if (s_->auto_from.compare_exchange_strong(seen, mode_index_))
       detail::log_warn("{}: the server refused output mode {} ({}); using {} for this endpoint from now on", where,
-                       to_string(refused), reason, to_string(mode_));
+                       to_string(refused), reason, to_string(form_.mode));
     attempt_ = 0;
     reset_stream_state();
     send();
@@ -539,17 +585,24 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     stream_error_.clear();
     model_.clear();
     usage_ = {};
+    stream_calls_.clear();
+    tool_calls_.clear();
+    answer_text_.clear();
+    answer_seen_ = false;
   }
 
   void reply(bool cut_off) {
     chat_response out;
-    out.text = std::move(text_);
+    // With an answer call, the answer is its arguments alone, as in a whole reply (any text the
+    // model wrote before it went out as on_text pieces, and is not the answer).
+    out.text = answer_seen_ ? std::move(answer_text_) : std::move(text_);
+    out.tool_calls = std::move(tool_calls_);
     out.reasoning = std::move(reasoning_);
     out.usage = usage_;
     out.model = std::move(model_);
     out.finish_reason = std::move(finish_reason_);
     out.cut_off = cut_off;
-    out.mode = mode_;
+    out.mode = form_.mode;
     deliver(std::move(out));
   }
 
@@ -585,7 +638,10 @@ class http_call final : public std::enable_shared_from_this<http_call> {
   bool stream_;
   std::shared_ptr<reply_receiver> receiver_;
   std::shared_ptr<rate_limiter> limiter_;
-  output_mode mode_;
+  std::string answer_tool_;  // (form_.answer_tool views it)
+  /// How replies are read: the mode the request goes out in (the next one after a refusal,
+  /// output_mode::automatic), the answer tool's name, whether the request has tools.
+  detail::reply_form form_;
   std::optional<chat_request> automatic_;
   std::size_t mode_index_;
   std::optional<std::stop_callback<std::function<void()>>> on_stop_;
@@ -608,6 +664,17 @@ class http_call final : public std::enable_shared_from_this<http_call> {
   std::string stream_error_;
   std::string model_;
   usage usage_;
+  /// A streamed tool call: the server's index of it, whether it is the answer tool's call, and
+  /// else its place in tool_calls_.
+  struct stream_call {
+    std::size_t index;
+    bool answer;
+    std::size_t ordinal;
+  };
+  std::vector<stream_call> stream_calls_;
+  std::vector<tool_call> tool_calls_;
+  std::string answer_text_;  // the answer call's arguments (text_ has any text before them too)
+  bool answer_seen_ = false;
   std::size_t malformed_ = 0;
 };
 
@@ -1015,15 +1082,18 @@ void http_engine::start(const chat_request& request, std::shared_ptr<reply_recei
   const auto [mode, index] = resolve_mode(*s, request);
   std::string body;
   std::optional<chat_request> automatic;
+  std::string answer_tool;  // how its replies are read (reply_form)
+  const bool agent = request.tools && !request.tools->empty();
   try {
     body = s->dialect->body_text(request, mode, s->options);
     if (request.mode == output_mode::automatic) automatic.emplace(request);
+    if (agent) answer_tool = s->dialect->answer_tool_name(request.schema_name);
   } catch (const std::exception& e) {
     receiver->on_error(engine_error(std::string("http_engine: cannot build the request: ") + e.what()));
     return;
   }
   auto call = std::make_shared<http_call>(s, std::move(body), request.stream, std::move(receiver), request.limiter,
-                                          mode, std::move(automatic), index);
+                                          mode, std::move(automatic), index, std::move(answer_tool), agent);
   call->watch(std::move(stop));
   asio::post(s->loop->strand(), [s, call] {
     const std::uint64_t id = s->next_call++;

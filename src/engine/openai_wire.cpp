@@ -58,6 +58,14 @@ std::optional<std::string> content_text(const json::object& m) {
   return out;
 }
 
+/// A call's function.arguments as text: a string as it is; an object (a server that sends the
+/// arguments as one) as JSON text, its numbers as short as they read back; "" when null or missing.
+std::string arguments_text(const json::value* args) {
+  if (args == nullptr || args->is_null()) return {};
+  if (args->is_string()) return std::string(args->as_string());
+  return detail::wire::json_text(*args);
+}
+
 /// tool_calls[0].function.arguments of a message or delta: the arguments text (a streamed delta
 /// holds the next piece of it). nullopt when there is no tool call.
 std::optional<std::string> tool_arguments(const json::object& m) {
@@ -69,17 +77,65 @@ std::optional<std::string> tool_arguments(const json::object& m) {
     return std::nullopt;  // a later parallel call; only the first is the reply
   const json::value* fn = first->if_contains("function");
   if (fn == nullptr || !fn->is_object()) return std::nullopt;
-  const json::value* args = fn->as_object().if_contains("arguments");
-  if (args == nullptr || args->is_null()) return std::string();
-  if (args->is_string()) return std::string(args->as_string());
-  return detail::wire::json_text(*args);  // a server that sends the arguments as an object (numbers as short as they read back)
+  return arguments_text(fn->as_object().if_contains("arguments"));
+}
+
+/// The tool_calls array of a message or delta, or null.
+const json::array* tool_call_list(const json::object& m) {
+  const json::value* calls = m.if_contains("tool_calls");
+  return calls != nullptr ? calls->if_array() : nullptr;
+}
+
+/// Every function call of a whole message, in order: id, function.name and function.arguments
+/// (entries that are no function call are skipped).
+std::vector<tool_call> message_calls(const json::object& m) {
+  std::vector<tool_call> out;
+  const json::array* calls = tool_call_list(m);
+  if (calls == nullptr) return out;
+  for (const json::value& entry : *calls) {
+    const json::object* c = entry.if_object();
+    const json::object* fn = c != nullptr ? detail::wire::object_under(*c, "function") : nullptr;
+    if (fn == nullptr) continue;
+    out.push_back({string_or_empty(*c, "id"), string_or_empty(*fn, "name"), arguments_text(fn->if_contains("arguments"))});
+  }
+  return out;
+}
+
+/// Every entry of a streamed delta's tool_calls, in order: its "index" (its place in the array
+/// when it has none), and what it carries of id, function.name and function.arguments.
+std::vector<detail::tool_piece> delta_calls(const json::object& delta) {
+  std::vector<detail::tool_piece> out;
+  const json::array* calls = tool_call_list(delta);
+  if (calls == nullptr) return out;
+  out.reserve(calls->size());
+  for (std::size_t i = 0; i < calls->size(); ++i) {
+    const json::object* c = (*calls)[i].if_object();
+    if (c == nullptr) continue;
+    detail::tool_piece piece;
+    piece.index = i;
+    if (const json::value* index = c->if_contains("index")) {
+      if (index->is_uint64()) piece.index = static_cast<std::size_t>(index->get_uint64());
+      else if (index->is_int64() && index->get_int64() >= 0) piece.index = static_cast<std::size_t>(index->get_int64());
+    }
+    piece.id = string_or_empty(*c, "id");
+    if (const json::object* fn = detail::wire::object_under(*c, "function")) {
+      piece.name = string_or_empty(*fn, "name");
+      piece.arguments = arguments_text(fn->if_contains("arguments"));
+    }
+    out.push_back(std::move(piece));
+  }
+  return out;
 }
 
 }  // namespace
 
 namespace detail {
 
-chat_response parse_chat_completion(std::string_view body) {
+namespace {
+
+/// A Chat Completions response body read as parse_reply() reads it in `form` (chat_response::mode
+/// left as it is).
+chat_response read_completion(std::string_view body, const reply_form& form) {
   if (wire::trim(body).empty()) bad_body("the response body is empty");
   boost::system::error_code ec;
   // The document lives only while its fields are copied out: its nodes come from a buffer on the
@@ -104,8 +160,23 @@ chat_response parse_chat_completion(std::string_view body) {
 
   chat_response out;
   std::optional<std::string> text = content_text(m);
-  // A tool call is the reply when there is one and no content beside it (output_mode::tools).
-  if (std::optional<std::string> args = tool_arguments(m); args && (!text || text->empty())) text = std::move(args);
+  if (form.agent) {
+    // The calls apart from the content; in tools mode the first call of the answer tool is the
+    // answer. A reply that only calls tools is whole without content.
+    bool answered = false;
+    for (tool_call& call : message_calls(m)) {
+      if (!answered && form.mode == output_mode::tools && !form.answer_tool.empty() && call.name == form.answer_tool) {
+        text = std::move(call.arguments);
+        answered = true;
+      } else {
+        out.tool_calls.push_back(std::move(call));
+      }
+    }
+    if (!text && !out.tool_calls.empty()) text.emplace();
+  } else if (std::optional<std::string> args = tool_arguments(m); args && (!text || text->empty())) {
+    // A tool call is the reply when there is one and no content beside it (output_mode::tools).
+    text = std::move(args);
+  }
   if (!text) {
     if (const auto* refusal = m.if_contains("refusal"); refusal != nullptr && refusal->is_string())
       bad_body("the model refused: " + one_line(refusal->as_string(), 300));
@@ -118,6 +189,10 @@ chat_response parse_chat_completion(std::string_view body) {
   if (const auto* u = root.if_contains("usage"); u != nullptr && u->is_object()) read_usage(u->as_object()).apply(out.usage);
   return out;
 }
+
+}  // namespace
+
+chat_response parse_chat_completion(std::string_view body) { return read_completion(body, output_mode::json_schema); }
 
 std::string server_error_message(std::string_view body, std::size_t max_chars) {
   boost::system::error_code ec;
@@ -168,6 +243,7 @@ stream_chunk parse_stream_chunk(std::string_view data) {
   if (delta == nullptr || !delta->is_object()) return out;
   if (std::optional<std::string> text = content_text(delta->as_object())) out.content = std::move(*text);
   if (std::optional<std::string> args = tool_arguments(delta->as_object())) out.tool_arguments = std::move(*args);
+  out.tools = delta_calls(delta->as_object());
   out.reasoning = reasoning_text(delta->as_object());
   return out;
 }
@@ -201,6 +277,36 @@ const media_limits& openai_limits() {
 /// A message's "content" as JSON text: its text alone as a string; with media, content parts:
 /// the text, then for each media a text part with its reference ("<image 1>") and the media's part.
 void write_content(std::string& out, const message& m, const http_engine_options& o);
+
+/// A function tool: {"type": "function", "function": {"name", "description", "parameters", "strict": true}}.
+json::object function_tool(std::string_view name, std::string_view description, const json::value& parameters) {
+  json::object fn;
+  fn["name"] = name;
+  fn["description"] = description;
+  fn["parameters"] = parameters;
+  fn["strict"] = true;
+  json::object tool;
+  tool["type"] = "function";
+  tool["function"] = std::move(fn);
+  return tool;
+}
+
+/// The parameters of a tool that has no schema: an object without properties (strict form).
+const json::value& no_parameters() {
+  static const json::value empty =
+      json::parse(R"({"type":"object","properties":{},"required":[],"additionalProperties":false})");
+  return empty;
+}
+
+/// Whether a request has tools (an agent's turn).
+bool has_tools(const chat_request& request) noexcept { return request.tools && !request.tools->empty(); }
+
+/// Whether the request has tools, or a message that carries tool calls or a tool's result.
+bool has_tool_parts(const chat_request& request) noexcept {
+  return has_tools(request) || std::any_of(request.messages.begin(), request.messages.end(), [](const message& m) {
+           return m.role == role::tool || !m.tool_calls.empty();
+         });
+}
 
 // The `json_schema` name of a response format: the request's schema name, else the schema's
 // title, as an API name.
@@ -260,14 +366,29 @@ class openai final : public wire_dialect {
     json::array messages;
     messages.reserve(request.messages.size());
     for (const message& m : request.messages) {
+      // A tool's result names its call; an assistant message with tool calls lists them (its
+      // content null when it has no text).
+      const bool calls = m.role == role::assistant && !m.tool_calls.empty();
       json::object jm;
       jm["role"] = to_string(m.role);
-      if (m.media.empty()) {
-        jm["content"] = m.content;
-      } else {
+      if (m.role == role::tool) jm["tool_call_id"] = m.tool_call_id;
+      if (!m.media.empty()) {
         std::string parts;
         write_content(parts, m, o);
         jm["content"] = json::parse(parts);
+      } else if (calls && m.content.empty()) {
+        jm["content"] = nullptr;
+      } else {
+        jm["content"] = m.content;
+      }
+      if (calls) {
+        json::array list;
+        list.reserve(m.tool_calls.size());
+        for (const tool_call& c : m.tool_calls)
+          list.emplace_back(json::object{{"id", c.id},
+                                         {"type", "function"},
+                                         {"function", json::object{{"name", c.name}, {"arguments", c.arguments}}}});
+        jm["tool_calls"] = std::move(list);
       }
       messages.emplace_back(std::move(jm));
     }
@@ -276,6 +397,14 @@ class openai final : public wire_dialect {
     if (request.max_tokens) body[token_field(o)] = *request.max_tokens;
     if (!o.reasoning_effort.empty()) body["reasoning_effort"] = o.reasoning_effort;
     const bool schema = request.response_schema && request.response_schema->is_object();
+    // The request's tools, then in tools mode the answer function.
+    json::array tools;
+    if (has_tools(request)) {
+      tools.reserve(request.tools->size() + 1);
+      for (const tool_spec& t : *request.tools)
+        tools.emplace_back(function_tool(t.name, t.description, t.parameters ? *t.parameters : no_parameters()));
+    }
+    std::string answer;
     switch (mode) {
       case output_mode::json_schema:
         if (schema && o.structured_outputs) {
@@ -292,29 +421,28 @@ class openai final : public wire_dialect {
       }
       case output_mode::tools:
         if (schema) {
-          const std::string name = wire::api_name(request.schema_name);
-          json::object fn;
-          fn["name"] = name;
-          fn["description"] = tool_description;
-          fn["parameters"] = *request.response_schema;
-          fn["strict"] = true;
-          json::object tool;
-          tool["type"] = "function";
-          tool["function"] = std::move(fn);
-          json::array tools;
-          tools.emplace_back(std::move(tool));
-          body["tools"] = std::move(tools);
-          json::object choice_fn;
-          choice_fn["name"] = name;
-          json::object choice;
-          choice["type"] = "function";
-          choice["function"] = std::move(choice_fn);
-          body["tool_choice"] = std::move(choice);
+          answer = wire::api_name(request.schema_name);
+          tools.emplace_back(function_tool(answer, tool_description, *request.response_schema));
         }
         break;
       case output_mode::prompt:
       case output_mode::automatic:
         break;
+    }
+    if (!tools.empty()) body["tools"] = std::move(tools);
+    if (!answer.empty()) {
+      // With the request's tools the model must call one of them or the answer function, and
+      // chooses which; alone, the answer function is forced.
+      if (has_tools(request)) {
+        body["tool_choice"] = "required";
+      } else {
+        json::object choice_fn;
+        choice_fn["name"] = answer;
+        json::object choice;
+        choice["type"] = "function";
+        choice["function"] = std::move(choice_fn);
+        body["tool_choice"] = std::move(choice);
+      }
     }
     if (request.stream) {
       body["stream"] = true;
@@ -328,13 +456,19 @@ class openai final : public wire_dialect {
   [[nodiscard]] std::string body_text(const chat_request& request, output_mode mode,
                                       const http_engine_options& o) const override;
 
-  [[nodiscard]] chat_response parse_reply(std::string_view body, output_mode mode) const override {
-    chat_response r = parse_chat_completion(body);
-    r.mode = mode;
+  /// The answer function's name: the schema name as an API name.
+  [[nodiscard]] std::string answer_tool_name(std::string_view schema_name) const override {
+    return wire::api_name(schema_name);
+  }
+
+  [[nodiscard]] chat_response parse_reply(std::string_view body, const reply_form& form) const override {
+    chat_response r = read_completion(body, form);
+    r.mode = form.mode;
     return r;
   }
 
-  [[nodiscard]] wire_event parse_event(std::string_view type, std::string_view data, output_mode mode) const override {
+  [[nodiscard]] wire_event parse_event(std::string_view type, std::string_view data,
+                                       const reply_form& form) const override {
     wire_event out;
     if (!type.empty() && type != "message") return out;  // only unnamed events carry chunks
     if (data == "[DONE]") {
@@ -348,10 +482,16 @@ class openai final : public wire_dialect {
     out.finish_reason = std::move(c.finish_reason);
     out.usage = c.usage;
     out.reasoning = std::move(c.reasoning);
+    if (form.agent) {  // the content, and every call's pieces apart
+      out.text = std::move(c.content);
+      out.tools = std::move(c.tools);
+      return out;
+    }
     // In tools mode the reply is the forced call's arguments; otherwise the content (a server that
     // answers with a tool call anyway still gets read).
-    out.text = mode == output_mode::tools ? (c.tool_arguments.empty() ? std::move(c.content) : std::move(c.tool_arguments))
-                                          : (c.content.empty() ? std::move(c.tool_arguments) : std::move(c.content));
+    out.text = form.mode == output_mode::tools
+                   ? (c.tool_arguments.empty() ? std::move(c.content) : std::move(c.tool_arguments))
+                   : (c.content.empty() ? std::move(c.tool_arguments) : std::move(c.content));
     return out;
   }
 };
@@ -440,8 +580,10 @@ void write_content(std::string& out, const message& m, const http_engine_options
 
 std::string openai::body_text(const chat_request& request, output_mode mode, const http_engine_options& o) const {
   // Extra fields, or a token-limit field that could also be one of the body's own keys, change
-  // where the body's fields go: built as a document then.
-  if (!o.extra_body.empty() || (o.max_tokens_field != "max_tokens" && o.max_tokens_field != "max_completion_tokens"))
+  // where the body's fields go: built as a document then; so is a body with tools, tool calls or
+  // tools' results.
+  if (!o.extra_body.empty() || (o.max_tokens_field != "max_tokens" && o.max_tokens_field != "max_completion_tokens") ||
+      has_tool_parts(request))
     return wire_dialect::body_text(request, mode, o);
   const json::value* schema =
       request.response_schema && request.response_schema->is_object() ? request.response_schema.get() : nullptr;

@@ -38,9 +38,39 @@ struct usage_report {
   }
 };
 
+/// How a reply is read: the output mode it was asked in and, for a request with tools
+/// (chat_request::tools not empty: an agent's turn), the name the dialect gives the answer tool
+/// in output_mode::tools (wire_dialect::answer_tool_name).
+///
+/// Without `agent` a reply is read as it always was: its text is the content, or in `tools` mode
+/// the first tool call's arguments. With `agent` the calls are kept apart: a whole reply's
+/// tool_calls hold every call in order except, in `tools` mode, the first call of the answer
+/// tool, whose arguments are its text (else its text is the content alone); a streamed event's
+/// `text` is content only and every call's pieces are in its `tools`.
+struct reply_form {
+  output_mode mode;
+  std::string_view answer_tool{};
+  bool agent = false;
+  reply_form(output_mode m) : mode(m) {}  // NOLINT(google-explicit-constructor): a mode is a form
+};
+
+/// One piece of a tool call in a streamed event: the call's place in the reply (`index`, as the
+/// server numbers it), its id and name (on the piece that starts it, else ""), and the next piece
+/// of its arguments.
+struct tool_piece {
+  std::size_t index = 0;
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
 /// What one streamed event said.
 struct wire_event {
-  std::string text;                           ///< the next piece of the reply (content or tool arguments)
+  /// The next piece of the reply: the content, or without an agent in `tools` mode the answer
+  /// tool's arguments; with an agent (reply_form::agent) the content only.
+  std::string text;
+  /// With an agent: the pieces of tool calls the event carries, in order (the answer tool's too).
+  std::vector<tool_piece> tools;
   std::string reasoning;                      ///< the next piece of the reasoning (chat_response::reasoning)
   std::optional<std::string> finish_reason;   ///< as the chat_response carries it ("stop", "length", ...)
   usage_report usage;                         ///< the token counts the event reports
@@ -75,18 +105,23 @@ class COVENANT_API wire_dialect {
   /// The mode a request asking for `asked` (never automatic) is sent in.
   [[nodiscard]] virtual output_mode nearest(output_mode asked) const noexcept = 0;
   /// The request body for `request` in `mode` (one of modes()), streamed when request.stream.
-  /// options().extra_body fields come first; the request's fields win.
+  /// options().extra_body fields come first; the request's fields win. A request with tools lists
+  /// them (in tools mode before the answer tool, the model free to choose among them), and its
+  /// messages carry their tool calls and the tools' results.
   [[nodiscard]] virtual boost::json::object body(const chat_request& request, output_mode mode,
                                                  const http_engine_options& o) const = 0;
   /// body() as JSON text, exactly as boost::json::serialize writes it. A dialect may write it
   /// directly, without building the document first (the default builds and serializes it).
   [[nodiscard]] virtual std::string body_text(const chat_request& request, output_mode mode,
                                               const http_engine_options& o) const;
-  /// A 2xx response body read as a reply. Throws engine_error (status 200, not retryable) naming
-  /// what is missing when it is not one.
-  [[nodiscard]] virtual chat_response parse_reply(std::string_view body, output_mode mode) const = 0;
+  /// The name the answer tool goes out with in output_mode::tools for a request's schema name.
+  [[nodiscard]] virtual std::string answer_tool_name(std::string_view schema_name) const = 0;
+  /// A 2xx response body read as a reply (reply_form). Throws engine_error (status 200, not
+  /// retryable) naming what is missing when it is not one.
+  [[nodiscard]] virtual chat_response parse_reply(std::string_view body, const reply_form& form) const = 0;
   /// One Server-Sent Event (its type, "" when it had no `event:` line, and its data).
-  [[nodiscard]] virtual wire_event parse_event(std::string_view type, std::string_view data, output_mode mode) const = 0;
+  [[nodiscard]] virtual wire_event parse_event(std::string_view type, std::string_view data,
+                                               const reply_form& form) const = 0;
 };
 
 /// OpenAI Chat Completions (and the many servers that copy it).
@@ -115,6 +150,7 @@ std::string server_error_message(std::string_view body, std::size_t max_chars = 
 struct stream_chunk {
   std::string content;                       ///< choices[0].delta.content ("" when none)
   std::string tool_arguments;                ///< choices[0].delta.tool_calls[0].function.arguments ("" when none)
+  std::vector<tool_piece> tools;             ///< every entry of choices[0].delta.tool_calls, in order
   std::string reasoning;                     ///< choices[0].delta.reasoning_content (or .reasoning; "" when none)
   std::optional<std::string> finish_reason;  ///< choices[0].finish_reason when not null
   usage_report usage;                        ///< the counts of its usage, when it has one
