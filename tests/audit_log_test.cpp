@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -42,6 +43,30 @@ struct QA {
   static constexpr std::string_view prompt = "Answer.";
   void post(const Answer& a) const {
     if (a.answer == "?") throw covenant::violation("answer", "must not be a question mark, sk-secret-123456");
+  }
+  Answer forward(const Question&, const covenant::outcome<Answer>& o) const { return o.result.value_or(Answer{}); }
+};
+
+struct LookupArgs {
+  std::string topic;
+};
+struct Found {
+  std::string text;
+};
+struct Lookup {
+  static constexpr std::string_view name = "lookup";
+  static constexpr std::string_view description = "Looks a topic up.";
+  void pre(const LookupArgs& a) const {
+    if (a.topic.empty()) throw covenant::violation("topic", "must name a topic");
+  }
+  Found act(const LookupArgs& a) const { return {"about " + a.topic}; }
+};
+
+struct Researcher {
+  static constexpr std::string_view prompt = "Answer from what the lookups find.";
+  covenant::toolset<Lookup> tools;
+  void post(const Answer& a) const {
+    if (a.answer == "?") throw covenant::violation("answer", "must not be a question mark");
   }
   Answer forward(const Question&, const covenant::outcome<Answer>& o) const { return o.result.value_or(Answer{}); }
 };
@@ -194,6 +219,147 @@ TEST_F(AuditLog, TheRawReplyOnlyWhenAskedAndNeverAKeyFromTheEnvironment) {
   const auto lines = lines_of(audit->current_file());
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].at("reply").as_string(), R"({"answer": "my key is [redacted]", "confidence": 0.9})");
+}
+
+TEST_F(AuditLog, AnAgentsAttemptLinesCarryTheStepsThatLedToThem) {
+  auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{
+      .directory = dir_, .include_reply = true, .redact = {"sk-secret-123456"}});
+  // Step 1 (three calls: one runs, one pre refuses, one cannot be read), a rejected answer;
+  // step 2, whose arguments hold a secret, and the accepted answer.
+  scripted_engine model([](const covenant::chat_request&, std::size_t i) {
+    covenant::chat_response r;
+    switch (i) {
+      case 0:
+        r.text = "Let me look.";
+        r.tool_calls = {{"c1", "lookup", R"({"topic": "Paris"})"}, {"c2", "lookup", R"({"topic": ""})"},
+                        {"c3", "lookup", R"({"town": 3})"}};
+        r.usage = {100, 10};
+        break;
+      case 1: r.text = R"({"answer": "?", "confidence": 0.5})"; r.usage = {120, 12}; break;
+      case 2:
+        r.tool_calls = {{"c4", "lookup", R"({"topic": "sk-secret-123456"})"}};
+        r.usage = {130, 5};
+        break;
+      default: r.text = R"({"answer": "Paris", "confidence": 0.9})"; r.usage = {150, 15};
+    }
+    return r;
+  });
+  covenant::contract_options o = instant({.tries = 2});
+  o.observers.push_back(audit);
+  covenant::contract<Researcher> research{model, o};
+  covenant::call_options call;
+  call.query_id = "agent-1";
+  const auto r = research.run(Question{"q"}, call);
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  ASSERT_EQ(r.outcome.steps.size(), 2u);
+  audit->flush();
+  const auto lines = lines_of(audit->current_file());
+  ASSERT_EQ(lines.size(), 2u);
+
+  // The attempt lines keep their fields; each has the steps made before it in its attempt.
+  const auto& first = lines[0].as_object();
+  EXPECT_EQ(first.at("query_id").as_string(), "agent-1");
+  EXPECT_EQ(first.at("attempt").as_int64(), 1);
+  EXPECT_EQ(first.at("result").as_string(), "rejected");
+  EXPECT_EQ(first.at("usage"), boost::json::parse(R"({"input_tokens":120,"output_tokens":12})"));  // the answer's own
+  EXPECT_EQ(first.at("issues").as_array().at(0).at("code").as_string(), "postcondition_violation");
+  EXPECT_EQ(first.at("finish_reason").as_string(), "");
+  const auto& steps1 = first.at("steps").as_array();
+  ASSERT_EQ(steps1.size(), 1u);
+  const auto& s1 = steps1[0].as_object();
+  EXPECT_EQ(s1.at("step").as_int64(), 1);
+  EXPECT_EQ(s1.at("usage"), boost::json::parse(R"({"input_tokens":100,"output_tokens":10})"));
+  EXPECT_TRUE(s1.at("latency_ms").is_double());
+  EXPECT_EQ(s1.at("reply").as_string(), "Let me look.");
+  const auto& tools = s1.at("tools").as_array();
+  ASSERT_EQ(tools.size(), 3u);
+  EXPECT_EQ(tools[0].at("id").as_string(), "c1");
+  EXPECT_EQ(tools[0].at("name").as_string(), "lookup");
+  EXPECT_EQ(tools[0].at("status").as_string(), "ok");
+  EXPECT_TRUE(tools[0].at("elapsed_ms").is_double());
+  EXPECT_EQ(tools[0].at("arguments"), boost::json::parse(R"({"topic":"Paris"})"));  // as read: a JSON value
+  EXPECT_FALSE(tools[0].as_object().contains("raw_arguments"));
+  EXPECT_TRUE(tools[0].at("issues").as_array().empty());
+  EXPECT_EQ(tools[1].at("status").as_string(), "pre");
+  EXPECT_EQ(tools[1].at("arguments"), boost::json::parse(R"({"topic":""})"));
+  ASSERT_EQ(tools[1].at("issues").as_array().size(), 1u);
+  EXPECT_EQ(tools[1].at("issues").as_array()[0].at("path").as_string(), "topic");
+  EXPECT_EQ(tools[1].at("issues").as_array()[0].at("message").as_string(), "must name a topic");
+  EXPECT_EQ(tools[2].at("status").as_string(), "arguments");
+  EXPECT_FALSE(tools[2].as_object().contains("arguments"));
+  EXPECT_EQ(tools[2].at("raw_arguments").as_string(), R"({"town": 3})");  // unread: the model's text
+  EXPECT_FALSE(tools[2].at("issues").as_array().empty());
+
+  const auto& second = lines[1].as_object();
+  EXPECT_EQ(second.at("attempt").as_int64(), 2);
+  EXPECT_EQ(second.at("result").as_string(), "accepted");
+  const auto& steps2 = second.at("steps").as_array();
+  ASSERT_EQ(steps2.size(), 1u);
+  EXPECT_EQ(steps2[0].at("step").as_int64(), 2);
+  EXPECT_FALSE(steps2[0].as_object().contains("reply"));  // the step wrote no text
+  EXPECT_EQ(steps2[0].at("tools").as_array()[0].at("arguments"), boost::json::parse(R"({"topic":"[redacted]"})"));
+
+  // The same line from line(e), the event carrying the steps.
+  const covenant::call_info info{"Researcher", "agent-1", ""};
+  const covenant::attempt_event e{info, r.outcome.attempts[1], covenant::verdict::accepted, 1,
+                                  std::span(r.outcome.steps).subspan(1)};
+  const boost::json::value built = boost::json::parse(audit->line(e));
+  EXPECT_EQ(built.at("steps"), second.at("steps"));
+  const covenant::attempt_event bare{info, r.outcome.attempts[1], covenant::verdict::accepted, 1};
+  EXPECT_FALSE(boost::json::parse(audit->line(bare)).as_object().contains("steps"));
+}
+
+TEST_F(AuditLog, AnAgentThatAnswersWithoutToolsWritesItsLineAtOnceWithoutSteps) {
+  auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir_, .flush_interval = {}});
+  scripted_engine model{step(R"({"answer": "Paris", "confidence": 0.9})")};
+  covenant::contract_options o = instant();
+  o.observers.push_back(audit);
+  covenant::contract<Researcher> research{model, o};
+  ASSERT_TRUE(research.run(Question{"q"}).outcome.success);
+  const auto lines = lines_of(audit->current_file());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_FALSE(lines[0].as_object().contains("steps"));
+}
+
+TEST_F(AuditLog, ACallItsToolLoopEndedHasALineForItsLastSteps) {
+  auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir_});
+  scripted_engine model([](const covenant::chat_request&, std::size_t) {
+    covenant::chat_response r;
+    r.tool_calls = {{"", "lookup", R"({"topic": "again"})"}};
+    r.usage = {50, 5};
+    return r;
+  });
+  covenant::contract_options o = instant();
+  o.agent.max_steps = 1;
+  o.observers.push_back(audit);
+  covenant::contract<Researcher> research{model, o};
+  covenant::call_options call;
+  call.query_id = "loop-1";
+  const auto r = research.run(Question{"q"}, call);
+  ASSERT_EQ(r.outcome.failed_stage, covenant::stage::tool);
+  audit->flush();
+  const auto lines = lines_of(audit->current_file());
+  ASSERT_EQ(lines.size(), 1u);
+  const auto& line = lines[0].as_object();
+  // The attempt that was to answer, failed with the call's issues; every field of an attempt line.
+  for (const char* field : {"ts", "query_id", "contract", "kind", "attempt", "result", "retry_count", "schema_version",
+                            "issues", "notes", "usage", "latency_ms", "queue_ms", "finish_reason"})
+    EXPECT_TRUE(line.contains(field)) << field;
+  EXPECT_EQ(line.at("query_id").as_string(), "loop-1");
+  EXPECT_EQ(line.at("kind").as_string(), "output");
+  EXPECT_EQ(line.at("attempt").as_int64(), 1);
+  EXPECT_EQ(line.at("result").as_string(), "failed");
+  EXPECT_EQ(line.at("retry_count").as_int64(), 0);
+  EXPECT_EQ(line.at("reason").as_string(), "max_steps");
+  EXPECT_EQ(line.at("issues").as_array().at(0).at("code").as_string(), "limit_reached");
+  EXPECT_EQ(line.at("usage"), boost::json::parse(R"({"input_tokens":0,"output_tokens":0})"));
+  const auto& steps = line.at("steps").as_array();
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].at("tools").as_array()[0].at("status").as_string(), "ok");
+  EXPECT_EQ(steps[0].at("tools").as_array()[0].at("id").as_string(), "call_1_1");
+  EXPECT_EQ(steps[1].at("step").as_int64(), 2);
+  EXPECT_EQ(steps[1].at("usage").at("input_tokens").as_int64(), 50);
+  EXPECT_EQ(steps[1].at("tools").as_array()[0].at("status").as_string(), "refused");
 }
 
 TEST_F(AuditLog, FilesOlderThanTheRetentionAreDeletedWhenItOpens) {

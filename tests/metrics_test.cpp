@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -36,6 +37,27 @@ struct QA {
   void post(const Answer& a) const {
     if (a.answer == "?") throw covenant::violation("answer", "must not be a question mark");
   }
+  Answer forward(const Question&, const covenant::outcome<Answer>& o) const { return o.result.value_or(Answer{}); }
+};
+
+struct LookupArgs {
+  std::string topic;
+};
+struct Found {
+  std::string text;
+};
+struct Lookup {
+  static constexpr std::string_view name = "lookup";
+  static constexpr std::string_view description = "Looks a topic up.";
+  void pre(const LookupArgs& a) const {
+    if (a.topic.empty()) throw covenant::violation("topic", "must name a topic");
+  }
+  Found act(const LookupArgs& a) const { return {"about " + a.topic}; }
+};
+
+struct Researcher {
+  static constexpr std::string_view prompt = "Answer from what the lookups find.";
+  covenant::toolset<Lookup> tools;
   Answer forward(const Question&, const covenant::outcome<Answer>& o) const { return o.result.value_or(Answer{}); }
 };
 
@@ -169,6 +191,85 @@ TEST(Metrics, QueueTimeHasItsOwnHistogramApartFromModelCallLatency) {
   EXPECT_LT(sample(text, R"(covenant_model_call_duration_seconds_sum{contract="QA"})"), 1.0);
 }
 
+// An agent's replies: step 1 looks up "Paris", an empty topic (pre refuses it) and calls a tool
+// that does not exist; step 2 looks up "France"; then the answer.
+scripted_engine research_script() {
+  return scripted_engine([](const covenant::chat_request&, std::size_t i) {
+    covenant::chat_response r;
+    if (i == 0) {
+      r.tool_calls = {{"c1", "lookup", R"({"topic": "Paris"})"}, {"c2", "lookup", R"({"topic": ""})"},
+                      {"c3", "search", R"({"q": "Paris"})"}};
+      r.usage = {100, 10};
+    } else if (i == 1) {
+      r.tool_calls = {{"c4", "lookup", R"({"topic": "France"})"}};
+      r.usage = {150, 5};
+    } else {
+      r.text = R"({"answer": "Paris", "confidence": 0.9, "sources": []})";
+      r.usage = {200, 20};
+    }
+    return r;
+  });
+}
+
+TEST(Metrics, ToolCallsAreCountedByToolAndResultWithTheirDuration) {
+  auto m = std::make_shared<covenant::metrics>();
+  scripted_engine model = research_script();
+  covenant::contract<Researcher> research{model, observed(m)};
+  const auto r = research.run(Question{"capital?"});
+  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+  ASSERT_EQ(r.outcome.steps.size(), 2u);
+  const std::string text = m->render();
+  EXPECT_THAT(text, HasSubstr("# TYPE covenant_tool_calls_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE covenant_tool_duration_seconds histogram\n"));
+  EXPECT_EQ(sample(text, R"(covenant_tool_calls_total{contract="Researcher",tool="lookup",result="ok"})"), 2);
+  EXPECT_EQ(sample(text, R"(covenant_tool_calls_total{contract="Researcher",tool="lookup",result="pre"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_tool_calls_total{contract="Researcher",tool="search",result="unknown_tool"})"), 1);
+  // Durations of the calls that ran (a refused pre ran too); an unknown tool never runs.
+  EXPECT_EQ(sample(text, R"(covenant_tool_duration_seconds_count{contract="Researcher",tool="lookup"})"), 3);
+  EXPECT_EQ(sample(text, R"(covenant_tool_duration_seconds_bucket{contract="Researcher",tool="lookup",le="+Inf"})"), 3);
+  EXPECT_GE(sample(text, R"(covenant_tool_duration_seconds_sum{contract="Researcher",tool="lookup"})"), 0);
+  EXPECT_THAT(text, HasSubstr(R"(covenant_tool_duration_seconds_bucket{contract="Researcher",tool="lookup",le="0.001"})"));
+  EXPECT_EQ(sample(text, R"(covenant_tool_duration_seconds_count{contract="Researcher",tool="search"})"), -1);
+  // The steps are model calls with tokens: counted beside the answer's.
+  EXPECT_EQ(sample(text, R"(covenant_input_tokens_total{contract="Researcher"})"), 450);
+  EXPECT_EQ(sample(text, R"(covenant_output_tokens_total{contract="Researcher"})"), 35);
+  EXPECT_EQ(sample(text, R"(covenant_model_calls_total{contract="Researcher"})"), 1);  // attempts
+}
+
+TEST(Metrics, ToolCallsAreFedFromTheToolEndEvent) {
+  auto m = std::make_shared<covenant::metrics>();
+  const covenant::call_info info{"C", "id", ""};
+  covenant::tool_run run;
+  run.call = {"c1", "fetch", "{}"};
+  run.status = covenant::tool_status::timeout;
+  run.elapsed = std::chrono::milliseconds(1500);
+  m->on_tool_end(covenant::tool_end_event{info, 1, run});
+  run.status = covenant::tool_status::refused;
+  run.elapsed = {};
+  m->on_tool_end(covenant::tool_end_event{info, 2, run});
+  const std::string text = m->render();
+  EXPECT_EQ(sample(text, R"(covenant_tool_calls_total{contract="C",tool="fetch",result="timeout"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_tool_calls_total{contract="C",tool="fetch",result="refused"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_tool_duration_seconds_count{contract="C",tool="fetch"})"), 1);  // refused: not run
+  EXPECT_EQ(sample(text, R"(covenant_tool_duration_seconds_sum{contract="C",tool="fetch"})"), 1.5);
+  EXPECT_EQ(sample(text, R"(covenant_tool_duration_seconds_bucket{contract="C",tool="fetch",le="1"})"), 0);
+  EXPECT_EQ(sample(text, R"(covenant_tool_duration_seconds_bucket{contract="C",tool="fetch",le="2.5"})"), 1);
+}
+
+TEST(Metrics, ToolNamesAreBoundedLabelValues) {
+  auto m = std::make_shared<covenant::metrics>(covenant::metrics_options{.max_label_values = 2});
+  const covenant::call_info info{"C", "id", ""};
+  for (const char* name : {"a", "b", "made_up_1", "made_up_2"}) {
+    covenant::tool_run run;
+    run.call = {"c", name, "{}"};
+    run.status = covenant::tool_status::unknown_tool;
+    m->on_tool_end(covenant::tool_end_event{info, 1, run});
+  }
+  const std::string text = m->render();
+  EXPECT_EQ(sample(text, R"(covenant_tool_calls_total{contract="C",tool="a",result="unknown_tool"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_tool_calls_total{contract="C",tool="other",result="unknown_tool"})"), 2);
+}
+
 TEST(Metrics, FieldPathsDropListIndices) {
   EXPECT_EQ(covenant::metric_path(covenant::path::parse("sources[17].url")), "sources[].url");
   EXPECT_EQ(covenant::metric_path(covenant::path::parse("a.b[2][3].c")), "a.b[][].c");
@@ -200,8 +301,24 @@ TEST(Metrics, TheRenderedTextPassesPromtool) {
                         R"({"answer": "Paris \"the\" city", "confidence": 2, "sources": []})"};
   covenant::contract<QA> qa{model, observed(m)};
   (void)qa.run(Question{"q"});
+  // An agent: its tool series, and a call its loop ended (covenant_call_failures_total{stage="tool"}).
+  scripted_engine agent = research_script();
+  covenant::contract<Researcher> research{agent, observed(m)};
+  ASSERT_TRUE(research.run(Question{"q"}).outcome.success);
+  scripted_engine looping([](const covenant::chat_request&, std::size_t) {
+    covenant::chat_response r;
+    r.tool_calls = {{"", "lookup", R"({"topic": "again"})"}};
+    return r;
+  });
+  covenant::contract_options limited = observed(m);
+  limited.agent.max_steps = 1;
+  covenant::contract<Researcher> research2{looping, limited};
+  ASSERT_EQ(research2.run(Question{"q"}).outcome.failed_stage, covenant::stage::tool);
+  const std::string text = m->render();
+  EXPECT_EQ(sample(text, R"(covenant_call_failures_total{contract="Researcher",stage="tool"})"), 1);
+  EXPECT_EQ(sample(text, R"(covenant_tool_calls_total{contract="Researcher",tool="lookup",result="ok"})"), 3);
   const auto file = std::filesystem::temp_directory_path() / ("covenant_metrics_" + std::to_string(::getpid()) + ".txt");
-  std::ofstream(file) << m->render();
+  std::ofstream(file) << text;
   const std::string cmd = "promtool check metrics < '" + file.string() + "' 2>&1";
   std::string output;
   FILE* p = popen(cmd.c_str(), "r");

@@ -233,7 +233,7 @@ class validation_observer final : public covenant::observer {
   void on_attempt(const covenant::attempt_event& e) override {
     covenant::attempt a = e.a;
     a.number += 1;
-    inner_->on_attempt(covenant::attempt_event{e.call, a, e.verdict, e.retries + 1});
+    inner_->on_attempt(covenant::attempt_event{e.call, a, e.verdict, e.retries + 1, e.steps});
   }
   void on_action(const covenant::action_event& e) override {
     inner_->on_action(covenant::action_event{e.call, e.attempt + 1, e.action, e.note, e.issue});

@@ -100,9 +100,10 @@ std::size_t remedy_phase::runs_of(std::string_view tool) const {
 }
 
 remedy_phase::next remedy_phase::begin_step(chat_response&& reply) {
-  --k_;  // a step is no answer attempt: the next request is the same attempt again
   agent_step s;
   s.number = static_cast<int>(oc_->steps.size()) + 1;
+  s.attempt = k_ + 1;
+  --k_;  // a step is no answer attempt: the next request is the same attempt again
   s.text = std::move(reply.text);
   s.usage = reply.usage;
   s.model = std::move(reply.model);

@@ -233,7 +233,12 @@ void remedy_phase::attempt_judged(verdict v) {
   if (core_->options.observers.empty() || oc_->attempts.empty()) return;
   const call_info info = this->info();
   const attempt& a = oc_->attempts.back();
-  notify(*core_, [&](observer& o) { o.on_attempt(attempt_event{info, a, v, a.number - 1}); });
+  // The agent steps that led to this attempt: the last ones of the call, numbered for it.
+  std::size_t from = oc_->steps.size();
+  if (a.kind == attempt_kind::output)
+    while (from > 0 && oc_->steps[from - 1].attempt == a.number) --from;
+  const std::span<const agent_step> steps(oc_->steps.data() + from, oc_->steps.size() - from);
+  notify(*core_, [&](observer& o) { o.on_attempt(attempt_event{info, a, v, a.number - 1, steps}); });
 }
 
 void remedy_phase::actions_taken(const attempt& a, fail_action decided) {

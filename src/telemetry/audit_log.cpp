@@ -2,11 +2,15 @@
 // file sink, with retention in days.
 #include "covenant/telemetry/audit_log.hpp"
 
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
 #include <spdlog/formatter.h>
 #include <spdlog/logger.h>
 #include <spdlog/sinks/daily_file_sink.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
@@ -16,11 +20,14 @@
 #include <ctime>
 #include <fstream>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "covenant/types/encode.hpp"
 #include "line_journal.hpp"
@@ -30,6 +37,8 @@ namespace covenant {
 
 
 namespace {
+
+class line_buffer;
 
 constexpr std::string_view file_prefix = "audit_";
 constexpr std::string_view file_suffix = ".jsonl";
@@ -264,8 +273,20 @@ struct audit_log::impl {
     return removed;
   }
 
-  // The line for `e` at time `now`, written in `storage` (a buffer that is reused).
-  std::string_view write_line(const attempt_event& e, std::string& storage, std::chrono::system_clock::time_point now) const;
+  // The line for `e` at time `now`, written in `storage` (a buffer that is reused); with `open`,
+  // without its closing brace (the steps are added before it).
+  std::string_view write_line(const attempt_event& e, std::string& storage, std::chrono::system_clock::time_point now,
+                              bool open = false) const;
+  // The parts of a line: issues (`[...]`), token usage (`{...}`), `,"steps":[...]`.
+  void append_issues(line_buffer& out, const issue_list& issues) const;
+  static void append_usage(line_buffer& out, const usage& u);
+  void append_steps(line_buffer& out, std::span<const agent_step> steps) const;
+  // A tool call's arguments as read, as JSON, with every redaction applied to its strings.
+  [[nodiscard]] std::string redacted_json(const std::string& json) const;
+  // The line of an agent call that ended in its tool loop: the attempt that was to answer, failed,
+  // with the call's issues and the steps no attempt line carries.
+  std::string loop_end_line(const finished_event& e, std::span<const agent_step> steps,
+                            std::chrono::system_clock::time_point now) const;
 
   // `s` with every redaction replaced.
   [[nodiscard]] std::string redacted(std::string_view s) const {
@@ -380,6 +401,11 @@ class line_buffer {
     if (s_->size() < 512) s_->resize(512);
     p_ = s_->data();
   }
+  /// Goes on after the first `used` bytes of `storage` (what a buffer on it wrote).
+  line_buffer(std::string& storage, std::size_t used) : line_buffer(storage) {
+    room(used);
+    p_ = s_->data() + used;
+  }
   [[nodiscard]] std::string_view view() const noexcept { return {s_->data(), static_cast<std::size_t>(p_ - s_->data())}; }
 
   void lit(std::string_view v) {
@@ -450,32 +476,18 @@ class line_buffer {
 
 std::string audit_log::line(const attempt_event& e) const {
   std::string storage;
-  return std::string(impl_->write_line(e, storage, std::chrono::system_clock::now()));
+  const std::string_view open = impl_->write_line(e, storage, std::chrono::system_clock::now(), true);
+  line_buffer out(storage, open.size());
+  if (!e.steps.empty()) impl_->append_steps(out, e.steps);
+  out.ch('}');
+  return std::string(out.view());
 }
 
-std::string_view audit_log::impl::write_line(const attempt_event& e, std::string& storage,
-                                            std::chrono::system_clock::time_point now) const {
+void audit_log::impl::append_issues(line_buffer& out, const issue_list& issues) const {
   using namespace std::string_view_literals;
-  const attempt& a = e.a;
-  line_buffer out(storage);
-  out.lit("{\"ts\":\""sv);
-  out.iso8601_utc(now);
-  out.lit("\",\"query_id\":"sv);
-  out.json(e.call.query_id);
-  out.lit(",\"contract\":"sv);
-  out.json(e.call.contract);
-  out.lit(a.kind == attempt_kind::input_repair ? ",\"kind\":\"input_repair\",\"attempt\":"sv
-                                               : ",\"kind\":\"output\",\"attempt\":"sv);
-  out.number(a.number);
-  out.lit(",\"result\":\""sv);
-  out.lit(to_string(e.verdict));
-  out.lit("\",\"retry_count\":"sv);
-  out.number(e.retries);
-  out.lit(",\"schema_version\":"sv);
-  out.json(e.call.schema_version);
-  out.lit(",\"issues\":["sv);
-  for (std::size_t i = 0; i < a.issues.size(); ++i) {
-    const issue& x = a.issues[i];
+  out.ch('[');
+  for (std::size_t i = 0; i < issues.size(); ++i) {
+    const issue& x = issues[i];
     if (i) out.ch(',');
     out.lit("{\"path\":"sv);
     out.json(x.path.to_string());
@@ -494,7 +506,145 @@ std::string_view audit_log::impl::write_line(const attempt_event& e, std::string
     }
     out.ch('}');
   }
-  out.lit("],\"notes\":{"sv);
+  out.ch(']');
+}
+
+void audit_log::impl::append_usage(line_buffer& out, const usage& u) {
+  using namespace std::string_view_literals;
+  out.lit("{\"input_tokens\":"sv);
+  out.number(u.input_tokens);
+  out.lit(",\"output_tokens\":"sv);
+  out.number(u.output_tokens);
+  // the parts providers price apart, when the server reported any
+  if (u.cached_input_tokens != 0) {
+    out.lit(",\"cached_input_tokens\":"sv);
+    out.number(u.cached_input_tokens);
+  }
+  if (u.cache_write_tokens != 0) {
+    out.lit(",\"cache_write_tokens\":"sv);
+    out.number(u.cache_write_tokens);
+  }
+  if (u.reasoning_tokens != 0) {
+    out.lit(",\"reasoning_tokens\":"sv);
+    out.number(u.reasoning_tokens);
+  }
+  out.ch('}');
+}
+
+namespace {
+
+// Every string of `v` (keys too) with `redact` applied.
+template <class Redact>
+void redact_strings(boost::json::value& v, const Redact& redact) {
+  if (v.is_string()) {
+    const boost::json::string& s = v.get_string();
+    const std::string text = redact(std::string_view(s.data(), s.size()));
+    v.emplace_string().assign(text);
+  } else if (v.is_array()) {
+    for (boost::json::value& x : v.get_array()) redact_strings(x, redact);
+  } else if (v.is_object()) {
+    boost::json::object& o = v.get_object();
+    boost::json::object copy(o.storage());
+    copy.reserve(o.size());
+    for (auto& [key, x] : o) {
+      redact_strings(x, redact);
+      const std::string name = redact(std::string_view(key.data(), key.size()));
+      copy.insert_or_assign(name, std::move(x));
+    }
+    o = std::move(copy);
+  }
+}
+
+}  // namespace
+
+std::string audit_log::impl::redacted_json(const std::string& json) const {
+  if (redactions.empty()) return json;
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(json, ec);
+  if (ec) return {};
+  redact_strings(v, [this](std::string_view text) { return redacted(text); });
+  return boost::json::serialize(v);
+}
+
+void audit_log::impl::append_steps(line_buffer& out, std::span<const agent_step> steps) const {
+  using namespace std::string_view_literals;
+  out.lit(",\"steps\":["sv);
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const agent_step& s = steps[k];
+    if (k) out.ch(',');
+    out.lit("{\"step\":"sv);
+    out.number(s.number);
+    out.lit(",\"usage\":"sv);
+    append_usage(out, s.usage);
+    if (!s.model.empty()) {
+      out.lit(",\"model\":"sv);
+      out.json(s.model);
+    }
+    if (s.cost_usd) {
+      out.lit(",\"cost_usd\":"sv);
+      out.number(*s.cost_usd);
+    }
+    out.lit(",\"latency_ms\":"sv);
+    out.millis(std::chrono::duration<double, std::milli>(s.latency).count());
+    out.lit(",\"queue_ms\":"sv);
+    out.millis(std::chrono::duration<double, std::milli>(s.queued).count());
+    out.lit(",\"tools\":["sv);
+    for (std::size_t i = 0; i < s.tools.size(); ++i) {
+      const tool_run& r = s.tools[i];
+      if (i) out.ch(',');
+      out.lit("{\"id\":"sv);
+      out.json(r.call.id);
+      out.lit(",\"name\":"sv);
+      out.json(r.call.name);
+      out.lit(",\"status\":\""sv);
+      out.lit(to_string(r.status));
+      out.lit("\",\"elapsed_ms\":"sv);
+      out.millis(std::chrono::duration<double, std::milli>(r.elapsed).count());
+      const std::string args = r.arguments.empty() ? std::string() : redacted_json(r.arguments);
+      if (!args.empty()) {  // as read: a JSON value
+        out.lit(",\"arguments\":"sv);
+        out.lit(args);
+      } else {  // as the model wrote them: a string
+        out.lit(",\"raw_arguments\":"sv);
+        out.json(redacted(r.call.arguments));
+      }
+      out.lit(",\"issues\":"sv);
+      append_issues(out, r.issues);
+      out.ch('}');
+    }
+    out.ch(']');
+    if (options.include_reply && !s.text.empty()) {
+      out.lit(",\"reply\":"sv);
+      out.json(redacted(s.text));
+    }
+    out.ch('}');
+  }
+  out.ch(']');
+}
+
+std::string_view audit_log::impl::write_line(const attempt_event& e, std::string& storage,
+                                            std::chrono::system_clock::time_point now, bool open) const {
+  using namespace std::string_view_literals;
+  const attempt& a = e.a;
+  line_buffer out(storage);
+  out.lit("{\"ts\":\""sv);
+  out.iso8601_utc(now);
+  out.lit("\",\"query_id\":"sv);
+  out.json(e.call.query_id);
+  out.lit(",\"contract\":"sv);
+  out.json(e.call.contract);
+  out.lit(a.kind == attempt_kind::input_repair ? ",\"kind\":\"input_repair\",\"attempt\":"sv
+                                               : ",\"kind\":\"output\",\"attempt\":"sv);
+  out.number(a.number);
+  out.lit(",\"result\":\""sv);
+  out.lit(to_string(e.verdict));
+  out.lit("\",\"retry_count\":"sv);
+  out.number(e.retries);
+  out.lit(",\"schema_version\":"sv);
+  out.json(e.call.schema_version);
+  out.lit(",\"issues\":"sv);
+  append_issues(out, a.issues);
+  out.lit(",\"notes\":{"sv);
   if (!a.notes.empty()) {
     std::size_t counts[16] = {};
     for (const note& n : a.notes) ++counts[static_cast<std::size_t>(n.kind) & 15];
@@ -509,24 +659,8 @@ std::string_view audit_log::impl::write_line(const attempt_event& e, std::string
       out.number(counts[k]);
     }
   }
-  out.lit("},\"usage\":{\"input_tokens\":"sv);
-  out.number(a.usage.input_tokens);
-  out.lit(",\"output_tokens\":"sv);
-  out.number(a.usage.output_tokens);
-  // the parts providers price apart, when the server reported any
-  if (a.usage.cached_input_tokens != 0) {
-    out.lit(",\"cached_input_tokens\":"sv);
-    out.number(a.usage.cached_input_tokens);
-  }
-  if (a.usage.cache_write_tokens != 0) {
-    out.lit(",\"cache_write_tokens\":"sv);
-    out.number(a.usage.cache_write_tokens);
-  }
-  if (a.usage.reasoning_tokens != 0) {
-    out.lit(",\"reasoning_tokens\":"sv);
-    out.number(a.usage.reasoning_tokens);
-  }
-  out.ch('}');
+  out.lit("},\"usage\":"sv);
+  append_usage(out, a.usage);
   if (!a.model.empty()) {
     out.lit(",\"model\":"sv);
     out.json(a.model);
@@ -553,8 +687,44 @@ std::string_view audit_log::impl::write_line(const attempt_event& e, std::string
       out.json(redacted(a.reasoning));
     }
   }
-  out.ch('}');
+  if (!open) out.ch('}');
   return out.view();
+}
+
+std::string audit_log::impl::loop_end_line(const finished_event& e, std::span<const agent_step> steps,
+                                           std::chrono::system_clock::time_point now) const {
+  using namespace std::string_view_literals;
+  const outcome_base& o = e.outcome;
+  int answers = 0;  // the output attempts made before the loop ended
+  for (const attempt& a : o.attempts) answers += a.kind == attempt_kind::output ? 1 : 0;
+  std::string storage;
+  line_buffer out(storage);
+  out.lit("{\"ts\":\""sv);
+  out.iso8601_utc(now);
+  out.lit("\",\"query_id\":"sv);
+  out.json(e.call.query_id);
+  out.lit(",\"contract\":"sv);
+  out.json(e.call.contract);
+  out.lit(",\"kind\":\"output\",\"attempt\":"sv);
+  out.number(answers + 1);
+  out.lit(",\"result\":\""sv);
+  out.lit(to_string(o.success ? verdict::accepted : verdict::failed));
+  out.lit("\",\"retry_count\":"sv);
+  out.number(answers);
+  out.lit(",\"schema_version\":"sv);
+  out.json(e.call.schema_version);
+  out.lit(",\"issues\":"sv);
+  append_issues(out, o.issues);
+  out.lit(",\"notes\":{},\"usage\":"sv);
+  append_usage(out, usage{});
+  out.lit(",\"latency_ms\":0.000,\"queue_ms\":0.000,\"finish_reason\":\"\""sv);
+  if (!o.reason.empty()) {
+    out.lit(",\"reason\":"sv);
+    out.json(o.reason);
+  }
+  append_steps(out, steps);
+  out.ch('}');
+  return std::string(out.view());
 }
 
 void audit_log::on_attempt(const attempt_event& e) {
@@ -562,8 +732,36 @@ void audit_log::on_attempt(const attempt_event& e) {
   // One clock reading for the line's timestamp and the sink's rotation check; straight to the
   // sink (the logger would only read the clock again and walk its one sink).
   const auto now = std::chrono::system_clock::now();
-  const std::string_view text = impl_->write_line(e, storage, now);
+  std::string_view text;
+  if (e.steps.empty()) {
+    text = impl_->write_line(e, storage, now);
+  } else {  // with the agent steps that led to the attempt
+    const std::size_t open = impl_->write_line(e, storage, now, true).size();
+    line_buffer out(storage, open);
+    impl_->append_steps(out, e.steps);
+    out.ch('}');
+    text = out.view();
+  }
   try {
+    std::unique_lock lock(impl_->mutex);
+    impl_->add(lock, text, now);
+  } catch (const std::exception& ex) {
+    detail::log_error("audit log: a line could not be written: {}", ex.what());
+  }
+}
+
+void audit_log::on_finished(const finished_event& e) {
+  const outcome_base& o = e.outcome;
+  if (o.steps.empty()) return;
+  // Steps that no attempt followed: the loop ended the call (a limit, a tool error, a stop).
+  int answers = 0;
+  for (const attempt& a : o.attempts) answers += a.kind == attempt_kind::output ? 1 : 0;
+  std::size_t from = o.steps.size();
+  while (from > 0 && o.steps[from - 1].attempt > answers) --from;
+  if (from == o.steps.size()) return;
+  try {
+    const auto now = std::chrono::system_clock::now();
+    const std::string text = impl_->loop_end_line(e, std::span<const agent_step>(o.steps).subspan(from), now);
     std::unique_lock lock(impl_->mutex);
     impl_->add(lock, text, now);
   } catch (const std::exception& ex) {

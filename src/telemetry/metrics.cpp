@@ -62,12 +62,18 @@ class bounded_values {
 
 std::vector<double> attempt_buckets() { return {1, 2, 3, 4, 5, 6, 8, 10, 15, 20}; }
 
+// Tool calls run from a millisecond (a lookup) to agent_options::tool_timeout (60 s by default).
+std::vector<double> tool_seconds_buckets() { return {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}; }
+
+// Whether a tool call was run (or was to be): not an unknown tool, not refused by a limit.
+bool ran(tool_status s) noexcept { return s != tool_status::unknown_tool && s != tool_status::refused; }
+
 }  // namespace
 
 struct metrics::impl {
   explicit impl(const metrics_options& o)
       : contracts(o.max_label_values), fields(o.max_label_values), versions(o.max_label_values),
-        models(o.max_label_values),
+        models(o.max_label_values), tools(o.max_label_values),
         calls(reg.add_counter("covenant_calls_total", "Contract calls ended (forward ran).", {"contract"})),
         successes(reg.add_counter("covenant_call_successes_total", "Contract calls that produced a validated output.",
                                   {"contract"})),
@@ -121,6 +127,13 @@ struct metrics::impl {
         schema_versions(reg.add_counter("covenant_schema_version_calls_total",
                                         "Calls of registry-backed contracts, by schema version.",
                                         {"contract", "schema_version"})),
+        tool_calls(reg.add_counter("covenant_tool_calls_total",
+                                   "Tool calls the model made (agents), by tool and by how they ended.",
+                                   {"contract", "tool", "result"})),
+        tool_seconds(reg.add_histogram("covenant_tool_duration_seconds",
+                                       "One tool call that was run (agents): from its start to its end or its "
+                                       "timeout, in seconds.",
+                                       {"contract", "tool"}, tool_seconds_buckets())),
         call_retries(reg.add_histogram("covenant_call_retries", "Times the model was asked again, per contract call.",
                                        {"contract"}, {0, 1, 2, 3, 4, 5, 10})),
         success_ratio(reg.add_gauge("covenant_call_success_ratio",
@@ -191,6 +204,7 @@ struct metrics::impl {
   bounded_values fields;
   bounded_values versions;
   bounded_values models;
+  bounded_values tools;
   prom::counter_family& calls;
   prom::counter_family& successes;
   prom::counter_family& failures;
@@ -213,6 +227,8 @@ struct metrics::impl {
   prom::counter_family& notes;
   prom::counter_family& actions;
   prom::counter_family& schema_versions;
+  prom::counter_family& tool_calls;
+  prom::histogram_family& tool_seconds;
   prom::histogram_family& call_retries;
   prom::gauge_family& success_ratio;
   prom::gauge_family& retries_average;
@@ -261,6 +277,14 @@ void metrics::on_action(const action_event& e) {
 
 void metrics::on_retry(const retry_event& e) { impl_->of(e.call.contract).retries->inc(); }
 
+void metrics::on_tool_end(const tool_end_event& e) {
+  const std::string_view c = impl_->contract_label(e.call.contract);
+  const std::string_view tool = impl_->tools.admit(e.run.call.name);
+  impl_->tool_calls.with({c, tool, to_string(e.run.status)}).inc();
+  if (ran(e.run.status))
+    impl_->tool_seconds.with({c, tool}).observe(std::chrono::duration<double>(e.run.elapsed).count());
+}
+
 void metrics::on_finished(const finished_event& e) {
   impl::series& s = impl_->of(e.call.contract);
   const outcome_base& o = e.outcome;
@@ -276,6 +300,18 @@ void metrics::on_finished(const finished_event& e) {
     s.retries_average->set(s.retries->value() / calls);
   }
   s.call_seconds->observe(std::chrono::duration<double>(o.elapsed).count());
+  // Agent steps are model calls apart from the attempts: their tokens and cost count here.
+  const std::string_view steps_contract = o.steps.empty() ? std::string_view() : impl_->contract_label(e.call.contract);
+  for (const agent_step& step : o.steps) {
+    if (step.usage.input_tokens > 0) s.tokens_in->inc(static_cast<double>(step.usage.input_tokens));
+    if (step.usage.output_tokens > 0) s.tokens_out->inc(static_cast<double>(step.usage.output_tokens));
+    const std::string_view c = steps_contract;
+    if (step.usage.cached_input_tokens > 0)
+      impl_->cached_in.with({c}).inc(static_cast<double>(step.usage.cached_input_tokens));
+    if (step.usage.reasoning_tokens > 0)
+      impl_->reasoning.with({c}).inc(static_cast<double>(step.usage.reasoning_tokens));
+    if (step.cost_usd && *step.cost_usd > 0) impl_->cost.with({c, impl_->models.admit(step.model)}).inc(*step.cost_usd);
+  }
   if (o.success && e.call.schema_version.empty()) return;
   const std::string_view c = impl_->contract_label(e.call.contract);
   if (!e.call.schema_version.empty())

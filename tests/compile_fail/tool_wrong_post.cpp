@@ -1,4 +1,4 @@
-// expect: a tool's post must be `void post(const Args&, const Result&) const`
+// expect: a tool.s post must be
 // A tool's post() sees the arguments and the result.
 #include <covenant/contract/contract.hpp>
 #include <covenant/testing/testing.hpp>

@@ -144,18 +144,24 @@ struct tool_traits {
   static constexpr bool check() {
     if constexpr (with_pre) {
       using m = method_traits<decltype(&Tool::pre)>;
-      static_assert(m::is_method && m::arity == 1 && std::is_void_v<typename m::result> && m::is_const &&
-                        std::is_same_v<typename m::template arg<0>, const args&>,
-                    "covenant: a tool's pre must be `void pre(const Args&) const` (the type act takes), throwing "
-                    "covenant::violation");
+      constexpr bool shape = m::is_method && m::arity == 1 && std::is_void_v<typename m::result> && m::is_const;
+      static_assert(shape, "covenant: a tool's pre must be `void pre(const Args&) const` (the type act takes), "
+                           "throwing covenant::violation");
+      if constexpr (shape)
+        static_assert(std::is_same_v<typename m::template arg<0>, const args&>,
+                      "covenant: a tool's pre must be `void pre(const Args&) const` (the type act takes), throwing "
+                      "covenant::violation");
     }
     if constexpr (with_post) {
       using m = method_traits<decltype(&Tool::post)>;
-      static_assert(m::is_method && m::arity == 2 && std::is_void_v<typename m::result> && m::is_const &&
-                        std::is_same_v<typename m::template arg<0>, const args&> &&
-                        std::is_same_v<typename m::template arg<1>, const result&>,
-                    "covenant: a tool's post must be `void post(const Args&, const Result&) const`, throwing "
-                    "covenant::violation");
+      constexpr bool shape = m::is_method && m::arity == 2 && std::is_void_v<typename m::result> && m::is_const;
+      static_assert(shape, "covenant: a tool's post must be `void post(const Args&, const Result&) const`, throwing "
+                           "covenant::violation");
+      if constexpr (shape)
+        static_assert(std::is_same_v<typename m::template arg<0>, const args&> &&
+                          std::is_same_v<typename m::template arg<1>, const result&>,
+                      "covenant: a tool's post must be `void post(const Args&, const Result&) const`, throwing "
+                      "covenant::violation");
     }
     return true;
   }

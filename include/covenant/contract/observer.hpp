@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -70,6 +71,9 @@ struct attempt_event {
   const covenant::attempt& a;
   covenant::verdict verdict;
   int retries;  ///< attempts of this phase before this one
+  /// Agents: the steps that came before this attempt since the previous one (their
+  /// agent_step::attempt is a.number); empty otherwise.
+  std::span<const agent_step> steps{};
 };
 
 /// An on-fail action was taken: fix, filter and noop (with the note that records it) or refrain

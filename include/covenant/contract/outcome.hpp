@@ -110,6 +110,9 @@ struct tool_run {
 /// One model reply that called tools instead of answering, and the tools it ran.
 struct agent_step {
   int number = 1;                          ///< 1-based within the call
+  /// The answer attempt the step came before (attempt::number of the output attempt that follows
+  /// it, or would have: a call the loop ended has no attempt after its last steps).
+  int attempt = 1;
   std::string text;                        ///< any text the model wrote beside its calls
   std::vector<tool_run> tools;             ///< the calls, in the order the model made them
   covenant::usage usage;                   ///< tokens of the model call

@@ -16,15 +16,19 @@
 // `retention_days` are deleted when the log opens and at each daily rotation. The
 // line format is in docs/telemetry.md: timestamp (ISO 8601, UTC), query id, contract, attempt,
 // result, retry count, schema version, issues, token usage, latency and queue time; the raw reply
-// only with `include_reply`. Request headers and API keys are never written, and every configured
-// redaction (and the value of each API key variable in the environment) is replaced by
-// "[redacted]" wherever it appears in what is written.
+// only with `include_reply`. An agent's attempt line also carries the steps that led to it
+// ("steps": each step's usage and its tool calls, with their arguments, status, time and issues);
+// such a line is written when the call ends, with the steps' usage, and a call that its tool loop
+// ended has one more line for its last steps. Request headers and API keys are never written, and
+// every configured redaction (and the value of each API key variable in the environment) is
+// replaced by "[redacted]" wherever it appears in what is written.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,7 +71,10 @@ class COVENANT_API audit_log final : public observer {
   /// returns how many were deleted.
   std::size_t apply_retention() const;
 
+  /// Writes the attempt's line, with the agent steps that led to it (attempt_event::steps).
   void on_attempt(const attempt_event& e) override;
+  /// Agents: writes a line for the steps no attempt followed (a call the loop ended).
+  void on_finished(const finished_event& e) override;
 
   /// Writes the lines waiting in the journal to the file now.
   void flush();

@@ -45,6 +45,7 @@ class COVENANT_API metrics final : public observer {
   void on_attempt(const attempt_event& e) override;
   void on_action(const action_event& e) override;
   void on_retry(const retry_event& e) override;
+  void on_tool_end(const tool_end_event& e) override;
   void on_finished(const finished_event& e) override;
 
  private:
