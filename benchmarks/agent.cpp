@@ -27,10 +27,11 @@ struct SearchArgs {
 struct Hits {
   std::vector<std::string> ids;
 };
+template <bool Quick>
 struct Search {
   static constexpr std::string_view name = "search";
   static constexpr std::string_view description = "Finds the documents that match a query.";
-  static constexpr bool quick = true;
+  static constexpr bool quick = Quick;
   void pre(const SearchArgs& a) const {
     if (a.query.empty()) throw covenant::violation("query", "must not be empty");
   }
@@ -44,19 +45,22 @@ struct Document {
   std::string id;
   std::string text;
 };
+template <bool Quick>
 struct Open {
   static constexpr std::string_view name = "open";
   static constexpr std::string_view description = "Opens a document by its id.";
-  static constexpr bool quick = true;
+  static constexpr bool quick = Quick;
   Document act(const OpenArgs& a) const { return {a.id, "The Eiffel Tower is 330 metres tall."}; }
   void post(const OpenArgs& a, const Document& d) const {
     if (d.id != a.id) throw covenant::violation("id", "is not the document asked for");
   }
 };
 
+// Quick tools run on the calling thread; the others on the runtime's workers.
+template <bool Quick>
 struct Research {
   static constexpr std::string_view prompt = "Answer the question with sources; search and open documents first.";
-  covenant::toolset<Search, Open> tools;
+  covenant::toolset<Search<Quick>, Open<Quick>> tools;
   models::FinalAnswer forward(const Question&, const covenant::outcome<models::FinalAnswer>& o) const {
     return o.result ? *o.result : models::FinalAnswer{};
   }
@@ -83,6 +87,7 @@ class loop_engine : public covenant::engine {
   int steps_;
 };
 
+template <bool Quick>
 void run(benchmark::State& state, int steps) {
   const std::string reply = sample("valid_final_answer.json");
   if (reply.empty()) {
@@ -91,7 +96,7 @@ void run(benchmark::State& state, int steps) {
   }
   covenant::set_log_level(covenant::log_level::warn);
   loop_engine model(reply, steps);
-  const covenant::contract<Research> c{model};
+  const covenant::contract<Research<Quick>> c{model};
   const Question q{"How tall is the Eiffel Tower?"};
   for (auto _ : state) {
     auto r = c.run(q);
@@ -104,11 +109,16 @@ void run(benchmark::State& state, int steps) {
 }
 
 // Two tool steps and the answer: three model calls.
-void BM_three_steps(benchmark::State& state) { run(state, 2); }
+void BM_three_steps(benchmark::State& state) { run<true>(state, 2); }
 BENCHMARK(BM_three_steps)->Name("agent/three_steps_zero_latency");
 
+// The same with tools that run on the runtime's workers: each step hands its call to a worker
+// and waits for it.
+void BM_three_steps_workers(benchmark::State& state) { run<false>(state, 2); }
+BENCHMARK(BM_three_steps_workers)->Name("agent/three_steps_worker_tools_zero_latency")->UseRealTime();
+
 // The same agent answering at once: one model call, the tools only offered.
-void BM_answer_only(benchmark::State& state) { run(state, 0); }
+void BM_answer_only(benchmark::State& state) { run<true>(state, 0); }
 BENCHMARK(BM_answer_only)->Name("agent/answer_at_once_zero_latency");
 
 }  // namespace agent_bench

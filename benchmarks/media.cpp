@@ -139,7 +139,7 @@ covenant::chat_request image_request() {
   const Scan scan{covenant::image::bytes(std::move(png)), "the lunch receipt"};
   covenant::chat_request r;
   r.messages.push_back({covenant::role::system, std::string(900, 's')});
-  r.messages.push_back(covenant::detail::render_input_message(scan));
+  covenant::detail::render_input_message(r.messages.emplace_back(), scan);
   r.schema_name = "Receipt";
   r.mode = covenant::output_mode::prompt;
   return r;

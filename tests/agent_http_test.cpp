@@ -25,6 +25,24 @@
 
 namespace agent_http_test {
 
+/// Tool acts still running when a test ends (a call that timed out or was stopped does not wait
+/// for its blocking tools): the process waits for them before it exits, so that no act runs
+/// while static objects (the schema models) are destroyed.
+inline std::atomic<int> live_acts{0};
+struct live_act {
+  live_act() { ++live_acts; }
+  ~live_act() { --live_acts; }
+  live_act(const live_act&) = delete;
+  live_act& operator=(const live_act&) = delete;
+};
+struct acts_drained : ::testing::Environment {
+  void TearDown() override {
+    for (int i = 0; i < 5000 && live_acts.load() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the checks after the last act returned
+  }
+};
+inline ::testing::Environment* const drained = ::testing::AddGlobalTestEnvironment(new acts_drained);
+
 struct WeatherArgs {
   std::string city;
 };
@@ -39,6 +57,7 @@ struct GetWeather {
     if (a.city.empty()) throw covenant::violation("city", "must name a city");
   }
   Weather act(const WeatherArgs& a) const {
+    const live_act live;
     if (a.city == "Atlantis") throw std::runtime_error("no station there");
     if (a.city == "Slowtown") std::this_thread::sleep_for(std::chrono::milliseconds(300));
     return {a.city == "Paris" ? 21.5 : 3.0, "clear"};

@@ -20,6 +20,24 @@
 
 namespace agent_test {
 
+/// Tool acts still running when a test ends (a call that timed out or was stopped does not wait
+/// for its blocking tools): the process waits for them before it exits, so that no act runs
+/// while static objects (the schema models) are destroyed.
+inline std::atomic<int> live_acts{0};
+struct live_act {
+  live_act() { ++live_acts; }
+  ~live_act() { --live_acts; }
+  live_act(const live_act&) = delete;
+  live_act& operator=(const live_act&) = delete;
+};
+struct acts_drained : ::testing::Environment {
+  void TearDown() override {
+    for (int i = 0; i < 5000 && live_acts.load() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the checks after the last act returned
+  }
+};
+inline ::testing::Environment* const drained = ::testing::AddGlobalTestEnvironment(new acts_drained);
+
 struct WeatherArgs {
   std::string city;
 };
@@ -36,6 +54,7 @@ struct GetWeather {
     if (a.city.empty()) throw covenant::violation("city", "must name a city");
   }
   Weather act(const WeatherArgs& a) const {
+    const live_act live;
     if (runs != nullptr) ++*runs;
     if (a.city == "Atlantis") throw std::runtime_error("no station there");
     if (a.city == "Slowtown") std::this_thread::sleep_for(std::chrono::milliseconds(400));
@@ -75,13 +94,19 @@ struct PollTool {
     covenant::promise<Poll> p;
     auto f = p.get_future();
     if (a.never) {
+      ++live_acts;
       std::thread([p, flag = cancelled] {
+        const live_act live;
+        --live_acts;
         while (!p.stop_token().stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
         if (flag != nullptr) *flag = true;
       }).detach();
       return f;
     }
+    ++live_acts;
     std::thread([p, ms = a.delay_ms] {
+      const live_act live;
+      --live_acts;
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       p.set_value(Poll{true});
     }).detach();
@@ -381,6 +406,24 @@ TEST(Agent, ObserversSeeEachToolStartAndEnd) {
   ASSERT_TRUE(o.success);
   EXPECT_THAT(log->seen, ::testing::ElementsAre("start get_weather step 1", "end get_weather ok", "end nope unknown_tool"));
   EXPECT_GT(planner.stats().of(covenant::perf_stage::tool).count, 0u);
+}
+
+TEST(Agent, TheCallsTokenBudgetBoundsTheWholeLoop) {
+  std::vector<chat_response> replies;
+  for (int i = 0; i < 6; ++i) replies.push_back(calls({{"", "get_time", R"({"zone":"UTC"})"}}));  // 110 tokens each
+  auto model = script(replies);
+  covenant::contract_options opts = covenant::testing::instant();
+  opts.budget.max_tokens = 300;
+  covenant::contract<Planner> planner{model, opts};
+  auto [value, o] = planner.run(Trip{"Paris"});
+  EXPECT_FALSE(o.success);
+  EXPECT_EQ(o.failed_stage, covenant::stage::tool);
+  EXPECT_EQ(o.reason, "budget");
+  EXPECT_EQ(o.steps.size(), 3u);  // 330 tokens spent after the third step: no fourth model call
+  EXPECT_EQ(model.calls(), 3u);
+  EXPECT_EQ(o.usage.total(), 330u);
+  EXPECT_EQ(o.issues.at(0).code, covenant::issue_code::limit_reached);
+  EXPECT_EQ(value.advice, "(no advice)");
 }
 
 }  // namespace

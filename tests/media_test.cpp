@@ -660,7 +660,8 @@ TEST_F(MediaSchema, InputJsonWritesReferencesAndCollectsTheMediaInOrder) {
   EXPECT_TRUE(parts[2] == scan.pages[0]);
   EXPECT_TRUE(parts[3] == scan.pages[1]);
 
-  const covenant::message m = covenant::detail::render_input_message(scan);
+  covenant::message m{covenant::role::user, ""};
+  covenant::detail::render_input_message(m, scan);
   EXPECT_EQ(m.role, covenant::role::user);
   EXPECT_EQ(m.content, input_block(out));
   EXPECT_EQ(m.media, parts);
@@ -972,7 +973,8 @@ TEST_F(MediaRequest, SeveralImagesPdfsAndAudioOpenAi) {
   EXPECT_EQ(input_json_of(text), json::parse(input_json));
   // the body the engine builds as a value is the one it sent as text
   covenant::chat_request r;
-  r.messages = {{covenant::role::system, c.system_prompt()}, covenant::detail::render_input_message(in)};
+  r.messages = {{covenant::role::system, c.system_prompt()}, {covenant::role::user, ""}};
+  covenant::detail::render_input_message(r.messages.back(), in);
   r.mode = output_mode::json_schema;
   r.response_schema = std::make_shared<const json::value>(covenant::openai_strict_schema_of<Answer>());
   r.schema_name = "Answer";

@@ -48,6 +48,13 @@ issue tool_threw_issue(std::exception_ptr e) {
 
 namespace {
 
+/// The process-wide runtime that runs tools (agent_options::tool_runtime), made on first use and
+/// never destroyed (its threads end with the process), like runtime::shared().
+runtime& shared_tool_runtime() {
+  static runtime* const tools = new runtime(runtime_options{.workers = 8});
+  return *tools;
+}
+
 /// What the model is told of a call that did not give a result: what went wrong, then each issue.
 std::string tool_error_text(const tool_run& r) {
   std::string out;
@@ -324,6 +331,9 @@ void tool_batch::start(runtime& rt) {
     s_->deadline = rt.schedule(timeout, [weak] {
       if (auto b = weak.lock()) b->time_out();
     });
+  // The acts run on the tools' runtime; the timeout is the call's runtime's timer.
+  runtime& workers =
+      s_->core->options.agent.tool_runtime != nullptr ? *s_->core->options.agent.tool_runtime : shared_tool_runtime();
   // Quick tools run here, after the others have been handed to the workers.
   std::vector<std::size_t> here;
   for (const std::size_t i : to_run) {
@@ -333,7 +343,7 @@ void tool_batch::start(runtime& rt) {
     }
     tool_run run;
     run.call = s_->runs[i].call;  // (a call's record is only rewritten once it has settled)
-    rt.post([self = shared_from_this(), i, run = std::move(run)]() mutable {
+    workers.post([self = shared_from_this(), i, run = std::move(run)]() mutable {
       const tool_runner* runner = self->s_->runners[i];
       std::function<void()> cancel =
           runner->start(std::move(run), self->s_->core->options,

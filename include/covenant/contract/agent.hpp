@@ -24,10 +24,11 @@
 // The contract sends the tools' schemas with every output request. When the model calls tools
 // instead of answering, each call is read like a reply (the lenient reader, the argument type's
 // schema), checked by the tool's pre(), run by act() (the calls of one reply side by side on the
-// runtime's workers), its result checked against its schema and by post(), and the results (or
-// the errors, with paths and messages) go back to the model, which goes on until it answers. The
-// answer is read, validated, checked by post() and remedied like any contract's; forward always
-// runs. agent_options (contract_options::agent) bounds the loop; outcome::steps records it.
+// workers of agent_options::tool_runtime), its result checked against its schema and by post(),
+// and the results (or the errors, with paths and messages) go back to the model, which goes on
+// until it answers. The answer is read, validated, checked by post() and remedied like any
+// contract's; forward always runs. agent_options (contract_options::agent) bounds the loop;
+// outcome::steps records it.
 //
 // A tool that only computes (an in-memory lookup) may say `static constexpr bool quick = true;`:
 // its calls run on the thread running the contract call, without a hand-off to a worker, and have

@@ -136,19 +136,18 @@ namespace detail {
 /// by the JSON from `json_start` on; '<' in the JSON is escaped so the data cannot close the block.
 COVENANT_API void seal_input_message(std::string& message, std::size_t json_start);
 
-/// The input message of `value`: its JSON inside <input>...</input>, each media field written as
-/// its reference ("<image 1>") with the media in the message's `media`. A reference the model
-/// wrote in a repaired input stands for the media of `originals` it names.
+/// Writes the input message of `value` into `m` (a user message, empty): its JSON inside
+/// <input>...</input>, each media field written as its reference ("<image 1>") with the media in
+/// the message's `media`. A reference the model wrote in a repaired input stands for the media of
+/// `originals` it names.
 template <class T>
-message render_input_message(const T& value, const std::vector<media>* originals = nullptr) {
-  message m{role::user, std::string()};
+void render_input_message(message& m, const T& value, const std::vector<media>* originals = nullptr) {
   m.content.reserve(256);
   m.content += "<input>\n";
   const std::size_t start = m.content.size();
   media_sink sink{&m.media, originals};
   write_input_json(value, m.content, sink);
   seal_input_message(m.content, start);
-  return m;
 }
 
 /// System prompt of the output phase: the task, the input's schema (empty: not shown), the
@@ -467,7 +466,8 @@ class contract {
       }
       at = stage::pre_remedy;
       repair.push_back({role::system, c_->repair_prompt});
-      message bad_input = detail::render_input_message(*input_);
+      message bad_input{role::user, std::string()};
+      detail::render_input_message(bad_input, *input_);
       input_media_ = bad_input.media;
       bad_input.content = detail::input_repair_message(std::move(bad_input.content), input_issues);
       repair.push_back(std::move(bad_input));
@@ -500,9 +500,14 @@ class contract {
       context_ = &context;
       at = stage::render;
       base.reserve(4);
-      base.push_back({role::system, c_->system_prompt});
+      // Both messages made in place (a message is moved field by field).
+      message& system = base.emplace_back();
+      system.role = role::system;
+      system.content = c_->system_prompt;
+      message& user = base.emplace_back();
+      user.role = role::user;
       // (a repaired input's references were checked with it: each names one of the input's media)
-      base.push_back(detail::render_input_message(context, repaired_ ? &input_media_ : nullptr));
+      detail::render_input_message(user, context, repaired_ ? &input_media_ : nullptr);
       if (c_->options.verbose) {
         detail::log_prompt(c_->name, "system prompt", base[0].content);
         detail::log_prompt(c_->name, "user prompt", base[1].content);

@@ -61,6 +61,10 @@ struct agent_options {
   /// one runs to its end on its worker and its result is dropped.
   std::chrono::milliseconds tool_timeout{std::chrono::seconds(60)};
   tool_errors on_tool_error = tool_errors::tell_model;
+  /// The runtime whose workers run the tools' acts (quick tools aside). Null: a process-wide
+  /// runtime for tools (8 workers), apart from the one calls run on, so that blocking tools never
+  /// hold up the calls' own work, their timeouts included.
+  covenant::runtime* tool_runtime = nullptr;
 };
 
 struct contract_options {

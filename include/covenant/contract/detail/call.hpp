@@ -221,7 +221,8 @@ class COVENANT_API tool_batch : public std::enable_shared_from_this<tool_batch> 
   ~tool_batch();
   tool_batch(const tool_batch&) = delete;
   tool_batch& operator=(const tool_batch&) = delete;
-  /// Starts the calls that have a runner (each on a worker of `rt`) and the timeout.
+  /// Starts the calls that have a runner (each on a worker of agent_options::tool_runtime, quick
+  /// ones on this thread) and the timeout, a timer of `rt` (the call's runtime).
   void start(runtime& rt);
   /// The settled calls (after on_done).
   [[nodiscard]] std::vector<tool_run> take();
