@@ -12,6 +12,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <thread>
 
 #include "covenant/contract/contract.hpp"
@@ -30,10 +31,24 @@ struct live_act {
   live_act(const live_act&) = delete;
   live_act& operator=(const live_act&) = delete;
 };
+/// Threads the tests start for asynchronous acts, joined before the process exits.
+inline std::mutex act_threads_mutex;
+inline std::vector<std::thread> act_threads;
+template <class F>
+void start_act_thread(F&& f) {
+  std::lock_guard lock(act_threads_mutex);
+  act_threads.emplace_back(std::forward<F>(f));
+}
 struct acts_drained : ::testing::Environment {
   void TearDown() override {
     for (int i = 0; i < 5000 && live_acts.load() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the checks after the last act returned
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard lock(act_threads_mutex);
+      threads.swap(act_threads);
+    }
+    for (std::thread& t : threads) t.join();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the checks after the last act returned
   }
 };
 inline ::testing::Environment* const drained = ::testing::AddGlobalTestEnvironment(new acts_drained);
@@ -95,21 +110,21 @@ struct PollTool {
     auto f = p.get_future();
     if (a.never) {
       ++live_acts;
-      std::thread([p, flag = cancelled] {
+      start_act_thread([p, flag = cancelled] {
         const live_act live;
         --live_acts;
         while (!p.stop_token().stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
         if (flag != nullptr) *flag = true;
-      }).detach();
+      });
       return f;
     }
     ++live_acts;
-    std::thread([p, ms = a.delay_ms] {
+    start_act_thread([p, ms = a.delay_ms] {
       const live_act live;
       --live_acts;
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       p.set_value(Poll{true});
-    }).detach();
+    });
     return f;
   }
 };
@@ -225,7 +240,8 @@ TEST(Agent, ArgumentsThatBreakPreAreAnErrorResultTheModelCorrects) {
   EXPECT_EQ(bad.status, tool_status::pre);
   ASSERT_EQ(bad.issues.size(), 1u);
   EXPECT_EQ(bad.issues[0].path.to_string(), "city");
-  const covenant::message& fed = model.request(1).messages.back();
+  const covenant::chat_request second = model.request(1);
+  const covenant::message& fed = second.messages.back();
   EXPECT_EQ(fed.role, covenant::role::tool);
   EXPECT_TRUE(fed.is_error);
   EXPECT_THAT(fed.content, HasSubstr("city: must name a city"));

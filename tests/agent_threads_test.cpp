@@ -6,6 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <string>
+#include <utility>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -24,10 +26,24 @@ struct live_act {
   live_act(const live_act&) = delete;
   live_act& operator=(const live_act&) = delete;
 };
+/// Threads the tests start for asynchronous acts, joined before the process exits.
+inline std::mutex act_threads_mutex;
+inline std::vector<std::thread> act_threads;
+template <class F>
+void start_act_thread(F&& f) {
+  std::lock_guard lock(act_threads_mutex);
+  act_threads.emplace_back(std::forward<F>(f));
+}
 struct acts_drained : ::testing::Environment {
   void TearDown() override {
     for (int i = 0; i < 5000 && live_acts.load() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the checks after the last act returned
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard lock(act_threads_mutex);
+      threads.swap(act_threads);
+    }
+    for (std::thread& t : threads) t.join();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the checks after the last act returned
   }
 };
 inline ::testing::Environment* const drained = ::testing::AddGlobalTestEnvironment(new acts_drained);
@@ -60,7 +76,7 @@ struct Later {
     covenant::promise<Result> p;
     auto f = p.get_future();
     ++live_acts;
-    std::thread([p, a] {
+    start_act_thread([p, a] {
       const live_act live;
       --live_acts;
       const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(a.delay_ms);
@@ -68,7 +84,7 @@ struct Later {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       if (a.fail) p.set_exception(std::make_exception_ptr(std::runtime_error("failed on purpose")));
       else p.set_value(Result{a.delay_ms});
-    }).detach();
+    });
     return f;
   }
 };

@@ -501,7 +501,8 @@ struct object_codec {
     std::array<bool, N> plain{};
   };
   static const key_table& keys_of(const schema::object_def& def) {
-    static const key_table table = [&] {
+    // Never destroyed, as schema_of's models (work on the runtimes' threads may outlive exit).
+    static const key_table& table = *new key_table([&] {
       key_table t;
       for (std::size_t k = 0; k < N; ++k) {
         t.keys[k] = def.fields[k].key;
@@ -509,7 +510,7 @@ struct object_codec {
         t.quoted[k] = '"' + t.keys[k] + "\":";
       }
       return t;
-    }();
+    }());
     return table;
   }
 

@@ -286,7 +286,9 @@ schema::model build_schema() {
 /// Throws std::invalid_argument on first use if a covenant::pattern does not compile.
 template <class T>
 const schema::model& schema_of() {
-  static const schema::model s = detail::build_schema<T>();
+  // Never destroyed, like the process-wide runtimes: work still running on their threads when the
+  // process exits (a call in flight, a tool past its timeout) may still read it.
+  static const schema::model& s = *new schema::model(detail::build_schema<T>());
   return s;
 }
 
