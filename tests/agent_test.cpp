@@ -443,3 +443,27 @@ TEST(Agent, TheCallsTokenBudgetBoundsTheWholeLoop) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Promise, ALastCopyGoneWithoutAValueCompletesTheFutureWithAnError) {
+  covenant::future<int> f;
+  bool continued = false;
+  {
+    covenant::promise<int> p;
+    f = p.get_future();
+    const covenant::promise<int> copy = p;  // copies share the one result
+    f.then([&](covenant::future<int>) { continued = true; });
+    EXPECT_FALSE(f.ready());
+  }
+  EXPECT_TRUE(continued);
+  EXPECT_THROW((void)f.get(), std::runtime_error);
+
+  covenant::promise<int> kept;
+  covenant::future<int> g = kept.get_future();
+  kept.set_value(7);
+  { const covenant::promise<int> gone = kept; }
+  EXPECT_EQ(g.get(), 7);  // a value set before stays
+}
+
+}  // namespace

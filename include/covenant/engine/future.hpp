@@ -215,25 +215,42 @@ std::pair<future<T>, std::shared_ptr<future_state<T>>> make_future() {
 
 /// The producing side of a covenant::future, for application code that completes one itself (a
 /// tool whose act() works asynchronously, docs/agents.md). Copies share the one result; the
-/// first set_value() or set_exception() completes the future and later ones are ignored.
+/// first set_value() or set_exception() completes the future and later ones are ignored. When the
+/// last copy goes away without either, the future completes with a std::runtime_error ("a
+/// covenant::promise was destroyed without a value"), so that no continuation waits for ever.
 template <class T>
 class promise {
+  // Shared by the copies of one promise: the last one to go completes a future left without value.
+  struct producer {
+    std::shared_ptr<detail::future_state<T>> state;
+    explicit producer(std::shared_ptr<detail::future_state<T>> s) : state(std::move(s)) {}
+    producer(const producer&) = delete;
+    producer& operator=(const producer&) = delete;
+    ~producer() {
+      try {
+        state->set_exception(
+            std::make_exception_ptr(std::runtime_error("a covenant::promise was destroyed without a value")));
+      } catch (...) {  // (only allocation can fail here; the future then stays without a result)
+      }
+    }
+  };
+
  public:
   promise() {
     auto [f, s] = detail::make_future<T>();
     future_ = std::move(f);
-    state_ = std::move(s);
+    producer_ = std::make_shared<producer>(std::move(s));
   }
   /// The future this promise completes (every call gives a copy sharing its state).
   [[nodiscard]] future<T> get_future() const { return future_; }
-  void set_value(T value) const { state_->set_value(std::move(value)); }
-  void set_exception(std::exception_ptr e) const { state_->set_exception(std::move(e)); }
+  void set_value(T value) const { producer_->state->set_value(std::move(value)); }
+  void set_exception(std::exception_ptr e) const { producer_->state->set_exception(std::move(e)); }
   /// Requested when a copy of the future is cancelled (future::cancel(): a tool past its timeout).
-  [[nodiscard]] std::stop_token stop_token() const noexcept { return state_->stop.get_token(); }
+  [[nodiscard]] std::stop_token stop_token() const noexcept { return producer_->state->stop.get_token(); }
 
  private:
   future<T> future_;
-  std::shared_ptr<detail::future_state<T>> state_;
+  std::shared_ptr<producer> producer_;
 };
 
 }  // namespace covenant
