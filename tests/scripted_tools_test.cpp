@@ -19,6 +19,8 @@
 #include <variant>
 #include <vector>
 
+#include "reply_collector.hpp"
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -48,70 +50,8 @@ chat_request with_tools(const std::string& question, bool stream = false) {
   return r;
 }
 
-/// One event of a streamed reply, in the order it came.
-struct event {
-  enum kind_type { tool_text, text } kind;
-  std::size_t index = 0;
-  std::string name;
-  std::string delta;
-};
-
-/// Collects what an engine reports for one asynchronous call; can ask its stop source to stop at
-/// the first tool piece.
-class collector final : public covenant::reply_receiver {
- public:
-  std::stop_source stop;
-  bool stop_at_first_tool_piece = false;
-
-  void on_text(std::string_view delta) noexcept override {
-    std::lock_guard lock(mutex_);
-    events_.push_back({event::text, 0, {}, std::string(delta)});
-  }
-  void on_tool_text(std::size_t index, std::string_view name, std::string_view delta) noexcept override {
-    {
-      std::lock_guard lock(mutex_);
-      events_.push_back({event::tool_text, index, std::string(name), std::string(delta)});
-    }
-    if (stop_at_first_tool_piece) stop.request_stop();
-  }
-  void on_reply(chat_response r) noexcept override { set(std::move(r)); }
-  void on_error(const engine_error& e) noexcept override { set(e); }
-
-  bool wait(std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock lock(mutex_);
-    return cv_.wait_for(lock, timeout, [this] { return result_.has_value(); });
-  }
-  bool ok() {
-    std::lock_guard lock(mutex_);
-    return result_ && std::holds_alternative<chat_response>(*result_);
-  }
-  chat_response reply() {
-    std::lock_guard lock(mutex_);
-    return std::get<chat_response>(*result_);
-  }
-  engine_error error() {
-    std::lock_guard lock(mutex_);
-    return std::get<engine_error>(*result_);
-  }
-  std::vector<event> events() {
-    std::lock_guard lock(mutex_);
-    return events_;
-  }
-
- private:
-  template <class V>
-  void set(V&& v) {
-    {
-      std::lock_guard lock(mutex_);
-      if (!result_) result_.emplace(std::forward<V>(v));
-    }
-    cv_.notify_all();
-  }
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<event> events_;
-  std::optional<std::variant<chat_response, engine_error>> result_;
-};
+using event = covenant_test::reply_collector::event;
+using collector = covenant_test::reply_collector;
 
 std::shared_ptr<collector> run(covenant::engine& e, const chat_request& r, std::shared_ptr<collector> c = nullptr) {
   if (!c) c = std::make_shared<collector>();

@@ -25,6 +25,7 @@
 // A private header of the library (src/ is on the tests' include path, not on a user's).
 #include "engine/wire_dialect.hpp"
 #include "loopback_server.hpp"
+#include "reply_collector.hpp"
 
 namespace {
 
@@ -438,59 +439,7 @@ TEST(ToolWire, AnthropicEventsGiveToolBlocksAsPiecesAtTheirIndex) {
 // ---------------------------------------------------------------------------------------------
 // The HTTP engine against a loopback server
 
-/// Collects what the engine reports for one call: text deltas, tool pieces, the outcome.
-class collector final : public covenant::reply_receiver {
- public:
-  using piece = std::tuple<std::size_t, std::string, std::string>;  // index, name, delta
-
-  void on_text(std::string_view delta) noexcept override {
-    std::lock_guard lock(mutex_);
-    texts_.emplace_back(delta);
-  }
-  void on_tool_text(std::size_t index, std::string_view name, std::string_view delta) noexcept override {
-    std::lock_guard lock(mutex_);
-    pieces_.emplace_back(index, std::string(name), std::string(delta));
-  }
-  void on_reply(chat_response r) noexcept override { set(std::move(r)); }
-  void on_error(const covenant::engine_error& e) noexcept override { set(e); }
-
-  /// Waits for the end of the call; the reply (a failed test when the call failed).
-  chat_response reply() {
-    std::unique_lock lock(mutex_);
-    if (!cv_.wait_for(lock, 10s, [this] { return result_.has_value(); })) {
-      ADD_FAILURE() << "no reply within 10 s";
-      return {};
-    }
-    if (const auto* e = std::get_if<covenant::engine_error>(&*result_)) {
-      ADD_FAILURE() << e->what();
-      return {};
-    }
-    return std::get<chat_response>(*result_);
-  }
-  std::vector<std::string> texts() {
-    std::lock_guard lock(mutex_);
-    return texts_;
-  }
-  std::vector<piece> pieces() {
-    std::lock_guard lock(mutex_);
-    return pieces_;
-  }
-
- private:
-  template <class V>
-  void set(V&& v) {
-    {
-      std::lock_guard lock(mutex_);
-      if (!result_) result_.emplace(std::forward<V>(v));
-    }
-    cv_.notify_all();
-  }
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<std::string> texts_;
-  std::vector<piece> pieces_;
-  std::optional<std::variant<chat_response, covenant::engine_error>> result_;
-};
+using collector = covenant_test::reply_collector;
 
 response_plan sse(std::vector<std::string> events) {
   response_plan p;

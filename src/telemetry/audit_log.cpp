@@ -20,6 +20,7 @@
 #include <ctime>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -280,6 +281,10 @@ struct audit_log::impl {
   // The parts of a line: issues (`[...]`), token usage (`{...}`), `,"steps":[...]`.
   void append_issues(line_buffer& out, const issue_list& issues) const;
   static void append_usage(line_buffer& out, const usage& u);
+  // A model call's `,"usage",["model",]["cost_usd",]"latency_ms","queue_ms"` (attempts and steps).
+  static void append_model_call(line_buffer& out, const usage& u, const std::string& model,
+                                const std::optional<double>& cost, std::chrono::nanoseconds latency,
+                                std::chrono::nanoseconds queued);
   void append_steps(line_buffer& out, std::span<const agent_step> steps) const;
   // A tool call's arguments as read, as JSON, with every redaction applied to its strings.
   [[nodiscard]] std::string redacted_json(const std::string& json) const;
@@ -566,6 +571,26 @@ std::string audit_log::impl::redacted_json(const std::string& json) const {
   return boost::json::serialize(v);
 }
 
+void audit_log::impl::append_model_call(line_buffer& out, const usage& u, const std::string& model,
+                                        const std::optional<double>& cost, std::chrono::nanoseconds latency,
+                                        std::chrono::nanoseconds queued) {
+  using namespace std::string_view_literals;
+  out.lit(",\"usage\":"sv);
+  append_usage(out, u);
+  if (!model.empty()) {
+    out.lit(",\"model\":"sv);
+    out.json(model);
+  }
+  if (cost) {
+    out.lit(",\"cost_usd\":"sv);
+    out.number(*cost);
+  }
+  out.lit(",\"latency_ms\":"sv);
+  out.millis(std::chrono::duration<double, std::milli>(latency).count());
+  out.lit(",\"queue_ms\":"sv);
+  out.millis(std::chrono::duration<double, std::milli>(queued).count());
+}
+
 void audit_log::impl::append_steps(line_buffer& out, std::span<const agent_step> steps) const {
   using namespace std::string_view_literals;
   out.lit(",\"steps\":["sv);
@@ -574,20 +599,7 @@ void audit_log::impl::append_steps(line_buffer& out, std::span<const agent_step>
     if (k) out.ch(',');
     out.lit("{\"step\":"sv);
     out.number(s.number);
-    out.lit(",\"usage\":"sv);
-    append_usage(out, s.usage);
-    if (!s.model.empty()) {
-      out.lit(",\"model\":"sv);
-      out.json(s.model);
-    }
-    if (s.cost_usd) {
-      out.lit(",\"cost_usd\":"sv);
-      out.number(*s.cost_usd);
-    }
-    out.lit(",\"latency_ms\":"sv);
-    out.millis(std::chrono::duration<double, std::milli>(s.latency).count());
-    out.lit(",\"queue_ms\":"sv);
-    out.millis(std::chrono::duration<double, std::milli>(s.queued).count());
+    append_model_call(out, s.usage, s.model, s.cost_usd, s.latency, s.queued);
     out.lit(",\"tools\":["sv);
     for (std::size_t i = 0; i < s.tools.size(); ++i) {
       const tool_run& r = s.tools[i];
@@ -659,20 +671,8 @@ std::string_view audit_log::impl::write_line(const attempt_event& e, std::string
       out.number(counts[k]);
     }
   }
-  out.lit("},\"usage\":"sv);
-  append_usage(out, a.usage);
-  if (!a.model.empty()) {
-    out.lit(",\"model\":"sv);
-    out.json(a.model);
-  }
-  if (a.cost_usd) {
-    out.lit(",\"cost_usd\":"sv);
-    out.number(*a.cost_usd);
-  }
-  out.lit(",\"latency_ms\":"sv);
-  out.millis(std::chrono::duration<double, std::milli>(a.latency).count());
-  out.lit(",\"queue_ms\":"sv);
-  out.millis(std::chrono::duration<double, std::milli>(a.queued).count());
+  out.ch('}');
+  append_model_call(out, a.usage, a.model, a.cost_usd, a.latency, a.queued);
   out.lit(",\"finish_reason\":"sv);
   out.json(a.finish_reason);
   if (!a.media.empty()) {  // what was sent, never the bytes (with include_reply too)
@@ -695,29 +695,14 @@ std::string audit_log::impl::loop_end_line(const finished_event& e, std::span<co
                                            std::chrono::system_clock::time_point now) const {
   using namespace std::string_view_literals;
   const outcome_base& o = e.outcome;
-  int answers = 0;  // the output attempts made before the loop ended
-  for (const attempt& a : o.attempts) answers += a.kind == attempt_kind::output ? 1 : 0;
+  // The attempt that was to answer: no reply, the call's issues.
+  attempt a;
+  for (const attempt& x : o.attempts) a.number += x.kind == attempt_kind::output ? 1 : 0;
+  a.issues = o.issues;
+  const attempt_event as_attempt{e.call, a, o.success ? verdict::accepted : verdict::failed, a.number - 1};
   std::string storage;
-  line_buffer out(storage);
-  out.lit("{\"ts\":\""sv);
-  out.iso8601_utc(now);
-  out.lit("\",\"query_id\":"sv);
-  out.json(e.call.query_id);
-  out.lit(",\"contract\":"sv);
-  out.json(e.call.contract);
-  out.lit(",\"kind\":\"output\",\"attempt\":"sv);
-  out.number(answers + 1);
-  out.lit(",\"result\":\""sv);
-  out.lit(to_string(o.success ? verdict::accepted : verdict::failed));
-  out.lit("\",\"retry_count\":"sv);
-  out.number(answers);
-  out.lit(",\"schema_version\":"sv);
-  out.json(e.call.schema_version);
-  out.lit(",\"issues\":"sv);
-  append_issues(out, o.issues);
-  out.lit(",\"notes\":{},\"usage\":"sv);
-  append_usage(out, usage{});
-  out.lit(",\"latency_ms\":0.000,\"queue_ms\":0.000,\"finish_reason\":\"\""sv);
+  const std::size_t open = write_line(as_attempt, storage, now, true).size();
+  line_buffer out(storage, open);
   if (!o.reason.empty()) {
     out.lit(",\"reason\":"sv);
     out.json(o.reason);
