@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "covenant/contract/contract.hpp"
+#include "covenant/engine/rate_limiter.hpp"
 #include "covenant/engine/future.hpp"
 #include "covenant/testing/testing.hpp"
 
@@ -438,6 +439,82 @@ TEST(Promise, ALastCopyGoneWithoutAValueCompletesTheFutureWithAnError) {
   kept.set_value(7);
   { const covenant::promise<int> gone = kept; }
   EXPECT_EQ(g.get(), 7);  // a value set before stays
+}
+
+}  // namespace
+
+// The waits around a step, on the real path: one call, nothing else in flight, real timers and
+// sleeps (no injected sleeper), blocking and asynchronous.
+namespace {
+
+using namespace agent_test;
+
+covenant::testing::scripted_engine step_then_answers() {
+  return covenant::testing::scripted_engine([](const covenant::chat_request&, std::size_t i) {
+    covenant::chat_response r;
+    r.usage = {50, 5};
+    if (i == 0) r.tool_calls = {{"c1", "get_time", R"({"zone": "UTC"})"}};
+    else if (i == 1) r.text = R"({"advise": "typo"})";  // rejected: the answer is asked again
+    else r.text = R"({"advice": "a hat"})";
+    return r;
+  });
+}
+
+covenant::contract_options real_waits() {
+  covenant::contract_options o;  // (no sleep, clock or random injected)
+  o.retry.tries = 1;
+  o.retry.delay = std::chrono::milliseconds(40);
+  o.retry.jitter = 0;
+  return o;
+}
+
+void expect_waited_after_a_step(const covenant::outcome<Advice>& o) {
+  ASSERT_TRUE(o.success) << o.summary();
+  ASSERT_EQ(o.steps.size(), 1u);
+  ASSERT_EQ(o.attempts.size(), 2u);
+  EXPECT_EQ(o.attempts[0].waited, std::chrono::nanoseconds(0));
+  EXPECT_EQ(o.attempts[1].waited, std::chrono::milliseconds(40));
+  EXPECT_GE(o.elapsed, std::chrono::milliseconds(40));  // the wait was real
+}
+
+TEST(AgentWaits, ARejectedAnswerAfterAStepWaitsItsRetryDelayBlocking) {
+  auto model = step_then_answers();
+  covenant::contract<Planner> planner{model, real_waits()};
+  auto [value, o] = planner.run(Trip{"Paris"});
+  expect_waited_after_a_step(o);
+  EXPECT_EQ(value.advice, "a hat");
+  EXPECT_EQ(model.calls(), 3u);
+}
+
+TEST(AgentWaits, ARejectedAnswerAfterAStepWaitsItsRetryDelayAsynchronously) {
+  auto model = step_then_answers();
+  covenant::contract<Planner> planner{model, real_waits()};
+  auto r = planner.run_async(Trip{"Paris"}).get();  // the wait is a runtime timer
+  expect_waited_after_a_step(r.outcome);
+  EXPECT_EQ(model.calls(), 3u);
+}
+
+TEST(AgentWaits, EachRequestOfTheLoopTakesItsTurnUnderTheLimiter) {
+  // One request a tenth of a second, no burst beyond it: the step's request goes at once, the
+  // answer's waits its turn.
+  auto limiter = std::make_shared<covenant::rate_limiter>(
+      covenant::rate_limiter_options{.requests_per_minute = 600, .burst_seconds = 0.1});
+  for (const bool async : {false, true}) {
+    auto model = step_then_answers();
+    covenant::contract_options o = real_waits();
+    o.retry.tries = 0;
+    covenant::contract<Planner> planner{model, o};
+    covenant::call_options call;
+    call.limiter = limiter;
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // a full bucket for each call
+    const auto delayed = limiter->stats().delayed;
+    auto r = async ? planner.run_async(Trip{"Paris"}, call).get() : planner.run(Trip{"Paris"}, call);
+    ASSERT_EQ(r.outcome.steps.size(), 1u) << r.outcome.summary();
+    ASSERT_EQ(r.outcome.attempts.size(), 1u);  // the typo'd answer, not asked again (tries = 0)
+    EXPECT_LT(r.outcome.steps[0].queued, std::chrono::milliseconds(50));
+    EXPECT_GE(r.outcome.attempts[0].queued, std::chrono::milliseconds(50)) << (async ? "async" : "blocking");
+    EXPECT_EQ(limiter->stats().delayed, delayed + 1);
+  }
 }
 
 }  // namespace
