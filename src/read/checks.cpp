@@ -1,15 +1,19 @@
 // Constraint checks and issue construction shared by every decoder.
+#include <boost/json/array.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "covenant/read/detail/coerce.hpp"
 #include "covenant/read/detail/decode_context.hpp"
 #include "covenant/types/formats.hpp"
 #include "covenant/types/detail/utf8.hpp"
+#include "covenant/types/encode.hpp"
 #include "covenant/types/json_equal.hpp"
+#include "covenant/types/validators.hpp"
 #include "types/number_text.hpp"
 
 namespace covenant::detail {
@@ -118,13 +122,23 @@ std::size_t exact_count(const std::vector<schema::constraint>& cs, schema::const
   return a == b ? a : SIZE_MAX;
 }
 
+// A rule `c` that does not hold (`r`: its check's message, or empty). A list's or a map's
+// (`container`) is reported like its counts: the rule as expected, no actual.
+void rule_failed(const schema::constraint& c, std::string&& r, std::string_view raw, bool container,
+                 decode_context& ctx, const path_frame* at) {
+  if (container) {
+    std::string message = r.empty() ? (c.text.empty() ? schema::describe(c) : c.text) : std::move(r);
+    ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
+  } else {
+    std::string message = r.empty() ? (c.text.empty() ? std::string("must satisfy its rule") : c.text) : std::move(r);
+    ctx.failed(at, c, issue_code::constraint_violation, c.text, actual_of(raw), std::move(message));
+  }
+}
+
 void custom(const schema::constraint& c, std::string_view raw, const void* native, decode_context& ctx,
             const path_frame* at) {
   if (!c.custom || native == nullptr || !c.custom->has_native()) return;
-  auto r = c.custom->check_native(native);
-  if (!r) return;
-  std::string message = r->empty() ? (c.text.empty() ? std::string("must satisfy its rule") : c.text) : std::move(*r);
-  ctx.failed(at, c, issue_code::constraint_violation, c.text, actual_of(raw), std::move(message));
+  if (auto r = c.custom->check_native(native)) rule_failed(c, std::move(*r), raw, false, ctx, at);
 }
 
 const char* format_message(const std::string& format) {
@@ -418,8 +432,21 @@ bool check_string_fix(const std::vector<schema::constraint>& cs, std::string_vie
 
 namespace {
 
+// A runtime schema's list as its uniqueness checks see it: the JSON array, the type of its
+// items, and whether objects are keyed by their fields' declared names.
+struct json_list {
+  boost::json::array* items;
+  const schema::type* item;
+  bool declared;
+};
+
+std::optional<std::string> json_duplicates(const json_list& l, const schema::constraint& c, bool fix,
+                                           const decode_context& ctx);
+
+// `json`: a runtime schema's list (its uniqueness checked here; custom checks are on C++ values).
 bool count_checks(const std::vector<schema::constraint>& cs, std::size_t n, bool is_map, void* native,
-                  const container_ops* ops, decode_context& ctx, const path_frame* at) {
+                  const container_ops* ops, decode_context& ctx, const path_frame* at,
+                  const json_list* json = nullptr) {
   const char* one = is_map ? "entry" : "item";
   const char* many = is_map ? "entries" : "items";
   bool changed = false;
@@ -458,13 +485,11 @@ bool count_checks(const std::vector<schema::constraint>& cs, std::size_t n, bool
       case schema::constraint_kind::unique_items:
       case schema::constraint_kind::unique_by:
       case schema::constraint_kind::predicate: {
-        // A JSON array answers uniqueness itself (ops->unique); a C++ value through its custom check.
-        const bool json_unique = c.kind != schema::constraint_kind::predicate && ops != nullptr &&
-                                 ops->unique != nullptr && native != nullptr;
-        const bool native_check =
-            !json_unique && c.custom && native != nullptr && (ops == nullptr || ops->native) && c.custom->has_native();
+        // A JSON array answers uniqueness here; a C++ value through its custom check.
+        const bool json_unique = c.kind != schema::constraint_kind::predicate && json != nullptr;
+        const bool native_check = json == nullptr && c.custom && native != nullptr && c.custom->has_native();
         if (!json_unique && !native_check) break;
-        std::optional<std::string> r = json_unique ? ops->unique(native, c, fix, ops->user) : c.custom->check_native(native);
+        std::optional<std::string> r = json_unique ? json_duplicates(*json, c, fix, ctx) : c.custom->check_native(native);
         if (!r) break;
         if (fix && (json_unique || c.custom->fix_native(native))) {
           const std::size_t m = ops->size(native);
@@ -474,8 +499,7 @@ bool count_checks(const std::vector<schema::constraint>& cs, std::size_t n, bool
           changed = true;
           break;
         }
-        std::string message = r->empty() ? (c.text.empty() ? schema::describe(c) : c.text) : std::move(*r);
-        ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
+        rule_failed(c, std::move(*r), {}, true, ctx, at);
         break;
       }
       default:
@@ -504,6 +528,92 @@ void check_native(const std::vector<schema::constraint>& cs, std::string_view ra
   for (const auto& c : cs)
     if (c.kind == schema::constraint_kind::predicate) custom(c, raw, native, ctx, at);
 }
+
+void check_json_rules(const std::vector<schema::constraint>& cs, const boost::json::value& v, std::string_view raw,
+                      bool container, decode_context& ctx, const path_frame* at) {
+  for (const auto& c : cs) {
+    if (c.kind != schema::constraint_kind::predicate || !c.custom || !c.custom->has_json()) continue;
+    if (auto r = c.custom->check_json(v)) rule_failed(c, std::move(*r), raw, container, ctx, at);
+  }
+}
+
+void check_json_value(const std::vector<schema::constraint>& cs, const boost::json::value& v, std::string_view raw,
+                      decode_context& ctx, const path_frame* at) {
+  if (v.is_string()) check_string(cs, v.get_string(), raw, nullptr, ctx, at);
+  else if (v.is_number()) check_number(cs, v.to_number<double>(), raw, nullptr, ctx, at);
+  else if (v.is_array()) check_count(cs, v.get_array().size(), false, raw, nullptr, ctx, at);
+  else if (v.is_object()) check_count(cs, v.get_object().size(), true, raw, nullptr, ctx, at);
+  check_json_rules(cs, v, raw, v.is_array() || v.is_object(), ctx, at);
+}
+
+void check_json_list(const schema::type& t, boost::json::value& v, std::string_view raw, bool declared_keys,
+                     decode_context& ctx, const path_frame* at) {
+  static constexpr container_ops ops{
+      [](const void* c) { return static_cast<const boost::json::array*>(c)->size(); },
+      [](void* c, std::size_t n) {
+        auto& items = *static_cast<boost::json::array*>(c);
+        if (n < items.size()) items.resize(n);
+      }};
+  boost::json::array& a = v.get_array();
+  const json_list list{&a, &t.args[0], declared_keys};
+  count_checks(t.constraints, a.size(), false, &a, &ops, ctx, at, &list);
+  check_json_rules(t.constraints, v, raw, true, ctx, at);
+}
+
+namespace {
+
+// unique_items and unique_by on a JSON array: the first two equal items, with the typed
+// validators' messages, or nullopt; with `fix`, the later of equal items are dropped.
+std::optional<std::string> json_duplicates(const json_list& l, const schema::constraint& c, bool fix,
+                                           const decode_context& ctx) {
+  namespace json = boost::json;
+  std::string key = c.text;  // unique_by: the member's key in the output, and its type
+  const schema::type* mtype = nullptr;
+  const schema::type* u = c.kind == schema::constraint_kind::unique_by ? ctx.s.unalias(*l.item) : nullptr;
+  if (const schema::definition* d = u != nullptr ? ctx.s.resolve(*u) : nullptr; d != nullptr && d->object() != nullptr) {
+    for (const auto& f : d->object()->fields) {
+      if (f.name == c.text || f.key == c.text) {
+        key = l.declared ? f.name : f.key;
+        mtype = &f.type;
+        break;
+      }
+    }
+  }
+  static const json::value null_value;
+  auto part = [&](const json::value& v) -> const json::value& {
+    if (c.kind == schema::constraint_kind::unique_items) return v;
+    const json::value* m = v.is_object() ? v.get_object().if_contains(key) : nullptr;
+    return m != nullptr ? *m : null_value;
+  };
+  auto equal = [&](const json::value& x, const json::value& y) { return json_equal(part(x), part(y)); };
+  json::array& a = *l.items;
+  std::optional<std::string> found;
+  for (std::size_t i = 0; i < a.size() && !found; ++i) {
+    for (std::size_t j = i + 1; j < a.size() && !found; ++j) {
+      if (!equal(a[i], a[j])) continue;
+      if (c.kind == schema::constraint_kind::unique_items) {
+        found = "items must be unique ([" + std::to_string(i) + "] and [" + std::to_string(j) + "] are equal)";
+        continue;
+      }
+      // the value shown as the typed message shows it (a plain scalar member)
+      const json::value& x = part(a[i]);
+      std::string shown;
+      const schema::type* mt = mtype == nullptr ? nullptr : ctx.s.unalias(*mtype);
+      if (mt != nullptr && !mtype->nullable && !mt->nullable) {
+        if (mt->kind == schema::kind::string && x.is_string()) append_json_string(shown, x.get_string());
+        else if (mt->kind == schema::kind::integer && x.is_int64()) shown = std::to_string(x.get_int64());
+        else if (mt->kind == schema::kind::integer && x.is_uint64()) shown = std::to_string(x.get_uint64());
+        else if (mt->kind == schema::kind::number && x.is_number()) shown = std::to_string(x.to_number<double>());
+        else if (mt->kind == schema::kind::boolean && x.is_bool()) shown = std::to_string(x.get_bool() ? 1 : 0);
+      }
+      found = render_unique_by_duplicate(c.text, shown, i, j);
+    }
+  }
+  if (found && fix) keep_first_of_equal(a, equal);
+  return found;
+}
+
+}  // namespace
 
 namespace {
 

@@ -1,17 +1,14 @@
 // Decoding JSON text against a runtime schema into a boost::json::value, with the typed decoder's
 // issues. The rules both decoders have are theirs in common (decode.hpp's scalar readers,
-// read_members.hpp's loops, coerce.cpp, reshape.cpp, read_union.cpp, checks.cpp); what is here is
-// the JSON target's own: building the value, literals, map keys, JSON rules and uniqueness.
+// read_members.hpp's loops, coerce.cpp, reshape.cpp, read_union.cpp, and checks.cpp with the
+// checks of JSON values); what is here is the JSON target's own: building the value, literals and
+// map keys.
 #include "covenant/read/dynamic.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
-#include <boost/json/parse.hpp>
 #include <boost/json/string.hpp>
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -23,7 +20,6 @@
 #include "covenant/read/detail/read_union.hpp"
 #include "covenant/types/encode.hpp"
 #include "covenant/types/json_equal.hpp"
-#include "covenant/types/validators.hpp"
 #include "dynamic_value.hpp"
 
 namespace covenant {
@@ -40,7 +36,7 @@ using schema::kind;
 
 class dynamic_decoder {
  public:
-  dynamic_decoder(json_reader& r, output_keys keys) : r_(r), keys_(keys) {}
+  dynamic_decoder(json_reader& r, output_keys keys) : r_(r), declared_(keys == output_keys::declared) {}
 
   json::value read(const schema::type& t, decode_context& ctx, const path_frame* at) {
     if (++depth_ > limit(ctx)) {
@@ -106,7 +102,7 @@ class dynamic_decoder {
         const char* start = r_.position();
         json::value v = read(d->alias()->target, ctx, at);
         if (!t.constraints.empty() && !r_.failed()) {
-          value_constraints(t.constraints, v, detail::span_from(r_, start), ctx, at);
+          detail::check_json_value(t.constraints, v, detail::span_from(r_, start), ctx, at);
         }
         return v;
       }
@@ -131,7 +127,7 @@ class dynamic_decoder {
     std::string json;
     if (!detail::take_json_in_string(r_, ctx, at, json)) return std::nullopt;
     json_reader inner(json, ctx.opts.max_depth);
-    dynamic_decoder d(inner, keys_);
+    dynamic_decoder d(inner, declared_ ? output_keys::declared : output_keys::json);
     d.depth_ = depth_;
     json::value v = d.read_inner(t, ctx, at);
     if (inner.failed()) detail::type_mismatch(ctx, at, t, json);  // strict JSON within the depth: not expected
@@ -158,7 +154,7 @@ class dynamic_decoder {
       const schema::field& f = def.fields[j];
       json::value v = x.d->read(f.type, ctx, at);
       json::object o;
-      o.emplace(x.d->keys_ == output_keys::declared ? f.name : f.key, std::move(v));
+      o.emplace(x.d->key_of(f), std::move(v));
       *x.out = std::move(o);
     };
     t.checks = [](void* self, const schema::type& node, const schema::object_def& def, std::string_view raw,
@@ -201,7 +197,8 @@ class dynamic_decoder {
     if (!t.constraints.empty()) {
       // an object or a list read as its text is shown as that text
       const bool written = std::is_same_v<N, std::string> && (c == '{' || c == '[');
-      rules(t.constraints, v, written ? std::string_view(v.get_string()) : detail::span_from(r_, start), false, ctx, at);
+      const std::string_view raw = written ? std::string_view(v.get_string()) : detail::span_from(r_, start);
+      detail::check_json_rules(t.constraints, v, raw, false, ctx, at);
     }
     return v;
   }
@@ -235,7 +232,7 @@ class dynamic_decoder {
       items one{*this, t.args[0], {}};
       if (!detail::read_one_item(r_, one, ctx, at)) return nullptr;
       json::value v = std::move(one.out);
-      if (!t.constraints.empty()) array_rules(t, v, "[...]", ctx, at);
+      if (!t.constraints.empty()) detail::check_json_list(t, v, "[...]", declared_, ctx, at);
       return v;
     }
     if (c != '[') return mismatch(t, ctx, at);
@@ -244,33 +241,8 @@ class dynamic_decoder {
     std::size_t n = 0;
     if (!detail::read_items(r_, list, n, ctx, at)) return nullptr;
     json::value v = std::move(list.out);
-    if (!t.constraints.empty()) array_rules(t, v, detail::span_from(r_, start), ctx, at);
+    if (!t.constraints.empty()) detail::check_json_list(t, v, detail::span_from(r_, start), declared_, ctx, at);
     return v;
-  }
-
-  // The constraints of a list on its value: counts (a fix cuts it), uniqueness (a fix drops the
-  // later duplicates), custom rules.
-  void array_rules(const schema::type& t, json::value& v, std::string_view raw, decode_context& ctx,
-                   const path_frame* at) {
-    struct unique_of {
-      const dynamic_decoder* self;
-      const schema::type* item;
-      decode_context* ctx;
-    } u{this, &t.args[0], &ctx};
-    const detail::container_ops ops{
-        [](const void* c) { return static_cast<const json::array*>(c)->size(); },
-        [](void* c, std::size_t n) {
-          auto& a = *static_cast<json::array*>(c);
-          if (n < a.size()) a.resize(n);
-        },
-        false,
-        [](void* c, const schema::constraint& rule, bool fix, const void* user) {
-          const auto& x = *static_cast<const unique_of*>(user);
-          return x.self->duplicates(*x.item, rule, fix, *static_cast<json::array*>(c), *x.ctx);
-        },
-        &u};
-    detail::check_count_fix(t.constraints, false, raw, &v.get_array(), ops, ctx, at);
-    rules(t.constraints, v, raw, true, ctx, at);
   }
 
   // Whether `key` is one the key type accepts (any string, unless it is a closed choice of
@@ -312,11 +284,7 @@ class dynamic_decoder {
     }
     if (r_.failed()) return nullptr;
     json::value v = std::move(out);
-    if (!t.constraints.empty()) {
-      const std::string_view raw = detail::span_from(r_, start);
-      detail::check_count(t.constraints, v.get_object().size(), true, raw, nullptr, ctx, at);
-      rules(t.constraints, v, raw, true, ctx, at);
-    }
+    if (!t.constraints.empty()) detail::check_json_value(t.constraints, v, detail::span_from(r_, start), ctx, at);
     return v;
   }
 
@@ -367,7 +335,7 @@ class dynamic_decoder {
       return json::value(nullptr);
     }
     json::value v = *values[k];
-    if (!t.constraints.empty()) value_constraints(t.constraints, v, raw, ctx, at);
+    if (!t.constraints.empty()) detail::check_json_value(t.constraints, v, raw, ctx, at);
     return v;
   }
 
@@ -404,7 +372,7 @@ class dynamic_decoder {
     };
     if (!detail::read_union(r_, target, t, ctx, at)) return r_.failed() ? json::value(nullptr) : std::move(u.miss);
     if (u.whole) return std::move(*u.whole);
-    if (!t.constraints.empty()) value_constraints(t.constraints, u.fit, detail::span_from(r_, start), ctx, at);
+    if (!t.constraints.empty()) detail::check_json_value(t.constraints, u.fit, detail::span_from(r_, start), ctx, at);
     return std::move(u.fit);
   }
 
@@ -429,7 +397,7 @@ class dynamic_decoder {
       }
       ctx.note(at, note_kind::coerced, std::string(raw) + " read as " + json_text(lit));
       json::value v = lit;
-      if (!t.constraints.empty()) rules(t.constraints, v, raw, false, ctx, at);
+      if (!t.constraints.empty()) detail::check_json_rules(t.constraints, v, raw, false, ctx, at);
       return v;
     }
     if (lit.is_string()) {
@@ -466,7 +434,7 @@ class dynamic_decoder {
       return nullptr;
     }
     json::value v = lit;
-    if (!t.constraints.empty()) rules(t.constraints, v, raw, false, ctx, at);
+    if (!t.constraints.empty()) detail::check_json_rules(t.constraints, v, raw, false, ctx, at);
     return v;
   }
 
@@ -478,10 +446,10 @@ class dynamic_decoder {
     if (k == detail::no_match) return nullptr;
     const schema::enum_value& ev = def.enumeration()->values[k];
     const std::string_view raw = detail::span_from(r_, start);
-    json::value out = json::string(keys_ == output_keys::declared && !ev.declared_name.empty() ? ev.declared_name : ev.name);
+    json::value out = json::string(declared_ && !ev.declared_name.empty() ? ev.declared_name : ev.name);
     if (!t.constraints.empty()) {
       const json::value seen = json::string(ev.declared_name.empty() ? ev.name : ev.declared_name);
-      rules(t.constraints, seen, raw, false, ctx, at);
+      detail::check_json_rules(t.constraints, seen, raw, false, ctx, at);
     }
     return out;
   }
@@ -534,7 +502,7 @@ class dynamic_decoder {
     if (!detail::read_members(r_, m, def, seen, follows, 0, ctx, f, at)) return nullptr;
     json::object out;
     for (std::size_t j = 0; j < n; ++j)
-      if (seen[j]) out.emplace(keys_ == output_keys::declared ? def.fields[j].name : def.fields[j].key, std::move(m.slots[j]));
+      if (seen[j]) out.emplace(key_of(def.fields[j]), std::move(m.slots[j]));
     json::value v = std::move(out);
     if (ctx.issues.size() == issues_before) object_rules(t, def, v, detail::span_from(r_, start), ctx, at);
     return v;
@@ -547,13 +515,13 @@ class dynamic_decoder {
     if (def.invariants.empty() && t.constraints.empty()) return;
     const json::value view = rule_view(def, v);
     detail::check_invariants_json(def, view, ctx, at);
-    if (!t.constraints.empty()) rules(t.constraints, view, raw, false, ctx, at);
+    if (!t.constraints.empty()) detail::check_json_rules(t.constraints, view, raw, false, ctx, at);
   }
 
 
   // The object as its own rules read it: fields under their declared names.
   json::value rule_view(const schema::object_def& def, const json::value& v) const {
-    if (keys_ == output_keys::declared) return v;
+    if (declared_) return v;
     bool renamed = false;
     for (const auto& f : def.fields) renamed = renamed || (f.key != f.name && !f.skip);
     if (!renamed) return v;
@@ -565,87 +533,11 @@ class dynamic_decoder {
     return o;
   }
 
-  // Custom checks on JSON values (predicates from schema files) and soft constraints.
-  // `container`: arrays and maps report like check_count (expected = rule, no actual).
-  void rules(const std::vector<schema::constraint>& cs, const json::value& v, std::string_view raw, bool container,
-             decode_context& ctx, const path_frame* at) {
-    for (const auto& c : cs) {
-      if (c.kind != constraint_kind::predicate || !c.custom || !c.custom->has_json()) continue;
-      auto r = c.custom->check_json(v);
-      if (!r) continue;
-      if (container) {
-        std::string message = r->empty() ? (c.text.empty() ? schema::describe(c) : c.text) : std::move(*r);
-        ctx.failed(at, c, issue_code::constraint_violation, schema::describe(c), "", std::move(message));
-      } else {
-        std::string message =
-            r->empty() ? (c.text.empty() ? std::string("must satisfy its rule") : c.text) : std::move(*r);
-        ctx.failed(at, c, issue_code::constraint_violation, c.text, detail::actual_of(raw), std::move(message));
-      }
-    }
-  }
-
-  // Keyword and custom constraints of a ref-to-alias or union node, on the value already read.
-  void value_constraints(const std::vector<schema::constraint>& cs, const json::value& v, std::string_view raw,
-                         decode_context& ctx, const path_frame* at) {
-    if (v.is_string()) detail::check_string(cs, v.get_string(), raw, nullptr, ctx, at);
-    else if (v.is_number()) detail::check_number(cs, v.to_number<double>(), raw, nullptr, ctx, at);
-    else if (v.is_array()) detail::check_count(cs, v.get_array().size(), false, raw, nullptr, ctx, at);
-    else if (v.is_object()) detail::check_count(cs, v.get_object().size(), true, raw, nullptr, ctx, at);
-    rules(cs, v, raw, v.is_array() || v.is_object(), ctx, at);
-  }
-
-  // unique_items and unique_by on a JSON array (the counts check runs them in their declared
-  // order): the first two equal items, with the typed validators' messages, or nullopt; with
-  // `fix`, the later of equal items are dropped.
-  std::optional<std::string> duplicates(const schema::type& item, const schema::constraint& c, bool fix,
-                                        json::array& a, decode_context& ctx) const {
-    std::string key = c.text;  // unique_by: the member's key in the output, and its type
-    const schema::type* mtype = nullptr;
-    const schema::type* u = c.kind == constraint_kind::unique_by ? ctx.s.unalias(item) : nullptr;
-    if (const schema::definition* d = u != nullptr ? ctx.s.resolve(*u) : nullptr; d != nullptr && d->object() != nullptr) {
-      for (const auto& f : d->object()->fields) {
-        if (f.name == c.text || f.key == c.text) {
-          key = keys_ == output_keys::declared ? f.name : f.key;
-          mtype = &f.type;
-          break;
-        }
-      }
-    }
-    static const json::value null_value;
-    auto part = [&](const json::value& v) -> const json::value& {
-      if (c.kind == constraint_kind::unique_items) return v;
-      const json::value* m = v.is_object() ? v.get_object().if_contains(key) : nullptr;
-      return m != nullptr ? *m : null_value;
-    };
-    auto equal = [&](const json::value& x, const json::value& y) { return json_equal(part(x), part(y)); };
-    std::optional<std::string> found;
-    for (std::size_t i = 0; i < a.size() && !found; ++i) {
-      for (std::size_t j = i + 1; j < a.size() && !found; ++j) {
-        if (!equal(a[i], a[j])) continue;
-        if (c.kind == constraint_kind::unique_items) {
-          found = "items must be unique ([" + std::to_string(i) + "] and [" + std::to_string(j) + "] are equal)";
-          continue;
-        }
-        // the value shown as the typed message shows it (a plain scalar member)
-        const json::value& x = part(a[i]);
-        std::string shown;
-        const schema::type* mt = mtype == nullptr ? nullptr : ctx.s.unalias(*mtype);
-        if (mt != nullptr && !mtype->nullable && !mt->nullable) {
-          if (mt->kind == kind::string && x.is_string()) detail::append_json_string(shown, x.get_string());
-          else if (mt->kind == kind::integer && x.is_int64()) shown = std::to_string(x.get_int64());
-          else if (mt->kind == kind::integer && x.is_uint64()) shown = std::to_string(x.get_uint64());
-          else if (mt->kind == kind::number && x.is_number()) shown = std::to_string(x.to_number<double>());
-          else if (mt->kind == kind::boolean && x.is_bool()) shown = std::to_string(x.get_bool() ? 1 : 0);
-        }
-        found = detail::render_unique_by_duplicate(c.text, shown, i, j);
-      }
-    }
-    if (found && fix) detail::keep_first_of_equal(a, equal);
-    return found;
-  }
+  // A field's key in the value made: its declared name or its key in the output.
+  const std::string& key_of(const schema::field& f) const { return declared_ ? f.name : f.key; }
 
   json_reader& r_;
-  output_keys keys_;
+  bool declared_;
   std::size_t depth_ = 0;
 };
 

@@ -128,10 +128,9 @@ COVENANT_NOINLINE void count_constraints(C& out, const schema::type& node, std::
         } else {
           (void)c, (void)n;
         }
-      },
-      true};
+      }};
   if constexpr (is_vector<C>::value) check_count_fix(node.constraints, false, raw, &out, ops, ctx, at);
-  else check_count_fix(node.constraints, true, raw, &out, container_ops{ops.size, nullptr, true}, ctx, at);
+  else check_count_fix(node.constraints, true, raw, &out, container_ops{ops.size, nullptr}, ctx, at);
 }
 
 // An object or a map expected, something else written: in coerce mode a string holding its JSON

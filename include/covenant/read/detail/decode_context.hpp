@@ -111,14 +111,6 @@ COVENANT_API bool check_string_fix(const std::vector<schema::constraint>& cs, st
 struct container_ops {
   std::size_t (*size)(const void* c) = nullptr;
   void (*cut)(void* c, std::size_t n) = nullptr;  ///< null: cannot be cut (maps)
-  /// The container is the C++ value custom checks expect (false: a JSON array of a runtime
-  /// schema, whose uniqueness `unique` checks).
-  bool native = true;
-  /// A JSON array's uniqueness (unique_items, unique_by `rule`), checked in the constraints'
-  /// declared order like the other counts: the message naming the first duplicates, or nullopt
-  /// when there are none; with `fix`, the later duplicates are dropped. `user` is passed back.
-  std::optional<std::string> (*unique)(void* c, const schema::constraint& rule, bool fix, const void* user) = nullptr;
-  const void* user = nullptr;
 };
 /// Lists and maps: cuts a list to its maximum item count, drops later duplicates (unique_items,
 /// unique_by through custom_check::fix_native).
@@ -138,6 +130,21 @@ COVENANT_API void all_items_dropped(decode_context& ctx, const path_frame* at, s
 /// Custom checks only (predicates on booleans, enums, objects).
 COVENANT_API void check_native(const std::vector<schema::constraint>& cs, std::string_view raw, const void* native,
                                decode_context& ctx, const path_frame* at);
+/// Rules of a runtime schema's value on its JSON value `v` read from `raw` (predicates with a JSON
+/// check: schema files' @check/@assert). A list's or a map's (`container`) is reported like its
+/// counts: the rule as expected, no actual.
+COVENANT_API void check_json_rules(const std::vector<schema::constraint>& cs, const boost::json::value& v,
+                                   std::string_view raw, bool container, decode_context& ctx, const path_frame* at);
+/// Every constraint of a runtime schema's value on its JSON value: the keyword checks of its kind
+/// (strings, numbers, the counts of lists and maps), then check_json_rules.
+COVENANT_API void check_json_value(const std::vector<schema::constraint>& cs, const boost::json::value& v,
+                                   std::string_view raw, decode_context& ctx, const path_frame* at);
+/// The constraints of a runtime schema's list `t` on its JSON array `v`, in their declared order:
+/// counts (a fix cuts it), unique_items and unique_by (by JSON equality, with the typed
+/// validators' messages; a fix drops the later duplicates; `declared_keys`: its objects are keyed
+/// by their fields' declared names), rules.
+COVENANT_API void check_json_list(const schema::type& t, boost::json::value& v, std::string_view raw,
+                                  bool declared_keys, decode_context& ctx, const path_frame* at);
 /// Cross-field rules of an object, on the C++ object.
 COVENANT_API void check_invariants_native(const schema::object_def& def, const void* object, decode_context& ctx,
                                           const path_frame* at);
