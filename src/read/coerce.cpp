@@ -459,17 +459,22 @@ void read_text_other(json_reader& r, std::string& out, const schema::type& node,
   mismatch_and_skip(r, node, ctx, at);
 }
 
-bool take_json_in_string(json_reader& r, decode_context& ctx, const path_frame* at, std::string& json) {
+bool read_json_in_string(json_reader& r, const reshape_target& t, const schema::type& node, decode_context& ctx,
+                         const path_frame* at) {
   const char* start = r.position();
   std::string scratch;
   std::string_view text;
-  if (!r.read_string_view(text, scratch)) return false;
+  if (!r.read_string_view(text, scratch)) return true;  // (failed)
+  std::string json;
   std::string detail;
   if (!json_in_string(text, ctx.opts.max_depth, json, detail)) {
     r.rewind(start);
     return false;
   }
   ctx.note(at, note_kind::coerced, std::move(detail));
+  json_reader inner(json, ctx.opts.max_depth);
+  t.read(t.self, inner, node, ctx, at);
+  if (inner.failed()) type_mismatch(ctx, at, node, json);  // strict JSON within the depth: not expected
   return true;
 }
 

@@ -36,7 +36,8 @@ using schema::kind;
 
 class dynamic_decoder {
  public:
-  dynamic_decoder(json_reader& r, output_keys keys) : r_(r), declared_(keys == output_keys::declared) {}
+  dynamic_decoder(json_reader& r, bool declared_keys, std::size_t depth = 0)
+      : r_(r), declared_(declared_keys), depth_(depth) {}
 
   json::value read(const schema::type& t, decode_context& ctx, const path_frame* at) {
     if (++depth_ > limit(ctx)) {
@@ -73,9 +74,9 @@ class dynamic_decoder {
         if (detail::read_unwrapped(r_, target(jt), t, ctx, at)) return v;
         if (r_.failed()) return nullptr;
       } else if (c == '"' && wants_container(t, ctx)) {
-        std::optional<json::value> v = read_json_in_string(t, ctx, at);
-        if (r_.failed()) return nullptr;
-        if (v) return std::move(*v);
+        json::value v;
+        json_target jt{this, &v};
+        if (detail::read_json_in_string(r_, target(jt), t, ctx, at)) return v;
       }
     }
     switch (t.kind) {
@@ -120,22 +121,8 @@ class dynamic_decoder {
     return d->alias() != nullptr && wants_container(d->alias()->target, ctx);
   }
 
-  // Coerce mode: a string holding the JSON text of an object or a list where the target is one,
-  // decoded from that text at the same path. nullopt (the reader back at the string) when the
-  // string holds no such value.
-  std::optional<json::value> read_json_in_string(const schema::type& t, decode_context& ctx, const path_frame* at) {
-    std::string json;
-    if (!detail::take_json_in_string(r_, ctx, at, json)) return std::nullopt;
-    json_reader inner(json, ctx.opts.max_depth);
-    dynamic_decoder d(inner, declared_ ? output_keys::declared : output_keys::json);
-    d.depth_ = depth_;
-    json::value v = d.read_inner(t, ctx, at);
-    if (inner.failed()) detail::type_mismatch(ctx, at, t, json);  // strict JSON within the depth: not expected
-    return v;
-  }
-
-  // This decoder's target as the reshaping rules (detail::read_unwrapped, read_as_only_field) see
-  // it: the JSON value `out`.
+  // This decoder's target as the reshaping rules (detail::read_unwrapped, read_as_only_field,
+  // read_json_in_string: a reader of its own) see it: the JSON value `out`.
   struct json_target {
     dynamic_decoder* d;
     json::value* out;
@@ -144,9 +131,10 @@ class dynamic_decoder {
   static detail::reshape_target target(json_target& jt) {
     detail::reshape_target t;
     t.self = &jt;
-    t.read = [](void* self, json_reader&, const schema::type& node, decode_context& ctx, const path_frame* at) {
+    t.read = [](void* self, json_reader& r, const schema::type& node, decode_context& ctx, const path_frame* at) {
       auto& x = *static_cast<json_target*>(self);
-      *x.out = x.d->read(node, ctx, at);
+      if (&r == &x.d->r_) *x.out = x.d->read(node, ctx, at);
+      else *x.out = dynamic_decoder(r, x.d->declared_, x.d->depth_).read_inner(node, ctx, at);
     };
     t.read_field = [](void* self, json_reader&, const schema::object_def& def, std::size_t j, decode_context& ctx,
                       const path_frame* at) {
@@ -545,7 +533,7 @@ class dynamic_decoder {
 
 boost::json::value detail::read_dynamic_value(json_reader& r, const schema::type& t, decode_context& ctx,
                                               const path_frame* at, output_keys keys) {
-  dynamic_decoder d(r, keys);
+  dynamic_decoder d(r, keys == output_keys::declared);
   return d.read(t, ctx, at);
 }
 

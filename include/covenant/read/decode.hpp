@@ -71,18 +71,15 @@ inline void mismatch_and_skip(json_reader& r, const schema::type& node, decode_c
   if (r.skip_value(raw)) type_mismatch(ctx, at, node, raw);
 }
 
-// Coerce mode: a string holding the JSON text of an object or a list, where the schema wants
-// one, decoded from that text at the same path. False (the reader back at the string) when the
-// string holds no such value.
+// The value `out` as a reshaping rule (coerce.hpp: read_unwrapped, read_json_in_string) reads it.
 template <class T>
-COVENANT_NOINLINE bool read_json_in_string(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
-                                           const path_frame* at) {
-  std::string json;
-  if (!take_json_in_string(r, ctx, at, json)) return r.failed();
-  json_reader inner(json, ctx.opts.max_depth);
-  read_value(inner, out, node, ctx, at);
-  if (inner.failed()) type_mismatch(ctx, at, node, json);  // strict JSON within the depth: not expected
-  return true;
+reshape_target value_target(T& out) {
+  reshape_target t;
+  t.self = &out;
+  t.read = [](void* self, json_reader& r, const schema::type& n, decode_context& c, const path_frame* a) {
+    read_value(r, *static_cast<T*>(self), n, c, a);
+  };
+  return t;
 }
 
 // The constraints of a number that failed the inline screen (or has others), with fixes
@@ -141,7 +138,7 @@ COVENANT_NOINLINE void not_a_container(json_reader& r, T& out, const schema::typ
                                        const path_frame* at) {
   if (ctx.opts.coerce) {
     const char c = r.peek();
-    if (c == '"' && read_json_in_string(r, out, node, ctx, at)) return;
+    if (c == '"' && read_json_in_string(r, value_target(out), node, ctx, at)) return;
     if constexpr (!is_string_map<T>::value) {
       if (c == '[' && (read_unwrapped(r, object_codec<T>::target(out), node, ctx, at) || r.failed())) return;
     }
@@ -156,14 +153,8 @@ template <class T>
 COVENANT_NOINLINE void other_shape(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
                                    const path_frame* at, bool native) {
   const char c = r.peek();
-  if (native && ctx.opts.coerce && (c == '[' || c == '{')) {
-    reshape_target t;
-    t.self = &out;
-    t.read = [](void* self, json_reader& rr, const schema::type& n, decode_context& cc, const path_frame* a) {
-      read_value(rr, *static_cast<T*>(self), n, cc, a);
-    };
-    if (read_unwrapped(r, t, node, ctx, at) || r.failed()) return;
-  }
+  if (native && ctx.opts.coerce && (c == '[' || c == '{') && (read_unwrapped(r, value_target(out), node, ctx, at) || r.failed()))
+    return;
   mismatch_and_skip(r, node, ctx, at);
 }
 
@@ -172,7 +163,7 @@ COVENANT_NOINLINE void other_shape(json_reader& r, T& out, const schema::type& n
 template <class V>
 COVENANT_NOINLINE void read_list_coerced(json_reader& r, V& out, const schema::type& node, decode_context& ctx,
                                          const path_frame* at) {
-  if (r.peek() == '"' && read_json_in_string(r, out, node, ctx, at)) return;
+  if (r.peek() == '"' && read_json_in_string(r, value_target(out), node, ctx, at)) return;
   out.resize(1);
   struct item {
     V& out;

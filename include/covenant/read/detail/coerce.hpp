@@ -112,11 +112,15 @@ COVENANT_API bool look_at_keys(json_reader& r, const schema::object_def& def, ob
 /// also accents ("direccion" for "dirección"), when exactly one field matches; no_match otherwise.
 COVENANT_API std::size_t match_field_key(const schema::object_def& o, std::string_view key);
 
-/// The reader at a string that holds the JSON text of one object or list ("{\"model\": \"x\"}",
-/// "[1, 2]"; repairs allowed, read by the lenient reader; nothing else around it, not cut off):
-/// consumes the string, notes the reading at `at`, writes the value as strict JSON into `json` and
-/// returns true. Otherwise false, with the reader back at the string (or failed on bad syntax).
-COVENANT_API bool take_json_in_string(json_reader& r, decode_context& ctx, const path_frame* at, std::string& json);
+/// Coerce mode, a list, a map or an object expected: the reader at a string that holds the JSON
+/// text of one object or list ("{\"model\": \"x\"}", "[1, 2]"; repairs allowed, read by the
+/// lenient reader; nothing else around it, not cut off) consumes the string, notes the reading at
+/// `at` and reads that text as `node` into the target (`t.read`, with a reader of its own) at the
+/// same path; a text that is not strict JSON within the depth limit is a type mismatch. True when
+/// it did (or the reader failed on bad syntax); false, the reader back at the string, when the
+/// string holds no such value.
+COVENANT_API bool read_json_in_string(json_reader& r, const reshape_target& t, const schema::type& node,
+                                      decode_context& ctx, const path_frame* at);
 
 /// Where the text being decoded (decode_options::source) was read from: a candidate of the lenient
 /// reader, its `json` decoded, read from `input`.
