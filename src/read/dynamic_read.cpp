@@ -38,45 +38,19 @@ read_result read_dynamic(std::string_view text, const schema::model& m, const re
   result.truncated = std::any_of(result.notes.begin(), result.notes.end(), [](const note& n) {
     return n.kind == note_kind::truncated || n.kind == note_kind::incomplete;
   });
-  if (options.partial && result.truncated && !r.issues.empty()) {
-    // What only the rest of the stream can settle: fields not written yet in an unfinished object,
-    // constraints and rules of unfinished values.
-    // Copies: notes are added below, which may move the notes' paths.
-    std::vector<path> unfinished;
-    for (const note& n : result.notes)
-      if (n.kind == note_kind::incomplete) unfinished.push_back(n.path);
-    issue_list kept;
-    for (issue& i : r.issues) {
-      std::string detail;
-      if (detail::pending_issue(i, unfinished, &detail)) {
-        note n;
-        n.kind = note_kind::incomplete;
-        n.path = std::move(i.path);
-        n.detail = std::move(detail);
-        result.notes.push_back(std::move(n));
-      } else {
-        kept.push_back(std::move(i));
-      }
-    }
-    r.issues = std::move(kept);
-  }
+  const bool unfinished = options.partial && result.truncated;
+  if (unfinished) detail::set_aside_pending(r.issues, result.notes);
   result.issues = std::move(r.issues);
-  if (result.issues.empty() && r.value) {
-    result.value = std::move(*r.value);
-    if (options.partial && result.truncated) {
-      std::vector<path> unfinished;
-      for (const note& n : result.notes)
-        if (n.kind == note_kind::incomplete) unfinished.push_back(n.path);
-      if (!detail::keep_streamed(result.value, m, std::move(unfinished), result.notes)) {
-        result.value = nullptr;
-        if ((m.root.stream & schema::stream_flag::not_null) != 0) {
-          issue i;
-          i.code = issue_code::missing_field;
-          i.expected = schema::type_expression(m.root);
-          i.message = "no finished value yet (@stream.not_null)";
-          result.issues.push_back(std::move(i));
-        }
-      }
+  if (!result.issues.empty() || !r.value) return result;
+  result.value = std::move(*r.value);
+  if (unfinished && !detail::keep_streamed(result.value, m, detail::unfinished_paths(result.notes), result.notes)) {
+    result.value = nullptr;
+    if ((m.root.stream & schema::stream_flag::not_null) != 0) {
+      issue i;
+      i.code = issue_code::missing_field;
+      i.expected = schema::type_expression(m.root);
+      i.message = "no finished value yet (@stream.not_null)";
+      result.issues.push_back(std::move(i));
     }
   }
   return result;

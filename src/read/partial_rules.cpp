@@ -24,6 +24,23 @@ bool listed(const std::vector<path>& paths, const path& p) {
   return std::any_of(paths.begin(), paths.end(), [&](const path& q) { return q == p; });
 }
 
+// Partial mode: whether an issue is one only the rest of the stream can settle, given the paths
+// of the unfinished values (a required field missing from an unfinished object, a constraint or
+// rule failed by an unfinished value). Sets `detail` to the note that replaces it.
+bool pending_issue(const issue& i, const std::vector<path>& unfinished, std::string* detail = nullptr) {
+  if (i.code == issue_code::missing_field && !i.path.empty()) {
+    path parent = i.path;
+    parent.pop();
+    if (detail != nullptr) *detail = "required field not written yet";
+    return listed(unfinished, parent);
+  }
+  if (i.code == issue_code::constraint_violation || i.code == issue_code::invariant_violation) {
+    if (detail != nullptr) *detail = "unfinished value, not checked yet: " + i.message;
+    return listed(unfinished, i.path);
+  }
+  return false;
+}
+
 bool has_stream_flags(const schema::type& t) {
   return t.stream != 0 || std::any_of(t.args.begin(), t.args.end(), has_stream_flags);
 }
@@ -224,24 +241,33 @@ bool shape_coercion(const note& n) noexcept {
          (d.starts_with(only_member_note) && d.ends_with(only_member_note_end)) || d.starts_with(only_field_note);
 }
 
-bool pending_issue(const issue& i, const std::vector<path>& unfinished, std::string* detail) {
-  if (i.code == issue_code::missing_field && !i.path.empty()) {
-    path parent = i.path;
-    parent.pop();
-    if (detail != nullptr) *detail = "required field not written yet";
-    return listed(unfinished, parent);
-  }
-  if (i.code == issue_code::constraint_violation || i.code == issue_code::invariant_violation) {
-    if (detail != nullptr) *detail = "unfinished value, not checked yet: " + i.message;
-    return listed(unfinished, i.path);
-  }
-  return false;
-}
 
-std::size_t settled_issues(const issue_list& issues, const note_list& notes) {
+std::vector<path> unfinished_paths(const note_list& notes) {
   std::vector<path> unfinished;
   for (const note& n : notes)
     if (n.kind == note_kind::incomplete) unfinished.push_back(n.path);
+  return unfinished;
+}
+
+void set_aside_pending(issue_list& issues, note_list& notes) {
+  if (issues.empty()) return;
+  const std::vector<path> unfinished = unfinished_paths(notes);  // (a copy: notes are added below)
+  issue_list kept;
+  for (issue& i : issues) {
+    note n;
+    if (pending_issue(i, unfinished, &n.detail)) {
+      n.kind = note_kind::incomplete;
+      n.path = std::move(i.path);
+      notes.push_back(std::move(n));
+    } else {
+      kept.push_back(std::move(i));
+    }
+  }
+  issues = std::move(kept);
+}
+
+std::size_t settled_issues(const issue_list& issues, const note_list& notes) {
+  const std::vector<path> unfinished = unfinished_paths(notes);
   if (unfinished.empty()) return issues.size();
   return static_cast<std::size_t>(
       std::count_if(issues.begin(), issues.end(), [&](const issue& i) { return !pending_issue(i, unfinished); }));

@@ -19,6 +19,15 @@ namespace covenant::detail {
 /// out.
 bool keep_streamed(boost::json::value& v, const schema::model& m, std::vector<path> unfinished, note_list& notes);
 
+/// The paths of the values a partial reading left unfinished: those of its `incomplete` notes.
+std::vector<path> unfinished_paths(const note_list& notes);
+
+/// Partial mode: takes out of `issues` those only the rest of the stream can settle, given the
+/// unfinished values of `notes` (a required field missing from an unfinished object, a constraint
+/// or rule failed by an unfinished value), each noted in `notes` as `incomplete` with what it
+/// waits for.
+void set_aside_pending(issue_list& issues, note_list& notes);
+
 /// Whether the model has streaming attributes anywhere: else keep_streamed leaves out of a value
 /// only unfinished strings of closed choices.
 bool has_stream_attributes(const schema::model& m);

@@ -26,12 +26,9 @@ using time_point = std::chrono::steady_clock::time_point;
 /// only field of an object, a list or object read as its text) rather than its spelling.
 COVENANT_API bool shape_coercion(const note& n) noexcept;
 
-/// Partial mode: whether an issue is one only the rest of the stream can settle, given the paths
-/// of the unfinished values (a required field missing from an unfinished object, a constraint or
-/// rule failed by an unfinished value). Sets `detail` to the note that replaces it.
-COVENANT_API bool pending_issue(const issue& i, const std::vector<path>& unfinished, std::string* detail = nullptr);
-
-/// Partial mode: how many of `issues` are not pending_issue()s, given a candidate's notes.
+/// Partial mode: how many of `issues` are not ones only the rest of the stream can settle, given
+/// a candidate's notes (src/read/partial_rules.cpp: a required field missing from an unfinished
+/// object, a constraint or rule failed by an unfinished value).
 COVENANT_API std::size_t settled_issues(const issue_list& issues, const note_list& notes);
 
 /// Final mode, a candidate of a reply cut off inside the last item of a list (an item the path
