@@ -786,9 +786,10 @@ bool choice_kind(const std::vector<boost::json::value>& values, std::string_view
 }
 
 void choice_mismatch(decode_context& ctx, const path_frame* at, const std::vector<boost::json::value>& values,
-                     std::string_view raw) {
+                     std::string_view raw, std::string_view what) {
   const std::string list = one_of_text(values);
-  ctx.add(at, issue_code::constraint_violation, "one of " + list, actual_of(raw), "must be one of " + list);
+  ctx.add(at, issue_code::constraint_violation, std::string(what) + "one of " + list, actual_of(raw),
+          std::string(what) + "must be one of " + list);
 }
 
 bool integer_fits(const schema::type& t, const boost::json::value& v) noexcept {

@@ -236,20 +236,14 @@ class dynamic_decoder {
   // Whether `key` is one the key type accepts (any string, unless it is a closed choice of
   // strings: enum values, literals); appends an issue at `f` otherwise.
   void check_key(const schema::type& key, std::string_view k, decode_context& ctx, const path_frame* f) {
-    const auto choices = detail::choice_set(ctx.s, key);
+    auto choices = detail::choice_set(ctx.s, key);
     if (!choices) return;
+    std::erase_if(*choices, [](const json::value& c) { return !c.is_string(); });
     for (const auto& c : *choices)
-      if (c.is_string() && std::string_view(c.get_string()) == k) return;
-    std::string list;
-    for (const auto& c : *choices) {
-      if (!c.is_string()) continue;
-      if (!list.empty()) list += ", ";
-      detail::append_json_string(list, c.get_string());
-    }
+      if (std::string_view(c.get_string()) == k) return;
     std::string raw;
     detail::append_json_string(raw, k);
-    ctx.add(f, issue_code::constraint_violation, "key one of " + list, detail::actual_of(raw),
-            "key must be one of " + list);
+    detail::choice_mismatch(ctx, f, *choices, raw, "key ");
   }
 
   json::value read_map(const schema::type& t, decode_context& ctx, const path_frame* at) {

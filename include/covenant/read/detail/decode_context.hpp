@@ -236,9 +236,11 @@ COVENANT_API std::optional<std::vector<boost::json::value>> choice_set(const sch
 /// Whether the JSON text `raw` is of the JSON kind of one of `values` (string, number or boolean).
 COVENANT_API bool choice_kind(const std::vector<boost::json::value>& values, std::string_view raw) noexcept;
 /// A value of the right kind that names none of `values`: constraint_violation "must be one of <list>",
-/// the check enums and `one_of` report. A value of another kind is a type_mismatch.
+/// the check enums and `one_of` report (`what` before it: "key " for a map's key). A value of
+/// another kind is a type_mismatch.
 COVENANT_API void choice_mismatch(decode_context& ctx, const path_frame* at,
-                                  const std::vector<boost::json::value>& values, std::string_view raw);
+                                  const std::vector<boost::json::value>& values, std::string_view raw,
+                                  std::string_view what = {});
 
 }  // namespace detail
 }  // namespace covenant
