@@ -148,7 +148,6 @@ struct slot {
   const schema::type* node = nullptr;
   std::uint32_t state = no_node;
   bool skip = false;               // read but not shown (an unknown key)
-  bool pushed = false;             // a step was added to the path for it
 };
 
 enum class frame_kind : std::uint8_t { object, array, skip };
@@ -174,7 +173,6 @@ struct stream_core::impl {
   impl(const schema::model& m, const decode_options& o, strictness lvl, const value_ops* ops, void* root)
       : model(m), options(o), level(lvl), root_ops(ops), root_target(root), tokens(*this, std::min<std::size_t>(o.max_depth, 1000)) {
     options.coerce = level == strictness::coerce;
-    checks_options = options;
   }
 
   // --- schema helpers ---------------------------------------------------------------------
@@ -188,14 +186,12 @@ struct stream_core::impl {
     const schema::definition* d = model.resolve(*t);
     return d == nullptr ? nullptr : d->object();
   }
-  /// The streaming attributes at `t` (schema files: @stream.done, @stream.not_null): its own,
-  /// and its class's.
-  [[nodiscard]] std::uint8_t stream_flags(const schema::type* t) const {
-    if (t == nullptr) return 0;
+  /// Whether the value at `t` is marked @stream.done (schema files): itself, or its class.
+  [[nodiscard]] bool stream_done(const schema::type* t) const {
+    if (t == nullptr) return false;
     const schema::object_def* o = object_of(t);
-    return static_cast<std::uint8_t>(t->stream | (o != nullptr ? o->stream : 0));
+    return ((t->stream | (o != nullptr ? o->stream : 0)) & schema::stream_flag::done) != 0;
   }
-  [[nodiscard]] bool stream_done(const schema::type* t) const { return (stream_flags(t) & schema::stream_flag::done) != 0; }
 
   /// Whether a finished scalar of kind `k` is shown in a JSON slot whose schema type is `t`: when
   /// `t` takes that kind as written (a value of another kind is the final reader's to coerce or
@@ -248,13 +244,16 @@ struct stream_core::impl {
     }
   }
 
-  /// A scalar's type as a finished value of it is judged: `type` keeps only its final_check()s;
-  /// `native` holds the C++ predicates marked streaming_safe() (run on the typed value); `choice`:
-  /// a closed choice or a literal, read alone whatever its checks.
+  /// A type as the stream judges its values. A finished scalar: `type` keeps only its
+  /// final_check()s; `native` holds the C++ predicates marked streaming_safe() (run on the typed
+  /// value); `choice`: a closed choice or a literal, read alone whatever its checks. A growing
+  /// string or list: `growing` holds only the maxima (of a length or a count), already broken
+  /// while the value grows.
   struct judged_type {
     schema::type type;
     std::vector<schema::constraint> native;
     bool choice = false;
+    std::vector<schema::constraint> growing;
   };
 
   void keep_final(schema::type& t) const {
@@ -271,9 +270,13 @@ struct stream_core::impl {
     judged_type j;
     j.type = *t;
     keep_final(j.type);
-    for (const schema::constraint& c : t->constraints)
-      if (judged(c) && c.kind == schema::constraint_kind::predicate && c.streaming_safe && c.custom && c.custom->has_native())
+    for (const schema::constraint& c : t->constraints) {
+      if (!judged(c)) continue;
+      if (c.kind == schema::constraint_kind::predicate && c.streaming_safe && c.custom && c.custom->has_native())
         j.native.push_back(c);
+      if (c.kind == schema::constraint_kind::max_length || c.kind == schema::constraint_kind::max_items)
+        j.growing.push_back(c);
+    }
     j.choice = t->kind == schema::kind::literal || detail::choice_set(model, *t).has_value();
     return judged_cache.emplace(t, std::move(j)).first->second;
   }
@@ -286,26 +289,9 @@ struct stream_core::impl {
     return s.target;
   }
 
-  /// Only the maximum (of a length or a count): already broken while the value grows.
-  const std::vector<schema::constraint>& growing_checks(const schema::type* t) {
-    auto it = growing_cache.find(t);
-    if (it != growing_cache.end()) return it->second;
-    std::vector<schema::constraint> keep;
-    if (t != nullptr)
-      for (const schema::constraint& c : t->constraints)
-        if (judged(c) && (c.kind == schema::constraint_kind::max_length || c.kind == schema::constraint_kind::max_items))
-          keep.push_back(c);
-    return growing_cache.emplace(t, std::move(keep)).first->second;
-  }
-
   // --- the path of the current value (for issues) -----------------------------------------
 
-  struct path_step {
-    std::string key;
-    std::size_t index = 0;
-    bool is_index = false;
-  };
-  std::vector<path_step> path;  // one step per open container's current member
+  covenant::path path;  // one step per open container's current member
 
   /// Runs `check(ctx, at)` with the current value's path; its issues become violations.
   template <class F>
@@ -314,14 +300,12 @@ struct stream_core::impl {
     std::vector<path_frame> frames(path.size());
     const path_frame* at = nullptr;
     for (std::size_t i = 0; i < path.size(); ++i) {
-      frames[i].parent = at;
-      frames[i].key = path[i].key;
-      frames[i].index = path[i].index;
-      frames[i].is_index = path[i].is_index;
+      const path_segment& step = path.segments()[i];
+      frames[i] = path_frame{at, step.key, step.index, step.is_index};
       at = &frames[i];
     }
     issue_list found;
-    decode_context ctx{model, checks_options, found, nullptr};
+    decode_context ctx{model, options, found, nullptr};
     check(ctx, at);
     for (issue& i : found) violations.push_back(std::move(i));
   }
@@ -332,7 +316,7 @@ struct stream_core::impl {
   /// reading either.
   void judge(const judged_type& j, std::string_view json_text, const void* native) {
     with_path([&](decode_context& ctx, const path_frame* at) {
-      json_reader r(json_text, checks_options.max_depth);
+      json_reader r(json_text, options.max_depth);
       const std::size_t before = ctx.issues.size();
       read_dynamic_value(r, j.type, ctx, at);
       if (!r.finish()) ctx.issues.resize(before);  // a text it could not parse is not judged here
@@ -340,17 +324,21 @@ struct stream_core::impl {
     });
   }
 
+  /// A string or a list already longer (`n`: code points, items) than a maximum of kind `kind`
+  /// among `growing` (judged_type::growing) cannot get shorter: `check(ctx, at)` judges it now.
+  template <class F>
+  void judge_growing(const std::vector<schema::constraint>& growing, schema::constraint_kind kind, std::size_t n,
+                     F&& check) {
+    if (std::any_of(growing.begin(), growing.end(), [&](const schema::constraint& c) { return c.kind == kind && n > c.count; }))
+      with_path(check);
+  }
+
   // --- values ----------------------------------------------------------------------------
 
-  /// The slot the next value goes to.
+  /// The slot the next value goes to (the first one: the root, the one value the tokenizer reads).
   slot next_slot() {
     slot s;
     if (stack.empty()) {
-      if (root_used) {
-        s.skip = true;
-        return s;
-      }
-      root_used = true;
       s.ops = root_ops;
       s.target = root_target;
       s.node = resolve(&model.root);
@@ -360,43 +348,26 @@ struct stream_core::impl {
       return s;
     }
     frame& f = stack.back();
-    if (f.kind == frame_kind::skip || f.at.skip) {
-      s.skip = true;
-      return s;
-    }
+    s.skip = f.kind == frame_kind::skip || (f.kind == frame_kind::object && f.field < 0 && !f.any_key);
+    if (s.skip) return s;
     if (f.kind == frame_kind::object) {
-      if (f.field < 0 && !f.any_key) {
-        s.skip = true;
-        return s;
-      }
-      const std::string& key = f.key;
-      if (f.def != nullptr && f.field >= 0) {
+      if (f.field >= 0) s.node = resolve(&f.def->fields[static_cast<std::size_t>(f.field)].type);
+      else if (f.at.node != nullptr && f.at.node->kind == schema::kind::map && f.at.node->args.size() == 2)
+        s.node = resolve(&f.at.node->args[1]);  // a map or an untyped object (any_key): every key is kept
+      if (f.at.ops->kind == value_kind::object) {  // (a C++ class: only its fields are read)
         const auto j = static_cast<std::size_t>(f.field);
-        const schema::field& fd = f.def->fields[j];
-        s.node = resolve(&fd.type);
-        if (f.at.ops->kind == value_kind::object) {
-          const field_ops& fs = f.at.ops->fields[j];
-          s.ops = &fs.ops();
-          s.target = fs.member(f.at.target);
-          if (f.seen[j]) s.ops->clear(s.target);  // a key given again: its last value wins, as in the final reading
-          f.seen[j] = true;
-        } else {  // JSON: made by place() (member() starts every key afresh)
-          s.ops = f.at.ops;
-          s.parent = f.at.target;
-        }
-      } else if (f.any_key) {  // a map or an untyped object: keep every key
-        if (f.at.node != nullptr && f.at.node->kind == schema::kind::map && f.at.node->args.size() == 2)
-          s.node = resolve(&f.at.node->args[1]);
+        const field_ops& fs = f.at.ops->fields[j];
+        s.ops = &fs.ops();
+        s.target = fs.member(f.at.target);
+        if (f.seen[j]) s.ops->clear(s.target);  // a key given again: its last value wins, as in the final reading
+        f.seen[j] = true;
+      } else {  // JSON: made by place() (member() starts every key afresh)
         s.ops = f.at.ops;
         s.parent = f.at.target;
-      } else {
-        s.skip = true;
-        return s;
       }
-      s.state = states.add_member(f.at.state, key);
-      path.push_back({key, 0, false});
+      s.state = states.add_member(f.at.state, f.key);
+      path.key(f.key);
       if (s.parent != nullptr) s.key = std::move(f.key);  // (the frame reads its next key afresh)
-      s.pushed = true;
       changed = true;
       return s;
     }
@@ -413,20 +384,13 @@ struct stream_core::impl {
     s.state = states.add_item(f.at.state);
     ++f.count;
     changed = true;
-    // A list already longer than its maximum cannot get shorter.
-    if (!violations_frozen) {
-      const auto& grow = growing_checks(f.at.node);
-      for (const schema::constraint& c : grow) {
-        if (c.kind == schema::constraint_kind::max_items && f.count > c.count) {
-          with_path([&](decode_context& ctx, const path_frame* at) {
-            check_count(grow, f.count, false, "[...]", nullptr, ctx, at);
-          });
-          break;
-        }
-      }
+    if (!fallback) {
+      const std::vector<schema::constraint>& growing = judged_of(f.at.node).growing;
+      judge_growing(growing, schema::constraint_kind::max_items, f.count, [&](decode_context& ctx, const path_frame* at) {
+        check_count(growing, f.count, false, "[...]", nullptr, ctx, at);
+      });
     }
-    path.push_back({{}, f.count - 1, true});
-    s.pushed = true;
+    path.index(f.count - 1);
     return s;
   }
 
@@ -437,64 +401,51 @@ struct stream_core::impl {
 
   /// The value at `s` is finished.
   void finish_value(const slot& s) {
-    if (s.state != no_node) {
-      states.set(s.state, value_state::complete);
-      changed = true;
-    }
-    if (s.pushed && !path.empty()) path.pop_back();
+    if (s.state == no_node) return;  // (not shown)
+    states.set(s.state, value_state::complete);
+    changed = true;
+    if (s.state != partial_states::root && !path.empty()) path.pop();  // (a member or an item: its step)
   }
 
-  /// Optional C++ values: engaged for a non-null value.
-  static void unwrap(slot& s) {
+  /// `s` with its optional C++ values engaged (for a non-null value).
+  static slot engaged(slot s) {
     while (s.ops != nullptr && s.ops->kind == value_kind::optional) {
       s.target = s.ops->emplace(s.target);
       s.ops = &s.ops->item();
     }
+    return s;
   }
 
   void begin_container(bool object) {
-    slot s = next_slot();
+    slot s = engaged(next_slot());
     frame f;
     f.kind = object ? frame_kind::object : frame_kind::array;
-    if (s.skip) {
-      f.kind = frame_kind::skip;
-      f.at = s;
-      stack.push_back(std::move(f));
-      return;
-    }
-    unwrap(s);
-    if (s.ops->kind == value_kind::json) place(s);
-    if (s.ops->kind == value_kind::opaque) {
+    if (!s.skip && s.ops->kind == value_kind::opaque) {
       // Build its JSON, assign it whole at its end.
       f.scratch = std::make_unique<json::value>();
       f.opaque_ops = s.ops;
       f.opaque_target = s.target;
       s.ops = &json_ops();
       s.target = f.scratch.get();
-    } else if (s.ops->kind != (object ? value_kind::object : value_kind::array) && s.ops->kind != value_kind::json) {
-      f.kind = frame_kind::skip;  // a value of the wrong shape: the final reader decides
-      f.at = s;
-      stack.push_back(std::move(f));
-      return;
     }
-    const bool as_json = s.ops->kind == value_kind::json;
-    if (as_json) s.ops->assign(s.target, object ? json::value(json::object()) : json::value(json::array()), options);
-    if (object) {
+    if (s.skip || (s.ops->kind != (object ? value_kind::object : value_kind::array) && s.ops->kind != value_kind::json)) {
+      f.kind = frame_kind::skip;  // not shown, or a value of the wrong shape: the final reader decides
+    } else if (s.ops->kind == value_kind::json) {
+      place(s);
+      s.ops->assign(s.target, object ? json::value(json::object()) : json::value(json::array()), options);
+    }
+    if (f.kind == frame_kind::object) {
       f.def = object_of(s.node);
-      f.any_key = f.def == nullptr && as_json;
+      f.any_key = f.def == nullptr && s.ops->kind == value_kind::json;
       if (f.def != nullptr) f.seen.assign(f.def->fields.size(), false);
     }
-    f.at = s;
+    f.at = std::move(s);
     stack.push_back(std::move(f));
   }
 
   void end_container() {
     frame f = std::move(stack.back());
     stack.pop_back();
-    if (f.kind == frame_kind::skip) {
-      finish_value(f.at);
-      return;
-    }
     if (f.scratch) f.opaque_ops->assign(f.opaque_target, *f.scratch, options);
     finish_value(f.at);
   }
@@ -525,44 +476,31 @@ struct stream_core::impl {
   void string_part(std::string_view part, bool last) {
     if (!string_open) {
       string_open = true;
-      current = next_slot();
-      unwrap(current);
+      current = engaged(next_slot());
       string_scratch.clear();
       string_code_points = 0;
-      string_grow = current.skip ? nullptr : &growing_checks(current.node);
-      if (string_grow != nullptr && string_grow->empty()) string_grow = nullptr;
-      // Shown as it grows only for plain strings not marked @stream.done.
-      grow_visible = false;
-      if (!current.skip) {
-        const bool json_string = current.ops->kind == value_kind::json &&
-                                 (current.node == nullptr || current.node->kind == schema::kind::string ||
-                                  current.node->kind == schema::kind::any);
-        grow_visible = (current.ops->kind == value_kind::string || json_string) && !stream_done(current.node);
-        if (grow_visible) place(current);  // (else shown once finished)
-      }
+      // Shown as it grows only for plain strings not marked @stream.done (else shown once finished).
+      const bool json_string = !current.skip && current.ops->kind == value_kind::json &&
+                               (current.node == nullptr || current.node->kind == schema::kind::string ||
+                                current.node->kind == schema::kind::any);
+      grow_visible = !current.skip && (current.ops->kind == value_kind::string || json_string) && !stream_done(current.node);
+      if (grow_visible) place(current);
+      string_growing = grow_visible && !fallback ? &judged_of(current.node).growing : nullptr;
+      if (string_growing != nullptr && string_growing->empty()) string_growing = nullptr;
     }
-    if (!current.skip) {
-      if (string_grow != nullptr) string_code_points += code_points(part);
-      if (grow_visible) {
-        current.ops->append(current.target, part);  // a C++ string, or a JSON value made a string
-        if (!part.empty()) changed = true;
-      } else {
-        string_scratch.append(part);
-      }
-      // A string already longer than its maximum cannot get shorter.
-      if (!last && !violations_frozen && grow_visible && string_grow != nullptr) {
-        const auto& grow = *string_grow;
-        for (const schema::constraint& c : grow) {
-          if (c.kind == schema::constraint_kind::max_length && string_code_points > c.count) {
-            const std::string_view so_far = current_string();
-            const std::string raw = json::serialize(json::string(json::string_view(so_far.data(), so_far.size())));
-            with_path([&](decode_context& ctx, const path_frame* at) {
-              check_string(grow, so_far, raw, nullptr, ctx, at);
-            });
-            break;
-          }
-        }
-      }
+    if (grow_visible) {
+      current.ops->append(current.target, part);  // a C++ string, or a JSON value made a string
+      if (!part.empty()) changed = true;
+    } else if (!current.skip) {
+      string_scratch.append(part);
+    }
+    if (string_growing != nullptr && !last) {
+      string_code_points += code_points(part);
+      judge_growing(*string_growing, schema::constraint_kind::max_length, string_code_points,
+                    [&](decode_context& ctx, const path_frame* at) {
+                      const std::string_view so_far = current_string();
+                      check_string(*string_growing, so_far, json::serialize(json::string(so_far)), nullptr, ctx, at);
+                    });
     }
     if (!last) return;
     string_open = false;
@@ -573,7 +511,7 @@ struct stream_core::impl {
     const std::string_view value = current_string();
     std::string raw;  // the value as JSON, written once when needed
     auto raw_of = [&]() -> const std::string& {
-      if (raw.empty()) raw = json::serialize(json::string(json::string_view(value.data(), value.size())));
+      if (raw.empty()) raw = json::serialize(json::string(value));
       return raw;
     };
     if (!grow_visible) {
@@ -589,14 +527,13 @@ struct stream_core::impl {
           if (!takes(current.node, json::kind::string)) break;
           [[fallthrough]];
         case value_kind::opaque:
-          current.ops->assign(current.target, json::value(json::string(json::string_view(value.data(), value.size()))),
-                              options);
+          current.ops->assign(current.target, json::value(json::string(value)), options);
           changed = changed || current.ops->kind == value_kind::json;
           break;
         default: break;  // another type: coercions are the final reader's business
       }
     }
-    if (!violations_frozen && violations.empty() && current.node != nullptr) {
+    if (!fallback && violations.empty() && current.node != nullptr) {
       const judged_type& j = judged_of(current.node);
       if (j.choice || (current.node->kind == schema::kind::string &&
                        !(j.native.empty() && string_within_bounds(j.type.constraints, value.size()))))
@@ -616,8 +553,7 @@ struct stream_core::impl {
   }
 
   void number(const json::value& v) {
-    slot s = next_slot();
-    unwrap(s);
+    slot s = engaged(next_slot());
     std::string raw;
     raw.swap(number_text);
     if (s.skip || v.is_null()) {  // (null: out of range, refused by the final reader)
@@ -646,7 +582,7 @@ struct stream_core::impl {
     const bool numeric_node =
         s.node != nullptr && (s.node->kind == schema::kind::number || s.node->kind == schema::kind::integer);
     // An integer that does not fit its width is that issue alone: its constraints are not judged.
-    if (!violations_frozen) {
+    if (!fallback) {
       const judged_type& j = judged_of(s.node);
       const bool judged_number =
           stored && numeric_node &&
@@ -658,15 +594,14 @@ struct stream_core::impl {
   }
 
   void boolean(bool b) {
-    slot s = next_slot();
-    unwrap(s);
+    slot s = engaged(next_slot());
     if (!s.skip) {
       place(s);
       if (s.ops->kind == value_kind::boolean) s.ops->set_boolean(s.target, b);
       else if (s.ops->kind == value_kind::opaque || (s.ops->kind == value_kind::json && takes(s.node, json::kind::bool_)))
         s.ops->assign(s.target, json::value(b), options);
       changed = true;
-      if (!violations_frozen)
+      if (!fallback)
         if (const judged_type& j = judged_of(s.node); j.choice) judge(j, b ? "true" : "false", nullptr);
     }
     finish_value(s);
@@ -689,21 +624,13 @@ struct stream_core::impl {
   void restart() {
     tokens.reset();
     stack.clear();
-    path.clear();
+    path = covenant::path();
     states.clear();
     number_text.clear();
     string_scratch.clear();
     string_open = false;
     key_open = false;
-    root_used = false;
     current = slot{};
-  }
-
-  void reset_reading() {
-    restart();
-    finished = false;
-    started = false;
-    consumed = 0;
   }
 
   bool feed(std::string_view delta) {
@@ -713,30 +640,19 @@ struct stream_core::impl {
     if (fallback) return reread(false);
     if (!started) {
       // Skip what comes before the value (prose, a ```json fence line).
-      const std::size_t at = text.find_first_of("{[", consumed);
-      if (at == std::string::npos) {
-        consumed = text.size();
-        return false;
-      }
-      started = true;
-      consumed = at;
+      consumed = std::min(text.find_first_of("{[", consumed), text.size());
+      started = consumed < text.size();
+      if (!started) return false;
     }
     const bool ok = tokens.feed(std::string_view(text).substr(consumed));
     consumed = text.size();
-    if (tokens.done()) finished = true;
-    if (finished) return changed;
-    if (!ok) {
-      // Not plain JSON. At the strict level the final reader will refuse it too: the partial stops
-      // where the JSON stopped. Otherwise re-read the whole text leniently from now on, geometrically.
-      if (level == strictness::strict) {
-        finished = true;
-        return changed;
-      }
-      fallback = true;
-      violations_frozen = true;
-      return reread(true);
-    }
-    return changed;
+    // Not plain JSON (!ok): at the strict level the final reader will refuse it too, the partial
+    // stops where the JSON stopped. Otherwise re-read the whole text leniently from now on,
+    // geometrically.
+    finished = tokens.done() || (!ok && level == strictness::strict);
+    if (ok || finished) return changed;
+    fallback = true;
+    return reread(true);
   }
 
   /// The lenient reader over the whole text so far, when it has grown enough since the last time.
@@ -772,17 +688,11 @@ struct stream_core::impl {
   std::vector<covenant::path> unfinished() const {
     if (fallback) return open_notes;
     if (states.at(partial_states::root) != value_state::streaming) return {};
-    covenant::path p;
-    for (const path_step& step : path) {
-      if (step.is_index) p.index(step.index);
-      else p.key(step.key);
-    }
-    return {std::move(p)};
+    return {path};
   }
 
   const schema::model& model;
   decode_options options;
-  decode_options checks_options;
   strictness level;
   const value_ops* root_ops;
   void* root_target;
@@ -792,27 +702,24 @@ struct stream_core::impl {
   std::size_t consumed = 0;
   bool started = false;
   bool finished = false;
-  bool fallback = false;
+  bool fallback = false;  // re-reading leniently (its violations are never reported)
   std::vector<covenant::path> open_notes;  // the fallback's incomplete values
   std::size_t last_reread = 0;
   bool changed = false;
 
   partial_states states;
   issue_list violations;
-  bool violations_frozen = false;  // the lenient fallback never reports violations
 
   std::vector<frame> stack;
-  bool root_used = false;
   bool key_open = false;
   bool string_open = false;
   bool grow_visible = false;
   slot current;
   std::string string_scratch;
   std::size_t string_code_points = 0;
-  const std::vector<schema::constraint>* string_grow = nullptr;  // maxima of the current string
+  const std::vector<schema::constraint>* string_growing = nullptr;  // maxima of the current string shown as it grows
   std::string number_text;
 
-  std::unordered_map<const schema::type*, std::vector<schema::constraint>> growing_cache;
   std::unordered_map<const schema::type*, judged_type> judged_cache;
 };
 
@@ -823,12 +730,14 @@ stream_core::stream_core(const schema::model& m, const decode_options& options, 
 stream_core::~stream_core() = default;
 
 void stream_core::reset() {
-  impl_->reset_reading();
+  impl_->restart();
   impl_->text.clear();
-  impl_->violations.clear();
-  impl_->violations_frozen = false;
+  impl_->consumed = 0;
+  impl_->started = false;
+  impl_->finished = false;
   impl_->fallback = false;
   impl_->last_reread = 0;
+  impl_->violations.clear();
 }
 
 bool stream_core::feed(std::string_view delta) {
@@ -847,7 +756,6 @@ const partial_states& stream_core::states() const noexcept { return impl_->state
 const std::string& stream_core::text() const noexcept { return impl_->text; }
 bool stream_core::lenient() const noexcept { return impl_->fallback; }
 std::vector<path> stream_core::unfinished() const { return impl_->unfinished(); }
-
 
 dynamic_stream_reader::dynamic_stream_reader(const schema::model& m, const decode_options& options, strictness level)
     : model_(m),
