@@ -569,9 +569,8 @@ std::optional<std::string> json_duplicates(const json_list& l, const schema::con
   namespace json = boost::json;
   std::string key = c.text;  // unique_by: the member's key in the output, and its type
   const schema::type* mtype = nullptr;
-  const schema::type* u = c.kind == schema::constraint_kind::unique_by ? ctx.s.unalias(*l.item) : nullptr;
-  if (const schema::definition* d = u != nullptr ? ctx.s.resolve(*u) : nullptr; d != nullptr && d->object() != nullptr) {
-    for (const auto& f : d->object()->fields) {
+  if (const schema::object_def* o = c.kind == schema::constraint_kind::unique_by ? ctx.s.object_of(*l.item) : nullptr) {
+    for (const auto& f : o->fields) {
       if (f.name == c.text || f.key == c.text) {
         key = l.declared ? f.name : f.key;
         mtype = &f.type;

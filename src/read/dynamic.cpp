@@ -113,12 +113,8 @@ class dynamic_decoder {
 
   // A list, a map or an object (not through a union: each alternative decides for itself).
   static bool wants_container(const schema::type& t, const decode_context& ctx) {
-    if (t.kind == kind::array || t.kind == kind::map) return true;
-    if (t.kind != kind::ref) return false;
-    const schema::definition* d = ctx.s.resolve(t);
-    if (d == nullptr) return false;
-    if (d->object() != nullptr) return true;
-    return d->alias() != nullptr && wants_container(d->alias()->target, ctx);
+    const schema::type* u = ctx.s.unalias(t);
+    return u != nullptr && (u->kind == kind::array || u->kind == kind::map || ctx.s.object_of(*u) != nullptr);
   }
 
   // This decoder's target as the reshaping rules (detail::read_unwrapped, read_as_only_field,

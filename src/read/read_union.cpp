@@ -31,13 +31,6 @@ bool bare_choice(const schema::model& s, const schema::type& t) {
   return u != nullptr && u->constraints.empty() && choice_set(s, t).has_value();
 }
 
-// The object definition alternative `alt` names, or null.
-const schema::object_def* object_of(const schema::model& s, const schema::type& alt) {
-  const schema::type* u = s.unalias(alt);
-  const schema::definition* d = u != nullptr && u->kind == schema::kind::ref ? s.resolve(*u) : nullptr;
-  return d != nullptr ? d->object() : nullptr;
-}
-
 struct the_best_miss {
   issue_list issues;
   std::size_t score = std::numeric_limits<std::size_t>::max();
@@ -80,7 +73,7 @@ bool pass(json_reader& r, const union_target& t, const schema::type& node, decod
                       (local.front().code == issue_code::type_mismatch ||
                        (local.front().code == issue_code::constraint_violation && bare_choice(c.s, alt)));
     if (!wrong_type && c.opts.coerce) {
-      if (const schema::object_def* def = object_of(c.s, alt)) {
+      if (const schema::object_def* def = c.s.object_of(alt)) {
         // an object none of whose keys names a field of the alternative does not fit it at all
         r.rewind(start);  // (every alternative is read from there again)
         object_keys keys;

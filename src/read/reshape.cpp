@@ -33,10 +33,7 @@ const schema::field* only_field(const schema::object_def& def) {
 bool object_like(const schema::model& m, const schema::type& t) {
   const schema::type* u = m.unalias(t);
   if (u == nullptr) return false;
-  if (u->kind == kind::ref) {
-    const schema::definition* d = m.resolve(*u);
-    return d != nullptr && d->object() != nullptr;
-  }
+  if (u->kind == kind::ref) return m.object_of(*u) != nullptr;
   if (u->kind != kind::union_ || u->args.empty()) return false;
   for (const auto& a : u->args)
     if (!object_like(m, a)) return false;

@@ -181,15 +181,10 @@ struct stream_core::impl {
   [[nodiscard]] const schema::type* resolve(const schema::type* t) const {
     return t == nullptr ? nullptr : model.unalias(*t);
   }
-  [[nodiscard]] const schema::object_def* object_of(const schema::type* t) const {
-    if (t == nullptr || t->kind != schema::kind::ref) return nullptr;
-    const schema::definition* d = model.resolve(*t);
-    return d == nullptr ? nullptr : d->object();
-  }
   /// Whether the value at `t` is marked @stream.done (schema files): itself, or its class.
   [[nodiscard]] bool stream_done(const schema::type* t) const {
     if (t == nullptr) return false;
-    const schema::object_def* o = object_of(t);
+    const schema::object_def* o = model.object_of(*t);
     return ((t->stream | (o != nullptr ? o->stream : 0)) & schema::stream_flag::done) != 0;
   }
 
@@ -435,7 +430,7 @@ struct stream_core::impl {
       s.ops->assign(s.target, object ? json::value(json::object()) : json::value(json::array()), options);
     }
     if (f.kind == frame_kind::object) {
-      f.def = object_of(s.node);
+      f.def = s.node != nullptr ? model.object_of(*s.node) : nullptr;
       f.any_key = f.def == nullptr && s.ops->kind == value_kind::json;
       if (f.def != nullptr) f.seen.assign(f.def->fields.size(), false);
     }

@@ -110,6 +110,12 @@ const type* model::unalias(const type& t) const noexcept {
   return nullptr;
 }
 
+const object_def* model::object_of(const type& t) const noexcept {
+  const type* u = unalias(t);
+  const definition* d = u != nullptr && u->kind == kind::ref ? resolve(*u) : nullptr;
+  return d != nullptr ? d->object() : nullptr;
+}
+
 std::string model::title() const {
   if (root.kind == kind::ref && !root.nullable) return root.name;
   return type_expression(root);

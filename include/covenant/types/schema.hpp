@@ -199,6 +199,8 @@ struct COVENANT_API model {
   /// `t` after following refs to aliases: a non-ref type, or a ref to an object or an enum.
   /// nullptr for unresolvable refs and alias cycles.
   [[nodiscard]] const type* unalias(const type& t) const noexcept;
+  /// The object definition `t` names (after aliases), or nullptr.
+  [[nodiscard]] const object_def* object_of(const type& t) const noexcept;
   /// Title of the root: its definition name for refs, else the type expression.
   [[nodiscard]] std::string title() const;
 };
