@@ -16,24 +16,22 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 #include <thread>
-#include <variant>
 #include <vector>
 
 #include "loopback_server.hpp"
+#include "reply_collector.hpp"
 
 namespace cassette_test {
 
@@ -151,61 +149,8 @@ chat_request streamed(chat_request r) {
 cassette_options record_to(const std::string& path) { return {.path = path, .mode = cassette_mode::record}; }
 cassette_options replay_from(const std::string& path) { return {.path = path, .mode = cassette_mode::replay}; }
 
-/// Collects what an engine reports for one asynchronous call.
-class collector final : public covenant::reply_receiver {
- public:
-  void on_text(std::string_view delta) noexcept override {
-    std::lock_guard lock(mutex_);
-    deltas_.emplace_back(delta);
-  }
-  void on_tool_text(std::size_t index, std::string_view name, std::string_view delta) noexcept override {
-    std::lock_guard lock(mutex_);
-    tool_deltas_.push_back(std::to_string(index) + " " + std::string(name) + " " + std::string(delta));
-  }
-  void on_reply(chat_response r) noexcept override { set(std::move(r)); }
-  void on_error(const engine_error& e) noexcept override { set(e); }
-
-  bool wait(std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock lock(mutex_);
-    return cv_.wait_for(lock, timeout, [this] { return result_.has_value(); });
-  }
-  bool ok() {
-    std::lock_guard lock(mutex_);
-    return result_ && std::holds_alternative<chat_response>(*result_);
-  }
-  chat_response reply() {
-    std::lock_guard lock(mutex_);
-    return std::get<chat_response>(*result_);
-  }
-  engine_error error() {
-    std::lock_guard lock(mutex_);
-    return std::get<engine_error>(*result_);
-  }
-  std::vector<std::string> deltas() {
-    std::lock_guard lock(mutex_);
-    return deltas_;
-  }
-  /// The tool pieces, each as "<index> <name> <delta>" (the name with a call's first piece only).
-  std::vector<std::string> tool_deltas() {
-    std::lock_guard lock(mutex_);
-    return tool_deltas_;
-  }
-
- private:
-  template <class V>
-  void set(V&& v) {
-    {
-      std::lock_guard lock(mutex_);
-      if (!result_) result_.emplace(std::forward<V>(v));
-    }
-    cv_.notify_all();
-  }
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<std::string> deltas_;
-  std::vector<std::string> tool_deltas_;
-  std::optional<std::variant<chat_response, engine_error>> result_;
-};
+using collector = covenant_test::reply_collector;
+using piece = collector::piece;
 
 /// Runs one asynchronous call to its end.
 std::shared_ptr<collector> run(covenant::engine& e, const chat_request& r, std::stop_token stop = {}) {
@@ -314,7 +259,7 @@ TEST(Cassette, AsynchronousCallsAreRecordedAndReplayedFromStart) {
     auto b = run(tape, ask("2"));
     ASSERT_TRUE(a->ok() && b->ok());
     EXPECT_EQ(a->reply().text, "one");
-    EXPECT_TRUE(a->deltas().empty());
+    EXPECT_TRUE(a->texts().empty());
   }
   cassette_engine replay{replay_from(path)};
   auto b = run(replay, ask("2"));
@@ -334,7 +279,7 @@ TEST(Cassette, StreamedCallsRecordTheirChunksAndReplayThemInOrder) {
     cassette_engine tape{{.path = path, .mode = cassette_mode::record, .record_timing = true}, model};
     auto c = run(tape, streamed(ask("Capital of France?")));
     ASSERT_TRUE(c->ok()) << c->error().what();
-    recorded = c->deltas();
+    recorded = c->texts();
     EXPECT_EQ(c->reply().text, text);
   }
   ASSERT_GT(recorded.size(), 3u);
@@ -354,7 +299,7 @@ TEST(Cassette, StreamedCallsRecordTheirChunksAndReplayThemInOrder) {
   cassette_engine replay{replay_from(path)};
   auto c = run(replay, streamed(ask("Capital of France?")));
   ASSERT_TRUE(c->ok());
-  EXPECT_EQ(c->deltas(), recorded);
+  EXPECT_EQ(c->texts(), recorded);
   EXPECT_EQ(c->reply().text, text);
 }
 
@@ -371,12 +316,12 @@ TEST(Cassette, TheStreamFlagIsNotPartOfTheMatch) {
   // A whole call answered by a streamed recording gets the whole text.
   auto a = run(replay, ask("a"));
   ASSERT_TRUE(a->ok());
-  EXPECT_TRUE(a->deltas().empty());
+  EXPECT_TRUE(a->texts().empty());
   EXPECT_EQ(a->reply().text, "streamed reply");
   // A streamed call answered by a whole recording gets the text as one chunk.
   auto b = run(replay, streamed(ask("b")));
   ASSERT_TRUE(b->ok());
-  EXPECT_THAT(b->deltas(), ElementsAre("whole reply"));
+  EXPECT_THAT(b->texts(), ElementsAre("whole reply"));
   EXPECT_EQ(b->reply().text, "whole reply");
 }
 
@@ -599,7 +544,7 @@ TEST(Cassette, EngineErrorsAreRecordedAndReplayed) {
   EXPECT_STREQ(c->error().what(), "HTTP 400: bad request");
   EXPECT_EQ(c->error().status(), 400);
   EXPECT_FALSE(c->error().retryable());
-  EXPECT_TRUE(c->deltas().empty());
+  EXPECT_TRUE(c->texts().empty());
 }
 
 TEST(Cassette, AContractReplayingARecordedEngineFailureRunsForwardWithTheFailure) {
@@ -1027,7 +972,7 @@ std::vector<step> weather_agent() {
 
 TEST(Cassette, AConversationWithToolCallsAndResultsIsRecordedAndReplayed) {
   const std::string path = temp_path();
-  std::vector<std::string> recorded_tool_deltas;
+  std::vector<piece> recorded_tool_deltas;
   std::vector<std::string> recorded_deltas;
   std::vector<covenant::tool_call> calls;
   {
@@ -1037,13 +982,13 @@ TEST(Cassette, AConversationWithToolCallsAndResultsIsRecordedAndReplayed) {
     auto first = run(tape, streamed(agent_request()));
     ASSERT_TRUE(first->ok()) << first->error().what();
     calls = first->reply().tool_calls;
-    recorded_tool_deltas = first->tool_deltas();  // forwarded while recording
-    recorded_deltas = first->deltas();
+    recorded_tool_deltas = first->pieces();  // forwarded while recording
+    recorded_deltas = first->texts();
     EXPECT_EQ(tape.complete(agent_results(calls)).text, R"({"confidence": 0.8, "answer": "Rain in Oslo."})");
   }
   ASSERT_THAT(calls, ElementsAre(covenant::tool_call{"call_0_0", "get_weather", oslo},
                                  covenant::tool_call{"call_0_1", "get_time", lima}));
-  EXPECT_EQ(recorded_tool_deltas.front(), R"(0 get_weather {"ci)");
+  EXPECT_EQ(recorded_tool_deltas.front(), (piece{0, "get_weather", R"({"ci)"}));
   EXPECT_EQ(recorded_tool_deltas.size(), 8u);
   EXPECT_THAT(recorded_deltas, ElementsAre("Let ", "me l", "ook."));
 
@@ -1089,8 +1034,8 @@ TEST(Cassette, AConversationWithToolCallsAndResultsIsRecordedAndReplayed) {
   ASSERT_TRUE(first->ok()) << first->error().what();
   EXPECT_EQ(first->reply().tool_calls, calls);
   EXPECT_EQ(first->reply().text, "Let me look.");
-  EXPECT_EQ(first->tool_deltas(), recorded_tool_deltas);
-  EXPECT_EQ(first->deltas(), recorded_deltas);
+  EXPECT_EQ(first->pieces(), recorded_tool_deltas);
+  EXPECT_EQ(first->texts(), recorded_deltas);
   EXPECT_EQ(replay.complete(agent_results(first->reply().tool_calls)).text,
             R"({"confidence": 0.8, "answer": "Rain in Oslo."})");
   EXPECT_TRUE(replay.unused().empty());
@@ -1111,8 +1056,8 @@ TEST(Cassette, AStreamedCallReplayingAWholeRecordingGetsEachToolCallAsOnePiece) 
   cassette_engine replay{replay_from(path)};
   auto c = run(replay, streamed(agent_request()));
   ASSERT_TRUE(c->ok()) << c->error().what();
-  EXPECT_THAT(c->tool_deltas(), ElementsAre("0 get_weather " + oslo, "1 get_time " + lima));
-  EXPECT_THAT(c->deltas(), ElementsAre("Let me look."));
+  EXPECT_THAT(c->pieces(), ElementsAre(piece{0, "get_weather", oslo}, piece{1, "get_time", lima}));
+  EXPECT_THAT(c->texts(), ElementsAre("Let me look."));
 }
 
 TEST(Cassette, ARequestDifferingOnlyInAToolResultDoesNotMatch) {
@@ -1244,7 +1189,7 @@ TEST(Cassette, HandWrittenToolFieldsAreReadAndMalformedOnesGiveClearErrors) {
   auto c = run(replay, streamed(r));
   ASSERT_TRUE(c->ok()) << c->error().what();
   EXPECT_THAT(c->reply().tool_calls, ElementsAre(covenant::tool_call{"", "get_weather", "{}"}));
-  EXPECT_THAT(c->tool_deltas(), ElementsAre("0 get_weather {", "0  }"));
+  EXPECT_THAT(c->pieces(), ElementsAre(piece{0, "get_weather", "{"}, piece{0, "", "}"}));
 }
 
 TEST(Cassette, RedactedStringsInToolFieldsNeverReachTheFile) {
