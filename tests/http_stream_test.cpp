@@ -15,15 +15,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <condition_variable>
 #include <future>
-#include <mutex>
 #include <string>
 #include <thread>
-#include <variant>
 #include <vector>
 
 #include "loopback_server.hpp"
+#include "reply_collector.hpp"
 
 namespace http_stream_test {
 struct Q {
@@ -48,57 +46,7 @@ using covenant_test::received_request;
 using covenant_test::response_plan;
 using ::testing::HasSubstr;
 
-/// Collects what the engine reports for one call.
-class collector final : public covenant::reply_receiver {
- public:
-  void on_text(std::string_view delta) noexcept override {
-    std::lock_guard lock(mutex_);
-    deltas_.emplace_back(delta);
-  }
-  void on_reply(covenant::chat_response r) noexcept override { set(std::move(r)); }
-  void on_error(const covenant::engine_error& e) noexcept override { set(e); }
-
-  /// Waits for the end of the call (at most `timeout`).
-  bool wait(std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock lock(mutex_);
-    return cv_.wait_for(lock, timeout, [this] { return result_.has_value(); });
-  }
-  [[nodiscard]] bool ok() {
-    std::lock_guard lock(mutex_);
-    return result_ && std::holds_alternative<covenant::chat_response>(*result_);
-  }
-  covenant::chat_response reply() {
-    std::lock_guard lock(mutex_);
-    return std::get<covenant::chat_response>(*result_);
-  }
-  covenant::engine_error error() {
-    std::lock_guard lock(mutex_);
-    return std::get<covenant::engine_error>(*result_);
-  }
-  std::vector<std::string> deltas() {
-    std::lock_guard lock(mutex_);
-    return deltas_;
-  }
-  std::string joined() {
-    std::string out;
-    for (const auto& d : deltas()) out += d;
-    return out;
-  }
-
- private:
-  template <class V>
-  void set(V&& v) {
-    {
-      std::lock_guard lock(mutex_);
-      if (!result_) result_.emplace(std::forward<V>(v));
-    }
-    cv_.notify_all();
-  }
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<std::string> deltas_;
-  std::optional<std::variant<covenant::chat_response, covenant::engine_error>> result_;
-};
+using collector = covenant_test::reply_collector;
 
 covenant::chat_request streamed_request() {
   covenant::chat_request r;
@@ -142,7 +90,7 @@ TEST(HttpStream, DeltasInOrderThenTheWholeReplyWithUsage) {
   engine.start(streamed_request(), c, {});
   ASSERT_TRUE(c->wait());
   ASSERT_TRUE(c->ok()) << c->error().what();
-  EXPECT_THAT(c->deltas(), ::testing::ElementsAre("{\"answer\": ", "\"Par", "is\"}"));
+  EXPECT_THAT(c->texts(), ::testing::ElementsAre("{\"answer\": ", "\"Par", "is\"}"));
   const covenant::chat_response r = c->reply();
   EXPECT_EQ(r.text, "{\"answer\": \"Paris\"}");
   EXPECT_EQ(r.finish_reason, "stop");
@@ -427,7 +375,7 @@ TEST(HttpStream, AServerThatIgnoresStreamAnswersWithOneDelta) {
   engine.start(streamed_request(), c, {});
   ASSERT_TRUE(c->wait());
   ASSERT_TRUE(c->ok());
-  EXPECT_THAT(c->deltas(), ::testing::ElementsAre("{\"a\": 1}"));
+  EXPECT_THAT(c->texts(), ::testing::ElementsAre("{\"a\": 1}"));
   EXPECT_EQ(c->reply().text, "{\"a\": 1}");
 }
 
@@ -461,7 +409,7 @@ TEST(HttpStream, AStopRequestClosesTheConnectionAtOnce) {
   auto c = std::make_shared<collector>();
   std::stop_source stop;
   engine.start(streamed_request(), c, stop.get_token());
-  while (c->deltas().size() < 3) std::this_thread::sleep_for(1ms);
+  while (c->texts().size() < 3) std::this_thread::sleep_for(1ms);
   stop.request_stop();
   ASSERT_TRUE(c->wait(2s));
   EXPECT_FALSE(c->ok());

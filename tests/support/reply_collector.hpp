@@ -91,6 +91,12 @@ class reply_collector final : public covenant::reply_receiver {
       if (e.kind == event::text) out.push_back(e.delta);
     return out;
   }
+  /// The text pieces together.
+  std::string joined() {
+    std::string out;
+    for (const std::string& t : texts()) out += t;
+    return out;
+  }
   /// The tool pieces alone.
   std::vector<piece> pieces() {
     std::lock_guard lock(mutex_);
