@@ -227,6 +227,7 @@ class promise {
     producer(const producer&) = delete;
     producer& operator=(const producer&) = delete;
     ~producer() {
+      if (state->ready.load(std::memory_order_acquire)) return;  // (completed: nothing to make)
       try {
         state->set_exception(
             std::make_exception_ptr(std::runtime_error("a covenant::promise was destroyed without a value")));
