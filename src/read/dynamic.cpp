@@ -9,6 +9,8 @@
 #include <boost/json/object.hpp>
 #include <boost/json/string.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -450,37 +452,36 @@ class dynamic_decoder {
     struct members {
       dynamic_decoder& d;
       const schema::object_def& def;
-      std::vector<bool>& seen;
+      std::vector<std::uint64_t> seen;
       std::vector<json::value> slots;
-      std::size_t size() const noexcept { return def.fields.size(); }
-      const std::string& key(std::size_t k) const noexcept { return def.fields[k].key; }
-      static bool plain(std::size_t) noexcept { return false; }
-      void read(std::size_t j, json_reader&, decode_context& ctx, const path_frame* f) {
+      static void read(void* self, std::size_t j, json_reader&, decode_context& ctx, const path_frame* f) {
+        auto& m = *static_cast<members*>(self);
         const std::size_t before = ctx.issues.size();
-        slots[j] = d.read(def.fields[j].type, ctx, f);
+        m.slots[j] = m.d.read(m.def.fields[j].type, ctx, f);
         // on-fail action filter: an optional field is dropped (a required one is the object's concern)
-        if (ctx.issues.size() != before && !d.r_.failed() && !def.fields[j].required &&
+        if (ctx.issues.size() != before && !m.d.r_.failed() && !m.def.fields[j].required &&
             detail::take_filtered(ctx, before, f)) {
-          seen[j] = false;
-          slots[j] = nullptr;
+          detail::unmark(m.seen.data(), j);
+          m.slots[j] = nullptr;
         }
       }
-      void absent(std::size_t j) {
-        const schema::field& fd = def.fields[j];
-        if (fd.required) slots[j] = json::array{};  // a missing list read as empty
-        else if (fd.default_value) slots[j] = *fd.default_value;
+      static void absent(void* self, std::size_t j) {
+        auto& m = *static_cast<members*>(self);
+        const schema::field& fd = m.def.fields[j];
+        if (fd.required) m.slots[j] = json::array{};  // a missing list read as empty
+        else if (fd.default_value) m.slots[j] = *fd.default_value;
         else return;
-        seen[j] = true;
+        detail::mark(m.seen.data(), j);
       }
     };
-    std::vector<bool> seen(n, false);
-    std::vector<bool> follows(n, false);
-    members m{*this, def, seen, std::vector<json::value>(n)};
+    members m{*this, def, std::vector<std::uint64_t>(detail::field_words(n)), std::vector<json::value>(n)};
     path_frame f{at, {}, 0, false};
-    if (!detail::read_members(r_, m, def, seen, follows, 0, ctx, f, at)) return nullptr;
+    if (!detail::read_members(r_, detail::members_target{&m, nullptr, &members::read, &members::absent}, def,
+                              m.seen.data(), 0, ctx, f, at))
+      return nullptr;
     json::object out;
     for (std::size_t j = 0; j < n; ++j)
-      if (seen[j]) out.emplace(key_of(def.fields[j]), std::move(m.slots[j]));
+      if (detail::marked(m.seen.data(), j)) out.emplace(key_of(def.fields[j]), std::move(m.slots[j]));
     json::value v = std::move(out);
     if (ctx.issues.size() == issues_before) object_rules(t, def, v, detail::span_from(r_, start), ctx, at);
     return v;

@@ -504,8 +504,6 @@ struct object_codec {
     return table;
   }
 
-  using field_set = detail::field_set<N>;
-
   // Field I when it is the next member, with its key written as usual ("key": value): reads it
   // and returns true (false on a syntax error too, which the caller checks). Returns false
   // without moving the reader otherwise.
@@ -548,14 +546,11 @@ struct object_codec {
   struct members {
     S& out;
     const schema::object_def& def;
-    const key_table& table;
-    static constexpr std::size_t size() noexcept { return N; }
-    const std::string& key(std::size_t k) const noexcept { return table.keys[k]; }
-    bool plain(std::size_t k) const noexcept { return table.plain[k]; }
-    COVENANT_ALWAYS_INLINE void read(std::size_t j, json_reader& r, decode_context& ctx, const path_frame* f) {
-      read_field(j, r, out, def, ctx, f);
+    static void read(void* self, std::size_t j, json_reader& r, decode_context& ctx, const path_frame* f) {
+      auto& m = *static_cast<members*>(self);
+      read_field(j, r, m.out, m.def, ctx, f);
     }
-    void absent(std::size_t j) { resetters[j](out); }
+    static void absent(void* self, std::size_t j) { resetters[j](static_cast<members*>(self)->out); }
   };
 
   static void read(json_reader& r, S& out, const schema::type& node, decode_context& ctx, const path_frame* at) {
@@ -575,18 +570,14 @@ struct object_codec {
       (void)((read_next<I>(r, out, def, table, ctx, f) && (in_order = I + 1, true)) && ...);
     }(std::make_index_sequence<N>{});
     if (r.failed()) return;
-    field_set seen{};
-    field_set follows{};  // fields whose own key was found written later (key spellings)
-    if constexpr (N <= 64) {
-      seen = in_order == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << in_order) - 1;
-    } else {
-      for (std::size_t j = 0; j < in_order; ++j) seen.set(j);
-    }
     // Whatever follows (the end of the object, members out of order, unknown or repeated keys,
     // keys written otherwise), then the fields not given: the rules both decoders share.
     if (in_order != N || !r.end_object()) {  // (every field in order, and the end: nothing more to settle)
-      members m{out, def, table};
-      if (!read_members(r, m, def, seen, follows, in_order, ctx, f, at)) return;
+      members m{out, def};
+      std::array<std::uint64_t, field_words(N)> seen{};
+      if (!read_members(r, members_target{&m, table.plain.data(), &members::read, &members::absent}, def,
+                        seen.data(), in_order, ctx, f, at))
+        return;
     }
     if (ctx.issues.size() == issues_before) {
       if (!def.invariants.empty()) check_invariants_native(def, &out, ctx, at);
