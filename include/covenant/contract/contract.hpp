@@ -162,9 +162,10 @@ COVENANT_API std::string input_repair_message(std::string input_block, const iss
 
 
 /// Reads replies of one remedy phase into a T and checks them with `check(value, issues, stage)`
-/// (a check that ran nothing sets the stage to perf_stage::total: no lap).
+/// (a check that ran nothing sets the stage to perf_stage::total: no lap). Not streamed: the
+/// input-repair phase's reader (streaming_reader below adds the stream of the output phase).
 template <class T, class Check>
-class typed_reader final : public reply_reader {
+class typed_reader : public reply_reader {
  public:
   typed_reader(const contract_options& options, attempt_kind kind, std::optional<T>& destination, Check check)
       : options_(&options), repairing_(kind == attempt_kind::input_repair), destination_(&destination),
@@ -210,6 +211,21 @@ class typed_reader final : public reply_reader {
   }
 
   void accept() override {}
+
+ protected:
+  const contract_options* options_;
+
+ private:
+  bool repairing_;
+  std::optional<T>* destination_;
+  Check check_;
+};
+
+/// typed_reader with the stream of a reply: what it shows so far, and its early violations.
+template <class T, class Check>
+class streaming_reader final : public typed_reader<T, Check> {
+ public:
+  using typed_reader<T, Check>::typed_reader;
 
   void stream_start(int number, const attempt* rejected) override {
     if (!stream_) stream_.emplace(options_->decode, options_->strictness);
@@ -258,10 +274,7 @@ class typed_reader final : public reply_reader {
   void on_update(std::function<void(const stream_update<T>&)> f) { on_update_ = std::move(f); }
 
  private:
-  const contract_options* options_;
-  bool repairing_;
-  std::optional<T>* destination_;
-  Check check_;
+  using typed_reader<T, Check>::options_;
   std::function<void(const stream_update<T>&)> on_update_;
   std::optional<stream_reader<T>> stream_;
   int number_ = 1;
@@ -558,8 +571,6 @@ class contract {
     call_result take() { return call_result{std::move(*value_), std::move(oc_)}; }
 
    private:
-    template <class T, class Check>
-    using reader_type = detail::typed_reader<T, Check>;
 
     void begin() {
       oc = &oc_;
@@ -589,8 +600,8 @@ class contract {
     std::vector<media> input_media_;  // the input's media, as the input-repair message sent them
     std::optional<intermediate_type> acted_;
     const intermediate_type* context_ = nullptr;
-    reader_type<input_type, input_check> input_reader_;
-    reader_type<output_type, output_check> output_reader_;
+    detail::typed_reader<input_type, input_check> input_reader_;
+    detail::streaming_reader<output_type, output_check> output_reader_;
     std::shared_ptr<detail::future_state<call_result>> promise_;
   };
 
