@@ -58,6 +58,13 @@ namespace detail {
 template <class T>
 COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
                                        const path_frame* at);
+// read_value out of line: one copy per type, for the readers off the decoder's fast path (members
+// out of order, reshaping rules, union alternatives).
+template <class T>
+COVENANT_NOINLINE void read_value_cold(json_reader& r, T& out, const schema::type& node, decode_context& ctx,
+                                       const path_frame* at) {
+  read_value(r, out, node, ctx, at);
+}
 template <class S>
 struct object_codec;
 
@@ -77,7 +84,7 @@ reshape_target value_target(T& out) {
   reshape_target t;
   t.self = &out;
   t.read = [](void* self, json_reader& r, const schema::type& n, decode_context& c, const path_frame* a) {
-    read_value(r, *static_cast<T*>(self), n, c, a);
+    read_value_cold(r, *static_cast<T*>(self), n, c, a);
   };
   return t;
 }
@@ -168,7 +175,7 @@ COVENANT_NOINLINE void read_list_coerced(json_reader& r, V& out, const schema::t
   struct item {
     V& out;
     const schema::type& node;
-    void read(std::size_t, json_reader& r, decode_context& ctx, const path_frame* f) { read_value(r, out[0], node, ctx, f); }
+    void read(std::size_t, json_reader& r, decode_context& ctx, const path_frame* f) { read_value_cold(r, out[0], node, ctx, f); }
   } t{out, node.args[0]};
   if (!read_one_item(r, t, ctx, at)) return;
   if (!node.constraints.empty()) count_constraints(out, node, "[...]", ctx, at);
@@ -461,22 +468,25 @@ struct object_codec {
     return std::array<reset_fn, N>{&reset_field<I>...};
   }(std::make_index_sequence<N>{});
 
-  // Reads field j (a switch over the field indexes, so each field's reader can be inlined).
-  // Used for members that come out of declaration order (the usual order is read by read_next).
+  // Reads field j (a switch over the field indexes). Used for members that come out of
+  // declaration order (the usual order is read by read_next, which inlines each field's reader):
+  // each field's value is read by the out-of-line reader of its type.
   COVENANT_NOINLINE static void read_field(std::size_t j, json_reader& r, S& s, const schema::object_def& def,
                                            decode_context& ctx, const path_frame* f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (void)((j == I ? (read_member<I>(r, s, def, ctx, f), true) : false) || ...);
+      (void)((j == I ? (read_member<I, false>(r, s, def, ctx, f), true) : false) || ...);
     }(std::make_index_sequence<N>{});
   }
 
-  // Field I: on-fail action filter, a field that is not required and fails such a check is
-  // dropped: it reads as absent (its default). A required one leaves the issue to what holds it.
-  template <std::size_t I>
+  // Field I (its reader inlined when `Inline`): on-fail action filter, a field that is not
+  // required and fails such a check is dropped: it reads as absent (its default). A required one
+  // leaves the issue to what holds it.
+  template <std::size_t I, bool Inline = true>
   COVENANT_ALWAYS_INLINE static void read_member(json_reader& r, S& out, const schema::object_def& def,
                                                  decode_context& ctx, const path_frame* f) {
     const std::size_t before = ctx.issues.size();
-    read_value(r, boost::pfr::get<I>(out), def.fields[I].type, ctx, f);
+    if constexpr (Inline) read_value(r, boost::pfr::get<I>(out), def.fields[I].type, ctx, f);
+    else read_value_cold(r, boost::pfr::get<I>(out), def.fields[I].type, ctx, f);
     if (COVENANT_UNLIKELY(ctx.issues.size() != before) && !r.failed() && !def.fields[I].required &&
         take_filtered(ctx, before, f))
       reset_field<I>(out);
@@ -525,7 +535,7 @@ struct object_codec {
     };
     t.read_field = [](void* self, json_reader& r, const schema::object_def& def, std::size_t, decode_context& ctx,
                       const path_frame* at) {
-      if constexpr (N == 1) read_value(r, boost::pfr::get<0>(*static_cast<S*>(self)), def.fields[0].type, ctx, at);
+      if constexpr (N == 1) read_value_cold(r, boost::pfr::get<0>(*static_cast<S*>(self)), def.fields[0].type, ctx, at);
     };
     t.checks = [](void* self, const schema::type& node, const schema::object_def& def, std::string_view raw,
                   decode_context& ctx, const path_frame* at) {
@@ -608,7 +618,7 @@ struct variant_target {
                    const path_frame* at) {
     V& v = static_cast<variant_target*>(self)->scratch;
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      (void)((k == K ? (read_value(r, v.template emplace<K>(), alt, ctx, at), true) : false) || ...);
+      (void)((k == K ? (read_value_cold(r, v.template emplace<K>(), alt, ctx, at), true) : false) || ...);
     }(std::make_index_sequence<std::variant_size_v<V>>{});
   }
   static void keep(void* self, std::size_t, bool miss) {
