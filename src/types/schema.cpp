@@ -4,6 +4,8 @@
 #include <re2/re2.h>
 
 #include <charconv>
+#include <memory>
+#include <variant>
 #include <string>
 
 #include "covenant/types/schema_of.hpp"
@@ -253,6 +255,86 @@ std::string describe(const constraint& c) {
 }  // namespace covenant::schema
 
 namespace covenant::detail {
+
+schema_builder_base::schema_builder_base(schema::model& s) : s_(s) {}
+schema_builder_base::~schema_builder_base() = default;
+
+schema::type& schema_builder_base::make_array(schema::type& t) {
+  t.kind = schema::kind::array;
+  return t.args.emplace_back();
+}
+
+schema::type& schema_builder_base::make_map(schema::type& t) {
+  t.kind = schema::kind::map;
+  t.args.push_back(schema::make_primitive(schema::kind::string));
+  return t.args.emplace_back();
+}
+
+schema::type& schema_builder_base::add_alternative(schema::type& t) {
+  t.kind = schema::kind::union_;
+  return t.args.emplace_back();
+}
+
+void schema_builder_base::make_media(schema::type& t, media_kind k) {
+  t.kind = schema::kind::string;
+  t.constraints.push_back(schema::media_format(k));
+}
+
+void schema_builder_base::make_ref(schema::type& t, std::uint32_t def) {
+  t.kind = schema::kind::ref;
+  t.name = s_.defs[def].name;
+  t.def = def;
+}
+
+schema::object_def& schema_builder_base::new_object() {
+  return *bodies_.emplace_back(std::make_unique<schema::object_def>());
+}
+
+schema::field& schema_builder_base::add_field(schema::object_def& body, std::string_view name, bool required) {
+  schema::field& f = body.fields.emplace_back();
+  f.name = std::string(name);
+  f.key = f.name;
+  f.required = required;
+  return f;
+}
+
+schema::invariant& schema_builder_base::add_invariant(schema::object_def& body, std::string_view description) {
+  schema::invariant& inv = body.invariants.emplace_back();
+  inv.description = std::string(description);
+  return inv;
+}
+
+void schema_builder_base::commit_object(std::uint32_t def, schema::object_def& body, std::string_view description) {
+  schema::definition& d = s_.defs[def];
+  if (!description.empty()) d.description = std::string(description);
+  d.body = std::move(body);
+}
+
+void schema_builder_base::add_enum_value(std::uint32_t def, std::string_view name, std::int64_t number) {
+  schema::enum_value& v = std::get<schema::enum_def>(s_.defs[def].body).values.emplace_back();
+  v.name = std::string(name);
+  v.declared_name = v.name;
+  v.number = number;
+}
+
+std::vector<schema::enum_value>& schema_builder_base::enum_values(std::uint32_t def) {
+  return std::get<schema::enum_def>(s_.defs[def].body).values;
+}
+
+void schema_builder_base::describe_def(std::uint32_t def, std::string_view description) {
+  s_.defs[def].description = std::string(description);
+}
+
+void schema_builder_base::defer(void (*job)(schema::model&, std::uint32_t), std::uint32_t def) {
+  deferred_.emplace_back(job, def);
+}
+
+void schema_builder_base::finish() {
+  for (std::size_t i = 0; i < deferred_.size(); ++i) deferred_[i].first(s_, deferred_[i].second);
+}
+
+schema::model* new_model() { return new schema::model(); }
+void delete_model(schema::model* m) noexcept { delete m; }
 
 std::uint32_t schema_builder_base::find(const void* key) const noexcept {
   for (const auto& [k, idx] : known_)

@@ -4,6 +4,30 @@
 
 namespace covenant::detail {
 
+void add_number_constraint(schema::type& t, schema::constraint_kind k, double v) {
+  schema::constraint& c = t.constraints.emplace_back();
+  c.kind = k;
+  c.number = v;
+}
+
+void add_count_constraint(schema::type& t, schema::constraint_kind k, std::size_t n) {
+  schema::constraint& c = t.constraints.emplace_back();
+  c.kind = k;
+  c.count = n;
+}
+
+void add_format_constraint(schema::type& t, std::string_view format) {
+  schema::constraint& c = t.constraints.emplace_back();
+  c.kind = schema::constraint_kind::format;
+  c.text = std::string(format);
+}
+
+schema::constraint& add_constraint(schema::type& t, schema::constraint_kind k) {
+  schema::constraint& c = t.constraints.emplace_back();
+  c.kind = k;
+  return c;
+}
+
 std::string render_unique_by_duplicate(std::string_view key, std::string_view value_json, std::size_t first,
                                        std::size_t second) {
   std::string out = std::string(key) + " values must be unique (";

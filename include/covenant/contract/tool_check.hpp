@@ -28,6 +28,7 @@
 
 #include "covenant/types/encode.hpp"
 #include "covenant/types/schema.hpp"
+#include "covenant/types/validators.hpp"
 
 namespace covenant {
 
@@ -98,11 +99,9 @@ struct tool_check {
   void apply(schema::type& t) const {
     static_assert(std::is_invocable_r_v<bool, const Fn&, const F&>,
                   "covenant::tool_check: the predicate must take the field's value as `const F&` and return bool");
-    schema::constraint c;
-    c.kind = schema::constraint_kind::predicate;
+    schema::constraint& c = detail::add_constraint(t, schema::constraint_kind::predicate);
     c.text = std::string(rule);
     c.custom = std::make_shared<detail::native_tool_check<F, Fn>>(fn, c.text, options);
-    t.constraints.push_back(std::move(c));
   }
 };
 template <class Fn>

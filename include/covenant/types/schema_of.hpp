@@ -38,11 +38,15 @@ inline constexpr bool is_describable_aggregate_v =
     !is_variant<T>::value && !std::is_same_v<T, std::string> && !is_json_value_v<T> &&
     !std::is_same_v<T, std::monostate>;
 
-/// Assigns definition names and indexes while a schema is being built. Non-template parts live in
-/// the library.
+/// Assigns definition names and indexes while a schema is being built, and makes its parts.
+/// Non-template parts live in the library: a type's parts are made in place, so the model's
+/// containers are only grown and destroyed there.
 class COVENANT_API schema_builder_base {
  public:
-  explicit schema_builder_base(schema::model& s) : s_(s) {}
+  explicit schema_builder_base(schema::model& s);
+  ~schema_builder_base();
+  schema_builder_base(const schema_builder_base&) = delete;
+  schema_builder_base& operator=(const schema_builder_base&) = delete;
 
   /// Index of the definition registered for `key`, or schema::no_def.
   [[nodiscard]] std::uint32_t find(const void* key) const noexcept;
@@ -52,14 +56,41 @@ class COVENANT_API schema_builder_base {
 
   schema::model& target() noexcept { return s_; }
 
+  /// `t` becomes a list and returns its item type (to be made).
+  static schema::type& make_array(schema::type& t);
+  /// `t` becomes a map with string keys and returns its value type (to be made).
+  static schema::type& make_map(schema::type& t);
+  /// `t` becomes a union (when it is not one yet) and returns a new alternative (to be made).
+  static schema::type& add_alternative(schema::type& t);
+  /// `t` becomes a string of media format `k`.
+  static void make_media(schema::type& t, media_kind k);
+  /// `t` becomes a reference to definition `def`.
+  void make_ref(schema::type& t, std::uint32_t def);
+
+  /// A new object body, kept here until commit_object() moves it into definition `def`.
+  schema::object_def& new_object();
+  /// A new field of `body` (its type to be made).
+  static schema::field& add_field(schema::object_def& body, std::string_view name, bool required);
+  static schema::invariant& add_invariant(schema::object_def& body, std::string_view description);
+  void commit_object(std::uint32_t def, schema::object_def& body, std::string_view description);
+
+  /// The enum body of definition `def`, with a value added for each enumerator.
+  void add_enum_value(std::uint32_t def, std::string_view name, std::int64_t number);
+  /// The values of enum definition `def`.
+  std::vector<schema::enum_value>& enum_values(std::uint32_t def);
+  void describe_def(std::uint32_t def, std::string_view description);
+
   /// Work to run once every definition exists (defaults need the finished schema): each job
   /// gets the model and the definition index stored beside it.
-  std::vector<void (*)(schema::model&, std::uint32_t)> deferred;
-  std::vector<std::uint32_t> deferred_defs;
+  void defer(void (*job)(schema::model&, std::uint32_t), std::uint32_t def);
+  /// Runs the deferred work.
+  void finish();
 
  private:
   schema::model& s_;
   std::vector<std::pair<const void*, std::uint32_t>> known_;
+  std::vector<std::unique_ptr<schema::object_def>> bodies_;
+  std::vector<std::pair<void (*)(schema::model&, std::uint32_t), std::uint32_t>> deferred_;
 };
 
 /// Encodes one value with the finished schema (defined in encode.hpp); used for field defaults.
@@ -70,95 +101,74 @@ class schema_builder : public schema_builder_base {
  public:
   using schema_builder_base::schema_builder_base;
 
+  /// Makes `t` (default-made) the type of T.
   template <class T>
-  schema::type type_of() {
+  void make(schema::type& t) {
     if constexpr (is_optional<T>::value) {
-      schema::type t = type_of<typename T::value_type>();
+      make<typename T::value_type>(t);
       t.nullable = true;
-      return t;
     } else if constexpr (std::is_same_v<T, bool>) {
-      return schema::make_primitive(schema::kind::boolean);
+      t.kind = schema::kind::boolean;
     } else if constexpr (is_integer_v<T>) {
-      schema::type t = schema::make_primitive(schema::kind::integer);
+      t.kind = schema::kind::integer;
       t.int_bits = static_cast<std::uint8_t>(sizeof(T) * 8);
       t.is_unsigned = std::is_unsigned_v<T>;
-      return t;
     } else if constexpr (std::is_floating_point_v<T>) {
-      schema::type t = schema::make_primitive(schema::kind::number);
+      t.kind = schema::kind::number;
       if constexpr (std::is_same_v<T, float>) t.float_bits = 32;
-      return t;
     } else if constexpr (std::is_same_v<T, std::string>) {
-      return schema::make_primitive(schema::kind::string);
+      t.kind = schema::kind::string;
     } else if constexpr (is_json_value_v<T>) {
-      return schema::make_primitive(schema::kind::any);
+      t.kind = schema::kind::any;
     } else if constexpr (is_media_v<T>) {
-      schema::type t = schema::make_primitive(schema::kind::string);
-      t.constraints.push_back(schema::media_format(T::media_kind_v));
-      return t;
+      make_media(t, T::media_kind_v);
     } else if constexpr (std::is_same_v<T, std::monostate>) {
-      return schema::make_primitive(schema::kind::null);
+      t.kind = schema::kind::null;
     } else if constexpr (is_vector<T>::value) {
-      return schema::make_array(type_of<typename T::value_type>());
+      make<typename T::value_type>(make_array(t));
     } else if constexpr (is_string_map<T>::value) {
-      return schema::make_map(type_of<typename T::mapped_type>());
+      make<typename T::mapped_type>(make_map(t));
     } else if constexpr (is_variant<T>::value) {
-      return variant_type(static_cast<T*>(nullptr));
+      make_variant(t, static_cast<T*>(nullptr));
     } else if constexpr (std::is_enum_v<T>) {
-      return enum_type<T>();
+      make_enum<T>(t);
     } else if constexpr (is_describable_aggregate_v<T>) {
-      return object_type<T>();
+      make_object<T>(t);
     } else {
       static_assert(dependent_false_v<T>,
                     "covenant: unsupported field type. Supported: bool, integers, float, double, std::string, "
                     "std::vector<T>, std::optional<T>, std::map<std::string, T>, enums, std::variant<...>, "
                     "boost::json::value, covenant::image/pdf/audio and plain aggregates of these");
-      return {};
     }
   }
 
  private:
   template <class... A>
-  schema::type variant_type(std::variant<A...>*) {
-    schema::type t;
-    t.kind = schema::kind::union_;
-    (t.args.push_back(type_of<A>()), ...);
-    return t;
+  void make_variant(schema::type& t, std::variant<A...>*) {
+    (make<A>(add_alternative(t)), ...);
   }
 
   template <class E>
-  schema::type enum_type() {
+  void make_enum(schema::type& t) {
     const void* key = &type_key<E>::id;
     std::uint32_t idx = find(key);
     if (idx == schema::no_def) {
       idx = add(key, schema_name<E>(), qualified_type_name_v<E>, true);
-      schema::enum_def body;
-      for (const auto& entry : enum_entries_v<E>) {
-        schema::enum_value v;
-        v.name = std::string(entry.name);
-        v.declared_name = v.name;
-        v.number = static_cast<std::int64_t>(entry.value);
-        body.values.push_back(std::move(v));
-      }
+      for (const auto& entry : enum_entries_v<E>) add_enum_value(idx, entry.name, static_cast<std::int64_t>(entry.value));
       if constexpr (has_value_metadata<E>) {
         static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(describe<E>::values)>::owner, E>,
                       "covenant::describe<E>::values must be built with covenant::values<E>(...)");
-        std::apply([&](const auto&... spec) { (apply_value_spec(body, spec), ...); }, describe<E>::values.specs);
+        std::apply([&](const auto&... spec) { (apply_value_spec(idx, spec), ...); }, describe<E>::values.specs);
       }
-      auto& def = target().defs[idx];
-      if constexpr (has_type_description<E>) def.description = std::string(describe<E>::description);
-      def.body = std::move(body);
+      if constexpr (has_type_description<E>) describe_def(idx, describe<E>::description);
     }
-    schema::type t;
-    t.kind = schema::kind::ref;
-    t.name = target().defs[idx].name;
-    t.def = idx;
-    return t;
+    make_ref(t, idx);
   }
 
   template <class Spec>
-  static void apply_value_spec(schema::enum_def& body, const Spec& spec) {
+  void apply_value_spec(std::uint32_t def, const Spec& spec) {
     const auto number = static_cast<std::int64_t>(Spec::enumerator);
-    for (auto& v : body.values) {
+    for (auto& v : enum_values(def)) {
       if (v.number != number) continue;
       v.description = std::string(spec.description);
       std::apply(
@@ -180,13 +190,13 @@ class schema_builder : public schema_builder_base {
   }
 
   template <class T>
-  schema::type object_type() {
+  void make_object(schema::type& t) {
     const void* key = &type_key<T>::id;
     std::uint32_t idx = find(key);
     if (idx == schema::no_def) {
       idx = add(key, schema_name<T>(), qualified_type_name_v<T>, false);
-      schema::object_def body;
-      build_fields<T>(body, std::make_index_sequence<field_count_v<T>>{});
+      schema::object_def& body = new_object();
+      make_fields<T>(body, std::make_index_sequence<field_count_v<T>>{});
       if constexpr (has_field_metadata<T>) {
         static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(describe<T>::fields)>::owner, T>,
                       "covenant::describe<T>::fields must be built with covenant::fields<T>(...) for the same T");
@@ -197,30 +207,15 @@ class schema_builder : public schema_builder_base {
                       "covenant::describe<T>::invariants must be built with covenant::invariants<T>(...)");
         std::apply([&](const auto&... spec) { (add_invariant<T>(body, spec), ...); }, describe<T>::invariants.specs);
       }
-      auto& def = target().defs[idx];
-      if constexpr (has_type_description<T>) def.description = std::string(describe<T>::description);
-      def.body = std::move(body);
+      if constexpr (has_type_description<T>) commit_object(idx, body, describe<T>::description);
+      else commit_object(idx, body, {});
     }
-    schema::type t;
-    t.kind = schema::kind::ref;
-    t.name = target().defs[idx].name;
-    t.def = idx;
-    return t;
+    make_ref(t, idx);
   }
 
   template <class T, std::size_t... I>
-  void build_fields(schema::object_def& body, std::index_sequence<I...>) {
-    (
-        [&] {
-          using F = field_type_t<T, I>;
-          schema::field f;
-          f.name = std::string(field_name_v<T, I>);
-          f.key = f.name;
-          f.type = type_of<F>();
-          f.required = !is_optional<F>::value;
-          body.fields.push_back(std::move(f));
-        }(),
-        ...);
+  void make_fields(schema::object_def& body, std::index_sequence<I...>) {
+    (make<field_type_t<T, I>>(add_field(body, field_name_v<T, I>, !is_optional<field_type_t<T, I>>::value).type), ...);
   }
 
   template <class T, class Spec>
@@ -238,9 +233,7 @@ class schema_builder : public schema_builder_base {
                   f.key = std::string(opt.name);
                 } else if constexpr (std::is_same_v<O, defaulted>) {
                   f.required = false;
-                  const std::uint32_t def_index = find(&type_key<T>::id);
-                  deferred.push_back(&set_default<T, I>);
-                  deferred_defs.push_back(def_index);
+                  defer(&set_default<T, I>, find(&type_key<T>::id));
                 } else {
                   opt.template apply<F>(f.type);
                 }
@@ -259,25 +252,26 @@ class schema_builder : public schema_builder_base {
 
   template <class T, class Spec>
   void add_invariant(schema::object_def& body, const Spec& spec) {
-    schema::invariant inv;
-    inv.description = std::string(spec.description);
+    schema::invariant& inv = schema_builder_base::add_invariant(body, spec.description);
     if constexpr (!std::is_same_v<std::remove_cv_t<decltype(Spec::anchor)>, std::nullptr_t>) {
       constexpr std::size_t I = member_index<T, Spec::anchor>();
       inv.anchor = body.fields[I].key;
     }
     inv.check = std::make_shared<native_predicate<T, decltype(spec.fn)>>(spec.fn);
     inv.on_fail = spec.action;
-    body.invariants.push_back(std::move(inv));
   }
 };
 
+/// A new, empty model, and its end (made and destroyed in the library, like a model's parts).
+COVENANT_API schema::model* new_model();
+COVENANT_API void delete_model(schema::model* m) noexcept;
+
+/// Builds the schema model of T into `s` (a new model).
 template <class T>
-schema::model build_schema() {
-  schema::model s;
+void build_schema(schema::model& s) {
   schema_builder b(s);
-  s.root = b.type_of<T>();
-  for (std::size_t i = 0; i < b.deferred.size(); ++i) b.deferred[i](s, b.deferred_defs[i]);
-  return s;
+  b.make<T>(s.root);
+  b.finish();
 }
 
 }  // namespace detail
@@ -288,7 +282,16 @@ template <class T>
 const schema::model& schema_of() {
   // Never destroyed, like the process-wide runtimes: work still running on their threads when the
   // process exits (a call in flight, a tool past its timeout) may still read it.
-  static const schema::model& s = *new schema::model(detail::build_schema<T>());
+  static const schema::model& s = *[] {
+    schema::model* m = detail::new_model();
+    try {
+      detail::build_schema<T>(*m);
+    } catch (...) {
+      detail::delete_model(m);
+      throw;
+    }
+    return m;
+  }();
   return s;
 }
 

@@ -77,26 +77,12 @@ bool deep_equal(const T& a, const T& b) {
   return deep_equal_impl(a, b);
 }
 
-inline schema::constraint make_number_constraint(schema::constraint_kind k, double v) {
-  schema::constraint c;
-  c.kind = k;
-  c.number = v;
-  return c;
-}
-
-inline schema::constraint make_count_constraint(schema::constraint_kind k, std::size_t n) {
-  schema::constraint c;
-  c.kind = k;
-  c.count = n;
-  return c;
-}
-
-inline schema::constraint make_format_constraint(std::string_view format) {
-  schema::constraint c;
-  c.kind = schema::constraint_kind::format;
-  c.text = std::string(format);
-  return c;
-}
+/// Adds a constraint to `t` (made and grown in the library, like the rest of a schema model).
+COVENANT_API void add_number_constraint(schema::type& t, schema::constraint_kind k, double v);
+COVENANT_API void add_count_constraint(schema::type& t, schema::constraint_kind k, std::size_t n);
+COVENANT_API void add_format_constraint(schema::type& t, std::string_view format);
+/// A new constraint of kind `k` on `t`, for the caller to fill.
+COVENANT_API schema::constraint& add_constraint(schema::type& t, schema::constraint_kind k);
 
 template <class F, class Fn>
 class native_predicate final : public schema::custom_check {
@@ -216,7 +202,7 @@ struct minimum {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_number_v<F>, "covenant::minimum applies to numeric fields");
-    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::minimum, value));
+    detail::add_number_constraint(t, schema::constraint_kind::minimum, value);
   }
 };
 
@@ -228,7 +214,7 @@ struct maximum {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_number_v<F>, "covenant::maximum applies to numeric fields");
-    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::maximum, value));
+    detail::add_number_constraint(t, schema::constraint_kind::maximum, value);
   }
 };
 
@@ -240,7 +226,7 @@ struct exclusive_minimum {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_number_v<F>, "covenant::exclusive_minimum applies to numeric fields");
-    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::exclusive_minimum, value));
+    detail::add_number_constraint(t, schema::constraint_kind::exclusive_minimum, value);
   }
 };
 
@@ -252,7 +238,7 @@ struct exclusive_maximum {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_number_v<F>, "covenant::exclusive_maximum applies to numeric fields");
-    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::exclusive_maximum, value));
+    detail::add_number_constraint(t, schema::constraint_kind::exclusive_maximum, value);
   }
 };
 
@@ -265,8 +251,8 @@ struct range {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_number_v<F>, "covenant::range applies to numeric fields");
-    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::minimum, lo));
-    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::maximum, hi));
+    detail::add_number_constraint(t, schema::constraint_kind::minimum, lo);
+    detail::add_number_constraint(t, schema::constraint_kind::maximum, hi);
   }
 };
 
@@ -276,7 +262,7 @@ struct positive {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_number_v<F>, "covenant::positive applies to numeric fields");
-    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::exclusive_minimum, 0));
+    detail::add_number_constraint(t, schema::constraint_kind::exclusive_minimum, 0);
   }
 };
 
@@ -287,7 +273,7 @@ struct non_negative {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_number_v<F>, "covenant::non_negative applies to numeric fields");
-    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::minimum, 0));
+    detail::add_number_constraint(t, schema::constraint_kind::minimum, 0);
   }
 };
 
@@ -299,7 +285,7 @@ struct multiple_of {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_number_v<F>, "covenant::multiple_of applies to numeric fields");
-    t.constraints.push_back(detail::make_number_constraint(schema::constraint_kind::multiple_of, value));
+    detail::add_number_constraint(t, schema::constraint_kind::multiple_of, value);
   }
 };
 
@@ -311,7 +297,7 @@ struct min_length {
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>,
                   "covenant::min_length applies to string fields (use covenant::min_items for lists)");
-    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::min_length, n));
+    detail::add_count_constraint(t, schema::constraint_kind::min_length, n);
   }
 };
 
@@ -324,7 +310,7 @@ struct max_length {
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>,
                   "covenant::max_length applies to string fields (use covenant::max_items for lists)");
-    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::max_length, n));
+    detail::add_count_constraint(t, schema::constraint_kind::max_length, n);
   }
 };
 
@@ -338,8 +324,8 @@ struct length {
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>,
                   "covenant::length applies to string fields (use covenant::item_count for lists)");
-    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::min_length, lo));
-    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::max_length, hi));
+    detail::add_count_constraint(t, schema::constraint_kind::min_length, lo);
+    detail::add_count_constraint(t, schema::constraint_kind::max_length, hi);
   }
 };
 
@@ -350,7 +336,7 @@ struct min_items {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_container_v<F>, "covenant::min_items applies to std::vector and std::map fields");
-    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::min_items, n));
+    detail::add_count_constraint(t, schema::constraint_kind::min_items, n);
   }
 };
 
@@ -362,7 +348,7 @@ struct max_items {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_container_v<F>, "covenant::max_items applies to std::vector and std::map fields");
-    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::max_items, n));
+    detail::add_count_constraint(t, schema::constraint_kind::max_items, n);
   }
 };
 
@@ -375,8 +361,8 @@ struct item_count {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_container_v<F>, "covenant::item_count applies to std::vector and std::map fields");
-    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::min_items, lo));
-    t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::max_items, hi));
+    detail::add_count_constraint(t, schema::constraint_kind::min_items, lo);
+    detail::add_count_constraint(t, schema::constraint_kind::max_items, hi);
   }
 };
 
@@ -386,9 +372,9 @@ struct non_empty {
   template <class F>
   void apply(schema::type& t) const {
     if constexpr (std::is_same_v<F, std::string>) {
-      t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::min_length, 1));
+      detail::add_count_constraint(t, schema::constraint_kind::min_length, 1);
     } else if constexpr (detail::is_container_v<F>) {
-      t.constraints.push_back(detail::make_count_constraint(schema::constraint_kind::min_items, 1));
+      detail::add_count_constraint(t, schema::constraint_kind::min_items, 1);
     } else {
       static_assert(detail::dependent_false_v<F>,
                     "covenant::non_empty applies to string, std::vector and std::map fields");
@@ -411,14 +397,12 @@ struct one_of {
     } else {
       static_assert(detail::is_number_v<F>, "covenant::one_of with numbers applies to numeric fields");
     }
-    schema::constraint c;
-    c.kind = schema::constraint_kind::one_of;
+    schema::constraint& c = detail::add_constraint(t, schema::constraint_kind::one_of);
     for (const auto& ch : choices) {
       if constexpr (std::is_same_v<V, std::string_view>) c.values.emplace_back(boost::json::string_view(ch.data(), ch.size()));
       else if constexpr (detail::is_integer_v<F>) c.values.emplace_back(static_cast<std::int64_t>(ch));
       else c.values.emplace_back(static_cast<double>(ch));
     }
-    t.constraints.push_back(std::move(c));
   }
 };
 template <class... C>
@@ -432,13 +416,13 @@ struct pattern {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>, "covenant::pattern applies to string fields");
-    schema::constraint c;
-    c.kind = schema::constraint_kind::pattern;
-    c.text = std::string(regex);
     std::string error;
-    c.regex = schema::compile_pattern(regex, &error);
-    if (!c.regex) throw std::invalid_argument("covenant::pattern: invalid regular expression '" + c.text + "': " + error);
-    t.constraints.push_back(std::move(c));
+    auto compiled = schema::compile_pattern(regex, &error);
+    if (!compiled)
+      throw std::invalid_argument("covenant::pattern: invalid regular expression '" + std::string(regex) + "': " + error);
+    schema::constraint& c = detail::add_constraint(t, schema::constraint_kind::pattern);
+    c.text = std::string(regex);
+    c.regex = std::move(compiled);
   }
 };
 
@@ -449,7 +433,7 @@ struct url {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>, "covenant::url applies to string fields");
-    t.constraints.push_back(detail::make_format_constraint("uri"));
+    detail::add_format_constraint(t, "uri");
   }
 };
 
@@ -460,7 +444,7 @@ struct uuid {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>, "covenant::uuid applies to string fields");
-    t.constraints.push_back(detail::make_format_constraint("uuid"));
+    detail::add_format_constraint(t, "uuid");
   }
 };
 
@@ -471,7 +455,7 @@ struct iso8601 {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>, "covenant::iso8601 applies to string fields");
-    t.constraints.push_back(detail::make_format_constraint("date-time"));
+    detail::add_format_constraint(t, "date-time");
   }
 };
 using date_time = iso8601;
@@ -483,7 +467,7 @@ struct date {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>, "covenant::date applies to string fields");
-    t.constraints.push_back(detail::make_format_constraint("date"));
+    detail::add_format_constraint(t, "date");
   }
 };
 
@@ -494,7 +478,7 @@ struct email {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(std::is_same_v<F, std::string>, "covenant::email applies to string fields");
-    t.constraints.push_back(detail::make_format_constraint("email"));
+    detail::add_format_constraint(t, "email");
   }
 };
 
@@ -505,10 +489,8 @@ struct unique_items {
   template <class F>
   void apply(schema::type& t) const {
     static_assert(detail::is_vector<F>::value, "covenant::unique_items applies to std::vector fields");
-    schema::constraint c;
-    c.kind = schema::constraint_kind::unique_items;
-    c.custom = std::make_shared<detail::native_unique_items<F>>();
-    t.constraints.push_back(std::move(c));
+    detail::add_constraint(t, schema::constraint_kind::unique_items).custom =
+        std::make_shared<detail::native_unique_items<F>>();
   }
 };
 
@@ -526,11 +508,9 @@ struct unique_by {
     static_assert(std::is_same_v<member_class_t<MemberPtr>, E>,
                   "covenant::unique_by<&T::m>: T must be the element type of the list");
     constexpr std::size_t idx = member_index<E, MemberPtr>();
-    schema::constraint c;
-    c.kind = schema::constraint_kind::unique_by;
+    schema::constraint& c = detail::add_constraint(t, schema::constraint_kind::unique_by);
     c.text = std::string(field_name_v<E, idx>);
     c.custom = std::make_shared<detail::native_unique_by<F, MemberPtr>>(c.text);
-    t.constraints.push_back(std::move(c));
   }
 };
 
@@ -561,12 +541,10 @@ struct predicate {
     using R = std::invoke_result_t<const Fn&, const F&>;
     static_assert(std::is_same_v<R, bool> || std::is_same_v<R, std::optional<std::string>>,
                   "covenant::predicate: the callable must return bool or std::optional<std::string>");
-    schema::constraint c;
-    c.kind = schema::constraint_kind::predicate;
+    schema::constraint& c = detail::add_constraint(t, schema::constraint_kind::predicate);
     c.text = std::string(rule);
     c.custom = std::make_shared<detail::native_predicate<F, Fn>>(fn);
     c.streaming_safe = while_streaming;
-    t.constraints.push_back(std::move(c));
   }
 };
 template <class Fn>
