@@ -244,36 +244,16 @@ failed:  // `out` keeps what was decoded before the error
 
 bool json_reader::scan_string(std::string_view& view, std::string& scratch) {
   const char* s = p_ + 1;
-  const char* q = s;
-  for (;;) {
-    q = find_special(q);
-    if (q >= end_) {
-      fail(q, "unexpected end of input inside a string");
-      return false;
-    }
-    const auto u = static_cast<unsigned char>(*q);
-    if (u == '"') {
-      view = std::string_view(s, static_cast<std::size_t>(q - s));
-      p_ = q + 1;
-      return true;
-    }
-    if (u >= 0x80) {
-      const std::size_t n = utf8_sequence(q, end_);
-      if (n == 0) {
-        fail(q, "invalid UTF-8 in string");
-        return false;
-      }
-      q += n;
-      continue;
-    }
-    if (u < 0x20) {
-      fail(q, "control character in string (must be escaped)");
-      return false;
-    }
-    if (!decode_rest(s, q, scratch)) return false;
-    view = scratch;
+  const char* q = plain_end(s);
+  if (q == nullptr) return false;
+  if (*q == '"') {
+    view = std::string_view(s, static_cast<std::size_t>(q - s));
+    p_ = q + 1;
     return true;
   }
+  if (!decode_rest(s, q, scratch)) return false;
+  view = scratch;
+  return true;
 }
 
 void json_reader::assign_new(std::string& out, const char* s, std::size_t n) { out = std::string(s, n); }

@@ -485,40 +485,44 @@ class json_reader {
     std::memcpy(d, s, n);
   }
 
-  // Like scan_string, but the result always ends up in `out` (assigned).
-  COVENANT_ALWAYS_INLINE bool scan_string_into(std::string_view& view, std::string& out) {
-    const char* s = p_ + 1;
-    const char* q = s;
+  // From q (just after an opening quote): the closing quote or the first escape, the bytes before
+  // it checked (valid UTF-8, no control character). Null on an error (recorded).
+  COVENANT_ALWAYS_INLINE const char* plain_end(const char* q) noexcept {
     for (;;) {
       q = find_special(q);
       if (q >= end_) {
         fail(q, "unexpected end of input inside a string");
-        return false;
+        return nullptr;
       }
       const auto u = static_cast<unsigned char>(*q);
-      if (u == '"') {
-        assign(out, s, static_cast<std::size_t>(q - s));
-        view = out;
-        p_ = q + 1;
-        return true;
-      }
-      if (u >= 0x80) {
-        const std::size_t n = utf8_sequence(q, end_);
-        if (n == 0) {
-          fail(q, "invalid UTF-8 in string");
-          return false;
-        }
-        q += n;
-        continue;
-      }
-      if (u < 0x20) {
+      if (u == '"' || u == '\\') return q;
+      if (u < 0x80) {
         fail(q, "control character in string (must be escaped)");
-        return false;
+        return nullptr;
       }
-      if (!decode_rest(s, q, out)) return false;
+      const std::size_t n = utf8_sequence(q, end_);
+      if (n == 0) {
+        fail(q, "invalid UTF-8 in string");
+        return nullptr;
+      }
+      q += n;
+    }
+  }
+
+  // Like scan_string, but the result always ends up in `out` (assigned).
+  COVENANT_ALWAYS_INLINE bool scan_string_into(std::string_view& view, std::string& out) {
+    const char* s = p_ + 1;
+    const char* q = plain_end(s);
+    if (q == nullptr) return false;
+    if (*q == '"') {
+      assign(out, s, static_cast<std::size_t>(q - s));
       view = out;
+      p_ = q + 1;
       return true;
     }
+    if (!decode_rest(s, q, out)) return false;
+    view = out;
+    return true;
   }
 
   const char* begin_;
