@@ -97,17 +97,6 @@ bool json_reader::skip_any(char c) {
   }
 }
 
-bool json_reader::hex4(const char* q, std::uint32_t& v) const noexcept {
-  if (end_ - q < 4) return false;
-  v = 0;
-  for (int i = 0; i < 4; ++i) {
-    const int d = json_hex_digit(q[i]);
-    if (d < 0) return false;
-    v = (v << 4) | static_cast<std::uint32_t>(d);
-  }
-  return true;
-}
-
 char* json_reader::grow(std::string& buf, char*& base, char*& limit, char* at) {
   const auto used = static_cast<std::size_t>(at - base);
   buf.resize(2 * buf.size());
@@ -212,7 +201,7 @@ bool json_reader::decode_rest(const char* s, const char* q, std::string& out) {
     }
     {
       std::uint32_t cp;
-      if (!hex4(q + 2, cp)) {
+      if (end_ - q < 6 || !json_hex4(q + 2, cp)) {
         error_at = q;
         error = "invalid \\u escape in string";
         goto failed;
@@ -220,7 +209,7 @@ bool json_reader::decode_rest(const char* s, const char* q, std::string& out) {
       q += 6;
       if (cp >= 0xD800 && cp <= 0xDBFF) {
         std::uint32_t lo;
-        if (end_ - q < 6 || q[0] != '\\' || q[1] != 'u' || !hex4(q + 2, lo) || lo < 0xDC00 || lo > 0xDFFF) {
+        if (end_ - q < 6 || q[0] != '\\' || q[1] != 'u' || !json_hex4(q + 2, lo) || lo < 0xDC00 || lo > 0xDFFF) {
           error_at = q;
           error = "unpaired surrogate in \\u escape";
           goto failed;

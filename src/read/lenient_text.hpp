@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "covenant/read/detail/json_lexer.hpp"
 #include "covenant/types/detail/utf8.hpp"
 
 #if defined(__SSE2__)
@@ -23,30 +24,11 @@ constexpr bool is_json_ws(char c) noexcept { return c == ' ' || c == '\n' || c =
 constexpr bool is_ws(char c) noexcept { return is_json_ws(c) || c == '\f' || c == '\v'; }
 constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 
-/// Value of a hex digit, or -1.
-constexpr int hex_digit(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-/// Four hex digits at q (the caller checked there are four bytes).
-inline bool hex4(const char* q, std::uint32_t& v) noexcept {
-  v = 0;
-  for (int i = 0; i < 4; ++i) {
-    const int d = hex_digit(q[i]);
-    if (d < 0) return false;
-    v = (v << 4) | static_cast<std::uint32_t>(d);
-  }
-  return true;
-}
-
 /// [q, e) holds at most four bytes, all hex digits (a \u escape cut by the end of the text).
 inline bool hex_prefix(const char* q, const char* e) noexcept {
   if (e - q > 4) return false;
   for (; q < e; ++q)
-    if (hex_digit(*q) < 0) return false;
+    if (json_hex_digit(*q) < 0) return false;
   return true;
 }
 
@@ -200,11 +182,11 @@ inline void unescape_json_string(std::string_view in, std::string& out) {
       case 't': out.push_back('\t'); break;
       case 'u': {
         std::uint32_t cp = 0;
-        if (e - s < 6 || !hex4(s + 2, cp)) return;
+        if (e - s < 6 || !json_hex4(s + 2, cp)) return;
         q = s + 6;
         if (cp >= 0xD800 && cp <= 0xDBFF) {
           std::uint32_t lo = 0;
-          if (e - q >= 6 && q[0] == '\\' && q[1] == 'u' && hex4(q + 2, lo) && lo >= 0xDC00 && lo <= 0xDFFF) {
+          if (e - q >= 6 && q[0] == '\\' && q[1] == 'u' && json_hex4(q + 2, lo) && lo >= 0xDC00 && lo <= 0xDFFF) {
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             q += 6;
           } else {

@@ -157,10 +157,10 @@ bool repairer::impl::escape() {
         }
         break;
       }
-      if (!detail::hex4(p_ + 2, cp)) break;
+      if (!detail::json_hex4(p_ + 2, cp)) break;
       if (cp >= 0xD800 && cp <= 0xDBFF) {
         std::uint32_t lo = 0;
-        if (e_ - p_ >= 12 && p_[6] == '\\' && p_[7] == 'u' && detail::hex4(p_ + 8, lo) && lo >= 0xDC00 &&
+        if (e_ - p_ >= 12 && p_[6] == '\\' && p_[7] == 'u' && detail::json_hex4(p_ + 8, lo) && lo >= 0xDC00 &&
             lo <= 0xDFFF) {
           out().append(p_, 12);
           p_ += 12;
@@ -189,8 +189,8 @@ bool repairer::impl::escape() {
       p_ += 2;
       return false;
     case 'x': {
-      if (e_ - p_ >= 4 && detail::hex_digit(p_[2]) >= 0 && detail::hex_digit(p_[3]) >= 0) {
-        const int v = detail::hex_digit(p_[2]) * 16 + detail::hex_digit(p_[3]);
+      if (e_ - p_ >= 4 && detail::json_hex_digit(p_[2]) >= 0 && detail::json_hex_digit(p_[3]) >= 0) {
+        const int v = detail::json_hex_digit(p_[2]) * 16 + detail::json_hex_digit(p_[3]);
         detail::append_code_point_escape(out(), static_cast<std::uint32_t>(v));
         p_ += 4;
         return false;

@@ -1,6 +1,6 @@
 // covenant/detail/json_lexer.hpp - the pieces of JSON's lexical grammar shared by the strict
-// reader (detail/json_reader.hpp) and the stream readers' tokenizer: one-letter escapes, hex
-// digits of \u escapes, and a code point written as UTF-8.
+// reader (detail/json_reader.hpp), the stream readers' tokenizer and the lenient reader: one-letter
+// escapes, hex digits of \u escapes, and a code point written as UTF-8.
 #pragma once
 
 #include <array>
@@ -27,11 +27,23 @@ inline char json_simple_escape(char e) noexcept {
 }
 
 /// The value of a hexadecimal digit, or -1.
-inline int json_hex_digit(char c) noexcept {
+constexpr int json_hex_digit(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+/// The four hex digits of a \u escape at `q` (the caller checked there are four bytes) into `v`;
+/// false when one is not a hex digit.
+inline bool json_hex4(const char* q, std::uint32_t& v) noexcept {
+  v = 0;
+  for (int i = 0; i < 4; ++i) {
+    const int d = json_hex_digit(q[i]);
+    if (d < 0) return false;
+    v = (v << 4) | static_cast<std::uint32_t>(d);
+  }
+  return true;
 }
 
 /// Writes code point `cp` as UTF-8 at `w` (1 to 4 bytes); returns the end.

@@ -417,7 +417,6 @@ class json_reader {
     return q;
   }
 
-  bool hex4(const char* q, std::uint32_t& v) const noexcept;
 
   // Doubles the decoding buffer; returns where `at` is now.
   static char* grow(std::string& buf, char*& base, char*& limit, char* at);
