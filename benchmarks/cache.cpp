@@ -12,21 +12,14 @@
 #include <string>
 
 #include "../examples/models/final_answer.hpp"
+#include "answer_question.hpp"
 #include "instant_engine.hpp"
 #include "sample.hpp"
 
 namespace cache_bench {
 
-struct Question {
-  std::string text;
-};
-
-struct AnswerQuestion {
-  static constexpr std::string_view prompt = "Answer the question with sources.";
-  models::FinalAnswer forward(const Question&, const covenant::outcome<models::FinalAnswer>& o) const {
-    return o.result ? *o.result : models::FinalAnswer{};
-  }
-};
+using bench::AnswerQuestion;
+using bench::Question;
 
 void BM_cache_hit(benchmark::State& state) {
   const std::string reply = bench::sample("valid_final_answer.json");

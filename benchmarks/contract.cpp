@@ -14,27 +14,16 @@
 #include <string>
 
 #include "../examples/models/final_answer.hpp"
+#include "answer_question.hpp"
 #include "instant_engine.hpp"
 #include "sample.hpp"
 
 namespace contract_bench {
 
-using bench::sample;
-
-struct Question {
-  std::string text;
-};
-
-// No pre, act or post: the contract checks the input, renders the prompt, reads and validates
-// the reply, and forward returns the result.
-struct AnswerQuestion {
-  static constexpr std::string_view prompt = "Answer the question with sources.";
-  models::FinalAnswer forward(const Question&, const covenant::outcome<models::FinalAnswer>& o) const {
-    return o.result ? *o.result : models::FinalAnswer{};
-  }
-};
-
+using bench::AnswerQuestion;
 using bench::instant_engine;
+using bench::Question;
+using bench::sample;
 
 void BM_contract_zero_latency(benchmark::State& state) {
   const std::string reply = sample("valid_final_answer.json");
