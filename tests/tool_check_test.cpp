@@ -7,11 +7,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 namespace tool_test {
@@ -45,6 +49,29 @@ struct Question {
   std::string text;
 };
 
+bool registered_doi(const std::string& doi) {
+  ++calls;
+  return doi.rfind("10.", 0) == 0;
+}
+
+struct Paper {
+  std::string doi;
+};
+struct Book {
+  std::string isbn;
+};
+// Tool checks below an optional, in a map's values and in a union's alternative.
+struct Library {
+  std::optional<Paper> featured;
+  std::map<std::string, Paper> by_topic;
+  std::vector<std::variant<Book, Paper>> shelf;
+};
+
+struct Catalogue {
+  static constexpr std::string_view prompt = "List the library.";
+  Library forward(const Question&, const covenant::outcome<Library>& o) const { return o.result.value_or(Library{}); }
+};
+
 struct Cite {
   static constexpr std::string_view prompt = "Cite.";
   Cited forward(const Question&, const covenant::outcome<Cited>& o) const { return o.result.value_or(Cited{}); }
@@ -61,6 +88,12 @@ struct covenant::describe<tool_test::Cited> {
                                                                         {.max_concurrency = 3, .ttl = std::chrono::minutes(1)}})}),
       covenant::field<&tool_test::Cited::sku>(
           "Product.", covenant::on_fail::noop(covenant::tool_check{tool_test::in_stock, "must be in stock"})));
+};
+
+template <>
+struct covenant::describe<tool_test::Paper> {
+  static constexpr auto fields = covenant::fields<tool_test::Paper>(covenant::field<&tool_test::Paper::doi>(
+      "DOI.", covenant::on_fail::noop(covenant::tool_check{tool_test::registered_doi, "must be a registered DOI"})));
 };
 
 namespace {
@@ -114,6 +147,29 @@ TEST(ToolCheck, AnExceptionCountsAsInvalidAndNoopOnlyNotes) {
   for (const auto& n : outcome.notes)
     noted = noted || (n.kind == covenant::note_kind::check_failed && n.path.to_string() == "sku");
   EXPECT_TRUE(noted);
+}
+
+TEST(ToolCheck, ValuesBelowOptionalsMapsAndUnionsAreCheckedAtTheirPaths) {
+  scripted_engine model{R"({"featured": {"doi": "x-1"},
+                            "by_topic": {"ai": {"doi": "bad"}, "ml": {"doi": "10.1/ok"}},
+                            "shelf": [{"isbn": "978-0"}, {"doi": "nope"}, {"doi": "10.2/ok"}]})"};
+  covenant::contract<Catalogue> c{model, instant()};
+  calls = 0;
+  auto [value, outcome] = c.run(Question{"q"});
+  ASSERT_TRUE(outcome.success) << outcome.summary();
+  EXPECT_EQ(calls.load(), 5);  // x-1, bad, 10.1/ok, nope, 10.2/ok
+  std::vector<std::string> failed;
+  for (const auto& n : outcome.notes)
+    if (n.kind == covenant::note_kind::check_failed) failed.push_back(n.path.to_string());
+  std::sort(failed.begin(), failed.end());
+  std::vector<std::string> expected{covenant::path{}.key("featured").key("doi").to_string(),
+                                    covenant::path{}.key("by_topic").key("ai").key("doi").to_string(),
+                                    covenant::path{}.key("shelf").index(1).key("doi").to_string()};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(failed, expected);
+  ASSERT_EQ(value.shelf.size(), 3u);
+  EXPECT_EQ(value.shelf[0].index(), 0u);
+  EXPECT_EQ(value.shelf[1].index(), 1u);
 }
 
 TEST(ToolCheck, DecodeAloneDoesNotRunThem) {

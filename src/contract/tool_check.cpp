@@ -49,6 +49,67 @@ void tool_check_base::remember(const std::string& key, bool ok) const {
 
 namespace {
 
+// One value a tool check applies to.
+struct tool_job {
+  const schema::custom_check* check;     // a tool check (is_tool())
+  const schema::constraint* constraint;  // its constraint (action, reason, rule)
+  const void* value;                     // the C++ value
+  covenant::path where;
+  bool ok = false;    // set by run_tool_checks
+  std::string shown;  // the value as text (set by run_tool_checks)
+};
+
+// The values of `v` (read against `node` of `m`) that tool checks apply to, at `at` and below.
+// An empty optional has none; a variant's are those of the alternative it holds.
+void collect_tool_jobs(value_ref v, const schema::model& m, const schema::type& node, covenant::path& at,
+                       std::vector<tool_job>& jobs) {
+  if (v.p == nullptr) return;
+  const value_ops& ops = *v.ops;
+  if (ops.kind == value_kind::optional) {
+    if (void* inner = ops.value(v.p)) collect_tool_jobs({inner, &ops.item()}, m, node, at, jobs);
+    return;
+  }
+  for (const auto& c : node.constraints)
+    if (c.custom && c.custom->is_tool()) jobs.push_back(tool_job{c.custom.get(), &c, v.p, at, false, {}});
+  if (ops.kind == value_kind::array) {
+    if (node.args.empty()) return;
+    const std::size_t n = ops.size(v.p);
+    for (std::size_t i = 0; i < n; ++i) {
+      at.index(i);
+      collect_tool_jobs({ops.item_at(v.p, i), &ops.item()}, m, node.args[0], at, jobs);
+      at.pop();
+    }
+  } else if (ops.kind == value_kind::object) {
+    if (node.def == schema::no_def) return;
+    const schema::object_def* def = m.defs[node.def].object();
+    if (def == nullptr) return;
+    for (std::size_t j = 0; j < ops.field_count && j < def->fields.size(); ++j) {
+      at.key(def->fields[j].key);
+      collect_tool_jobs(ops.field(v.p, *def, j), m, def->fields[j].type, at, jobs);
+      at.pop();
+    }
+  } else if (ops.each != nullptr) {
+    if (node.args.size() < 2) return;
+    struct walk {
+      const value_ops& values;
+      const schema::model& m;
+      const schema::type& node;
+      covenant::path& at;
+      std::vector<tool_job>& jobs;
+    } w{ops.item(), m, node.args[1], at, jobs};
+    ops.each(v.p, &w, [](void* context, std::string_view key, void* value) {
+      auto& c = *static_cast<walk*>(context);
+      c.at.key(key);
+      collect_tool_jobs({value, &c.values}, c.m, c.node, c.at, c.jobs);
+      c.at.pop();
+    });
+  } else if (ops.alternative != nullptr) {
+    std::size_t k = 0;
+    const value_ref alt = ops.alternative(v.p, k);
+    if (k < node.args.size()) collect_tool_jobs(alt, m, node.args[k], at, jobs);
+  }
+}
+
 // Runs the predicate on one value: an exception is "invalid", logged at error level.
 bool run_one(const tool_check_base& check, const void* value, const std::string& key) {
   try {
@@ -61,8 +122,7 @@ bool run_one(const tool_check_base& check, const void* value, const std::string&
   return false;
 }
 
-}  // namespace
-
+// Runs every job (concurrently per check, within its bound; each distinct value once).
 void run_tool_checks(std::vector<tool_job>& jobs) {
   // Distinct (check, value) pairs, each run once.
   struct unique_run {
@@ -122,6 +182,29 @@ void run_tool_checks(std::vector<tool_job>& jobs) {
     jobs[i].ok = runs[run_of[i]].ok;
     jobs[i].shown = runs[run_of[i]].key;
   }
+}
+
+}  // namespace
+
+bool apply_tool_checks(value_ref root, const schema::model& m, issue_list& issues) {
+  std::vector<tool_job> jobs;
+  covenant::path at;
+  collect_tool_jobs(root, m, m.root, at, jobs);
+  if (jobs.empty()) return false;
+  run_tool_checks(jobs);
+  for (auto& j : jobs) {
+    if (j.ok) continue;
+    issue i;
+    i.path = std::move(j.where);
+    i.code = issue_code::constraint_violation;
+    i.expected = j.constraint->text;
+    i.actual = elide(j.shown);
+    i.message = j.constraint->text.empty() ? std::string("must pass its check") : j.constraint->text;
+    i.action = j.constraint->on_fail;
+    i.reason = j.constraint->reason;
+    issues.push_back(std::move(i));
+  }
+  return true;
 }
 
 bool model_has_tools(const schema::model& m) noexcept {

@@ -44,7 +44,7 @@ struct tool_check_options {
 
 namespace detail {
 
-/// The type-erased side of a tool check (run by the contract, see run_tool_checks()).
+/// The type-erased side of a tool check (run by the contract, see detail::apply_tool_checks()).
 class COVENANT_API tool_check_base : public schema::custom_check {
  public:
   tool_check_base(std::string rule, const tool_check_options& options);

@@ -2,6 +2,7 @@
 // functions per type (built at compile time from the type's shape) through which the stream
 // reader (detail/stream_reader.hpp) writes a streamed reply piece by piece. Types without a table
 // of their own (variants, maps, ...) are filled once their whole JSON value is there (from_value).
+// The on-fail filter (detail/filter.hpp) and the tool checks walk a value already read through it.
 #pragma once
 
 #include <boost/json/fwd.hpp>
@@ -15,6 +16,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "covenant/read/decode.hpp"
@@ -86,8 +88,12 @@ struct value_ops {
   std::size_t (*size)(const void* self) = nullptr;
   void* (*item_at)(void* self, std::size_t i) = nullptr;
   void (*erase)(void* self, std::size_t i) = nullptr;
-  // map with string keys: the value at `key`, or null (`item` is the values' table)
+  // map with string keys: the value at `key`, or null (`item` is the values' table); and each
+  // entry in turn, as fn(context, key, value)
   void* (*find)(void* self, std::string_view key) = nullptr;
+  void (*each)(void* self, void* context, void (*fn)(void* context, std::string_view key, void* value)) = nullptr;
+  // variant: the alternative it holds (`index` set to its index)
+  value_ref (*alternative)(void* self, std::size_t& index) = nullptr;
   // object: field j of `def` (null p: absent), and dropping it as an absent field reads (an
   // optional one emptied, a defaulted one back to its default, a required nullable one null);
   // false when it is required, or empty already
@@ -219,6 +225,15 @@ value_ops make_ops() noexcept {
         auto& m = *static_cast<T*>(p);
         auto it = m.find(std::string(key));
         return it == m.end() ? nullptr : &it->second;
+      };
+      o.each = [](void* p, void* context, void (*fn)(void*, std::string_view, void*)) {
+        for (auto& [key, value] : *static_cast<T*>(p)) fn(context, key, &value);
+      };
+    } else if constexpr (is_variant<T>::value) {
+      o.alternative = [](void* p, std::size_t& index) -> value_ref {
+        auto& v = *static_cast<T*>(p);
+        index = v.index();
+        return std::visit([](auto& x) { return value_ref{&x, &ops_of<std::decay_t<decltype(x)>>()}; }, v);
       };
     }
   }
