@@ -270,8 +270,8 @@ cmd_test() {
   cmd_deps
   local status=0
   test_tree build-gcc g++ -- || status=1
-  # The sanitizer tree keeps line tables only (file:line in every report): full debug info made it
-  # 5 GB on disk, line tables about a third of that.
+  # The sanitizer tree keeps line tables only (file:line in every report, which is all a sanitizer
+  # or fuzzer report needs): 4.4 GB on disk instead of 5.3 GB with full debug info.
   test_tree build-clang clang++-14 \
     "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1" \
     -- -DCOVENANT_SANITIZE=fuzzer-no-link,address,undefined -DCOVENANT_TSAN_TESTS=ON \
