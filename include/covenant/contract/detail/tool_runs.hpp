@@ -1,6 +1,6 @@
 // covenant/contract/detail/tool_runs.hpp - running the tool checks (covenant/contract/tool_check.hpp)
 // of a typed output: the values they apply to are found by one walk in the library, through the
-// value's table of operations (read/detail/value_ops.hpp), and each verdict against is an issue.
+// value's table of operations (read/detail/value_ops.hpp), and each failing verdict is an issue.
 #pragma once
 
 #include "covenant/read/detail/value_ops.hpp"

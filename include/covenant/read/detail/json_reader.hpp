@@ -417,7 +417,6 @@ class json_reader {
     return q;
   }
 
-
   // Doubles the decoding buffer; returns where `at` is now.
   static char* grow(std::string& buf, char*& base, char*& limit, char* at);
 
