@@ -557,15 +557,15 @@ TEST(Lenient, LimitsGiveClearProblems) {
   o.max_input_bytes = 10;
   auto x = covenant::extract("{\"a\": \"long enough\"}", o);
   EXPECT_TRUE(x.candidates.empty());
-  ASSERT_EQ(x.problems.size(), 1u);
-  EXPECT_EQ(x.problems[0].message, "input is larger than the configured maximum size (20 > 10 bytes)");
+  ASSERT_EQ(x.issues.size(), 1u);
+  EXPECT_EQ(x.issues[0].message, "input is larger than the configured maximum size (20 > 10 bytes)");
 
   o = {};
   o.max_depth = 3;
   x = covenant::extract("[[[[1]]]]", o);
-  ASSERT_FALSE(x.problems.empty());
-  EXPECT_EQ(x.problems[0].message, "nesting deeper than 3 levels at line 1, column 4");
-  EXPECT_EQ(x.problems[0].code, covenant::issue_code::parse_error);
+  ASSERT_FALSE(x.issues.empty());
+  EXPECT_EQ(x.issues[0].message, "nesting deeper than 3 levels at line 1, column 4");
+  EXPECT_EQ(x.issues[0].code, covenant::issue_code::parse_error);
   for (const auto& c : x.candidates) EXPECT_NE(c.kind, candidate_kind::whole_text);
   EXPECT_EQ(first_json("[[[1]]]", o), "[[[1]]]");
 }

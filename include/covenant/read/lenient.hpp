@@ -64,7 +64,7 @@ struct lenient_options {
   /// The text is an unfinished stream: an unfinished value at the end is kept (and noted as
   /// incomplete) instead of dropped.
   bool partial = false;
-  /// Larger texts give no candidates (and a problem in extraction::problems).
+  /// Larger texts give no candidates (and a problem in extraction::issues).
   std::size_t max_input_bytes = COVENANT_LENIENT_MAX_INPUT_BYTES;
   /// Deepest nesting of arrays/objects read (values nested deeper give no candidate and a
   /// problem); at most 1000 is used whatever the setting.
@@ -129,7 +129,7 @@ struct extraction {
   /// Why (part of) the text could not be read: input larger than max_input_bytes, nesting deeper
   /// than max_depth, a search stopped by its work budget. parse_error issues with a message
   /// (and line/column where one applies).
-  issue_list problems;
+  issue_list issues;
   /// max_candidates stopped the search before every candidate was found.
   bool more_candidates = false;
 };
@@ -142,7 +142,7 @@ struct extraction {
 /// only candidate. Never throws except std::bad_alloc; time is linear in the size of the text.
 COVENANT_API std::vector<candidate> extract_candidates(std::string_view text, const lenient_options& options = {});
 
-/// Like extract_candidates(), with the problems that limited the search.
+/// Like extract_candidates(), with the issues that limited the search.
 COVENANT_API extraction extract(std::string_view text, const lenient_options& options = {});
 
 /// Like extract(), writing into `out` and reusing its storage (the strings and note lists of

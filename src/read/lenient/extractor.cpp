@@ -453,7 +453,7 @@ class extractor {
   }
 
   void run() {
-    x_.problems.clear();
+    x_.issues.clear();
     x_.more_candidates = false;
     if (text_.size() > o_.max_input_bytes) {
       problem("input is larger than the configured maximum size (" + std::to_string(text_.size()) + " > " +
@@ -531,7 +531,7 @@ class extractor {
       message += " at line " + std::to_string(lc.first) + ", column " + std::to_string(lc.second);
     }
     i.message = std::move(message);
-    x_.problems.push_back(std::move(i));
+    x_.issues.push_back(std::move(i));
   }
 
   std::pair<std::uint32_t, std::uint32_t> line_col(const char* at) const {
