@@ -29,15 +29,16 @@ IFS=, read -r -a ALIGNS <<<"${5:-16,32,64}"
 base_commit="$(git -C "$ROOT" rev-parse --verify "$BASE_REV^{commit}")"
 BASE="${TMPDIR:-/tmp}/covenant-compare-${base_commit:0:12}"
 if [ ! -d "$BASE" ]; then
-  git -C "$ROOT" worktree add --detach "$BASE" "$base_commit" >/dev/null
+  git -C "$ROOT" worktree add --quiet --detach "$BASE" "$base_commit"
 fi
 
 build() {  # build SOURCE_DIR ALIGNMENT
   local dir="$1/build-compare-$2"
+  mkdir -p "$dir"
   cmake -S "$1" -B "$dir" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=-falign-functions=$2" \
-    -DCOVENANT_BUILD_TESTS=OFF -DCOVENANT_BUILD_EXAMPLES=OFF -DCOVENANT_BUILD_BENCHMARKS=ON >"$dir.log" 2>&1 ||
-    { cat "$dir.log" >&2; exit 1; }
-  make -C "$dir" -j"$(nproc)" "$EXE" >>"$dir.log" 2>&1 || { tail -40 "$dir.log" >&2; exit 1; }
+    -DCOVENANT_BUILD_TESTS=OFF -DCOVENANT_BUILD_EXAMPLES=OFF -DCOVENANT_BUILD_BENCHMARKS=ON >"$dir/compare.log" 2>&1 ||
+    { cat "$dir/compare.log" >&2; exit 1; }
+  make -C "$dir" -j"$(nproc)" "$EXE" >>"$dir/compare.log" 2>&1 || { tail -40 "$dir/compare.log" >&2; exit 1; }
 }
 
 runs="$(mktemp)"
@@ -68,6 +69,7 @@ sort -k1,1 -k3,3 -k2,2 -k4,4g "$runs" | awk '
     split(key, p, SUBSEP)
     b = median(vb, nb); m = median(vn, nn); c = 100 * (m - b) / b
     printf "%-48s -falign-functions=%-3s base %10.1f  new %10.1f  %+6.1f%%  (%d runs each)\n", p[2], p[1], b, m, c, nn
+    if (!(p[2] in cnt)) order[++names] = p[2]
     sum[p[2]] += c; cnt[p[2]]++
     nb = nn = 0
   }
@@ -76,5 +78,8 @@ sort -k1,1 -k3,3 -k2,2 -k4,4g "$runs" | awk '
   END {
     flush()
     print ""
-    for (n in sum) printf "%-48s mean change over %d layouts: %+6.1f%%\n", n, cnt[n], sum[n] / cnt[n]
+    for (i = 1; i <= names; ++i) {
+      n = order[i]
+      printf "%-48s mean change over %d layouts: %+6.1f%%\n", n, cnt[n], sum[n] / cnt[n]
+    }
   }'
