@@ -20,9 +20,13 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BASE_REV="${1:?usage: compare.sh BASE_REV EXECUTABLE FILTER [ROUNDS] [ALIGNMENTS]}"
-EXE="${2:?usage: compare.sh BASE_REV EXECUTABLE FILTER [ROUNDS] [ALIGNMENTS]}"
-FILTER="${3:?usage: compare.sh BASE_REV EXECUTABLE FILTER [ROUNDS] [ALIGNMENTS]}"
+if [ $# -lt 3 ]; then
+  echo "usage: compare.sh BASE_REV EXECUTABLE FILTER [ROUNDS] [ALIGNMENTS]" >&2
+  exit 2
+fi
+BASE_REV="$1"
+EXE="$2"
+FILTER="$3"
 ROUNDS="${4:-5}"
 IFS=, read -r -a ALIGNS <<<"${5:-16,32,64}"
 
