@@ -9,14 +9,14 @@
 #   ROUNDS      rounds of base, new, new, base runs per layout (default 5)
 #   ALIGNMENTS  function alignments, one code layout each, comma-separated (default "16,32,64")
 #
-# Benchmarks of 100-nanosecond calls move by as much as 10 % when only the placement of code or
+# Benchmarks of 100-nanosecond calls move by as much as 15 % when only the placement of code or
 # stack changes (an unrelated edit, another alignment of functions, the executable's path, which
 # is on the stack): a comparison of one build of each side measures placement as much as the
 # change. So each side is built once per alignment (-falign-functions=K, a Release tree with only
 # the benchmarks), every run starts the executable from one path, the runs of both sides
 # alternate, and each benchmark's change is given per layout (median CPU time of each side) and as
-# the mean of the layouts. Builds go to build-compare-K/ in the working tree and in a worktree of BASE_REV
-# under ${TMPDIR:-/tmp}; both are kept for the next run. Needs git, cmake, g++ and awk.
+# the mean of the layouts. Builds go to build-compare-K/ in the working tree and in a worktree of
+# BASE_REV under ${TMPDIR:-/tmp}; both are kept for the next run. Needs git, cmake, g++ and awk.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
