@@ -421,40 +421,102 @@ TEST(Cassette, AContractReplaysItsRemedyLoopFromACassette) {
   EXPECT_THAT(other.outcome.summary(), HasSubstr("no recorded interaction matches"));
 }
 
-TEST(Cassette, AStreamedContractWithAnEarlyStopReplaysTheSameAttempts) {
-  const std::string path = temp_path();
-  const std::string bad = R"({"confidence": 1.7, "answer": "Paris", "reasoning": ")" + std::string(400, 'x') + R"("})";
-  const Question q{"capital of France?"};
-  std::size_t recorded_text = 0;
-  {
-    scripted_engine model{bad, good};
-    model.stream_in_chunks(8, 1ms);
-    cassette_engine tape{record_to(path), model};
-    covenant::contract<QA> qa{tape, instant({.tries = 1})};
-    auto r = qa.stream(q, [](const covenant::stream_update<Answer>&) {}).get();
-    ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
-    ASSERT_EQ(r.outcome.attempts.size(), 2u);
-    recorded_text = r.outcome.attempts[0].text.size();
+/// The cassette at `path` with the streamed text of its line `line` (1-based) cut anew into pieces
+/// of `bytes` (0: the whole text as one piece), or, with `whole`, that line as a reply that
+/// arrived whole before the stop (`text`, no cancellation): how a slower or faster recording of
+/// the same reply would look.
+std::string rechunked(const std::string& path, std::size_t line, std::size_t bytes, const std::string& whole = {}) {
+  std::vector<json::object> lines = read_lines(path);
+  json::object& it = lines.at(line - 1);
+  std::string text;
+  for (const auto& c : it.at("chunks").as_array()) text += json::value_to<std::string>(c.at("text"));
+  if (!whole.empty()) {
+    text = whole;
+    it.erase("error");
+    it["response"] = json::object{{"text", whole}, {"finish_reason", "stop"}};
   }
-  const auto lines = read_lines(path);
-  ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[1].at("error").at("cancelled"), true);  // the early stop
-  EXPECT_LT(lines[1].at("chunks").as_array().size(), bad.size() / 8);
+  json::array chunks;
+  for (std::size_t at = 0; at < text.size(); at += bytes == 0 ? text.size() : bytes)
+    chunks.push_back(json::object{{"text", text.substr(at, bytes == 0 ? std::string::npos : bytes)}});
+  it["chunks"] = std::move(chunks);
+  std::string out;
+  for (const auto& l : lines) out += json::serialize(l) + "\n";
+  const std::string to = path + ".rechunked";
+  write_file(to, out);
+  return to;
+}
 
-  auto model = covenant::testing::replay_cassette(path);
-  covenant::contract<QA> qa{*model, instant({.tries = 1})};
-  std::vector<std::string> starts;
-  auto r = qa.stream(q, [&](const covenant::stream_update<Answer>& u) {
-               if (u.what == covenant::stream_update<Answer>::kind::attempt_started)
-                 starts.push_back("start " + std::to_string(u.attempt));
-             }).get();
-  ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
-  EXPECT_THAT(starts, ElementsAre("start 1", "start 2"));
-  ASSERT_EQ(r.outcome.attempts.size(), 2u);
-  EXPECT_EQ(r.outcome.attempts[0].issues.at(0).to_string(), "confidence: must be <= 1 (got 1.7)");
-  EXPECT_LE(r.outcome.attempts[0].text.size(), recorded_text);
-  EXPECT_EQ(r.value.confidence, 0.9);
-  covenant::testing::expect_all_used(*model);
+// A stream stopped early on a violation keeps the reply up to and including the byte that decided
+// the stop (here the comma after 1.7), whatever else had arrived when the stop took effect: the
+// rejected reply, the corrective request and the recording are the same however the reply was cut
+// and timed, and a replay of it stops on the same byte whatever the replay's pieces.
+TEST(Cassette, AStreamedContractWithAnEarlyStopReplaysTheSameAttempts) {
+  const std::string bad = R"({"confidence": 1.7, "answer": "Paris", "reasoning": ")" + std::string(4000, 'x') + R"("})";
+  const std::string decided = R"({"confidence": 1.7,)";
+  const Question q{"capital of France?"};
+  struct pace {
+    std::size_t bytes;
+    std::chrono::microseconds delay;
+  };
+  std::string corrective;  // the second request, as recorded
+  std::string first;       // the first recording (a stream the stop ended)
+  for (const pace p : {pace{8, 1000us}, pace{1, 0us}, pace{3, 200us}, pace{64, 0us}, pace{5000, 0us}}) {
+    SCOPED_TRACE("recorded in pieces of " + std::to_string(p.bytes) + " bytes, " + std::to_string(p.delay.count()) +
+                 " us apart");
+    const std::string path = temp_path("recorded." + std::to_string(p.bytes) + ".jsonl");
+    if (first.empty()) first = path;
+    {
+      scripted_engine model{bad, good};
+      model.stream_in_chunks(p.bytes, p.delay);
+      cassette_engine tape{record_to(path), model};
+      covenant::contract<QA> qa{tape, instant({.tries = 1})};
+      auto r = qa.stream(q, [](const covenant::stream_update<Answer>&) {}).get();
+      ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+      ASSERT_EQ(r.outcome.attempts.size(), 2u);
+      EXPECT_EQ(r.outcome.attempts[0].text, decided);  // the rejected reply, as the next request shows it
+    }
+    const auto lines = read_lines(path);
+    ASSERT_EQ(lines.size(), 3u);
+    // A stream the stop ended is recorded up to the deciding byte; one that had arrived whole
+    // before the stop took effect is recorded whole (its replay stops on the same byte).
+    if (lines[1].contains("error")) {
+      EXPECT_EQ(lines[1].at("error").at("cancelled"), true);
+      std::string recorded;
+      for (const auto& c : lines[1].at("chunks").as_array()) recorded += json::value_to<std::string>(c.at("text"));
+      EXPECT_EQ(recorded, decided);
+    }
+    if (p.delay >= 1000us) {
+      EXPECT_TRUE(lines[1].contains("error"));  // (4 s of stream: stopped long before its end)
+    }
+    const std::string second = json::serialize(lines[2].at("request"));
+    EXPECT_THAT(second, HasSubstr(json::serialize(json::value(decided)).substr(1, decided.size())));
+    if (corrective.empty()) corrective = second;
+    EXPECT_EQ(second, corrective);  // the same corrective request from every recording
+  }
+
+  // The first recording replayed as recorded, in other pieces, and as a reply that arrived whole.
+  const std::string& as_recorded = first;
+  for (int round = 0; round < 3; ++round) {
+    for (const std::string& tape : {as_recorded, rechunked(as_recorded, 2, 1), rechunked(as_recorded, 2, 0),
+                                    rechunked(as_recorded, 2, 7), rechunked(as_recorded, 2, 0, bad),
+                                    rechunked(as_recorded, 2, 16, bad)}) {
+      SCOPED_TRACE(read_file(tape).substr(0, 600));
+      auto model = covenant::testing::replay_cassette(tape);
+      covenant::contract<QA> qa{*model, instant({.tries = 1})};
+      std::vector<std::string> starts;
+      auto r = qa.stream(q, [&](const covenant::stream_update<Answer>& u) {
+                   if (u.what == covenant::stream_update<Answer>::kind::attempt_started)
+                     starts.push_back("start " + std::to_string(u.attempt));
+                 }).get();
+      ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
+      EXPECT_THAT(starts, ElementsAre("start 1", "start 2"));
+      ASSERT_EQ(r.outcome.attempts.size(), 2u);
+      EXPECT_EQ(r.outcome.attempts[0].issues.at(0).to_string(), "confidence: must be <= 1 (got 1.7)");
+      EXPECT_EQ(r.outcome.attempts[0].text, decided);
+      EXPECT_EQ(r.value.confidence, 0.9);
+      covenant::testing::expect_all_used(*model);
+    }
+  }
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -235,6 +235,65 @@ TEST(StreamReader, AListLongerThanItsMaximumStopsAtTheExtraElement) {
   EXPECT_EQ(r.violations()[0].code, covenant::issue_code::constraint_violation);
 }
 
+// Where a stop is decided depends on the text alone: cut into any two pieces, fed a byte at a time
+// or whole, the reader decides on the same byte and reports the same issue, and the text up to and
+// including that byte decides it again on its own.
+TEST(StreamReader, AStopIsDecidedOnTheSameByteHoweverTheTextIsCut) {
+  struct stop_case {
+    std::string text;
+    std::string decided;  // the text up to and including the deciding byte
+  };
+  const std::string ok = R"({"summary": "ok", )";
+  const std::vector<stop_case> cases = {
+      {R"({"confidence": 1.5, "summary": "after"})", R"({"confidence": 1.5,)"},          // the character after a number
+      {R"({"confidence": 1.5})", R"({"confidence": 1.5})"},                              // ... a closing bracket
+      {R"({"priority": "urgent", "summary": "x"})", R"({"priority": "urgent")"},          // a closing quote
+      {R"({"summary": ")" + std::string(45, 'a') + R"("})", R"({"summary": ")" + std::string(41, 'a')},  // past the maximum
+      {R"({"summary": ")" + std::string(39, 'a') + "\xC3\xA9\xC3\xA9\xC3\xA9\"}",        // a character of two bytes
+       R"({"summary": ")" + std::string(39, 'a') + "\xC3\xA9\xC3\xA9"},
+      {R"({"summary": ")" + std::string(40, 'a') + R"(\u00e9 and more"})",               // an escape past it
+       R"({"summary": ")" + std::string(40, 'a') + R"(\u00e9)"},
+      {ok + R"("steps": [{"minutes": 1}, {"minutes": 1}, {"minutes": 1}, {"minutes": 1}]})",  // an extra item
+       ok + R"("steps": [{"minutes": 1}, {"minutes": 1}, {"minutes": 1}, {)"},
+      {ok + R"("steps": [{"title": "t", "minutes": 121}, {"title": "u"}]})",
+       ok + R"("steps": [{"title": "t", "minutes": 121})"},
+  };
+  for (const stop_case& c : cases) {
+    auto whole = make_reader<Plan>();
+    whole.feed(c.text);
+    ASSERT_EQ(whole.violations().size(), 1u) << c.text;
+    const covenant::issue expected = whole.violations()[0];
+    EXPECT_EQ(c.text.substr(0, whole.decided_at()), c.decided) << c.text;
+    // Every cut into two pieces, and one byte at a time.
+    for (std::size_t cut = 0; cut <= c.text.size(); ++cut) {
+      auto r = make_reader<Plan>();
+      r.feed(c.text.substr(0, cut));
+      r.feed(c.text.substr(cut));
+      ASSERT_EQ(r.violations().size(), 1u) << c.text << " cut at " << cut;
+      EXPECT_EQ(r.violations()[0], expected) << c.text << " cut at " << cut;
+      EXPECT_EQ(r.decided_at(), c.decided.size()) << c.text << " cut at " << cut;
+    }
+    auto bytes = make_reader<Plan>();
+    for (const char ch : c.text) bytes.feed(std::string(1, ch));
+    ASSERT_EQ(bytes.violations().size(), 1u) << c.text;
+    EXPECT_EQ(bytes.violations()[0], expected) << c.text;
+    EXPECT_EQ(bytes.decided_at(), c.decided.size()) << c.text;
+    // The kept text alone decides the same stop (what a replay of the rejected reply sees), and
+    // one byte less does not.
+    auto kept = make_reader<Plan>();
+    kept.feed(c.decided);
+    ASSERT_EQ(kept.violations().size(), 1u) << c.decided;
+    EXPECT_EQ(kept.violations()[0], expected) << c.decided;
+    auto less = make_reader<Plan>();
+    less.feed(c.decided.substr(0, c.decided.size() - 1));
+    EXPECT_TRUE(less.violations().empty()) << c.decided;
+  }
+  // Without violations, the whole text.
+  auto r = make_reader<Plan>();
+  r.feed(plan_json);
+  EXPECT_EQ(r.decided_at(), plan_json.size());
+}
+
 TEST(StreamReader, WhatTheFinalReaderMayStillAcceptIsNeverAViolation) {
   // Coercible values, missing fields, too few items, unfinished values, unknown keys.
   const std::vector<std::string> fine = {

@@ -4,6 +4,7 @@
 #include <boost/core/demangle.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -806,10 +807,14 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
         log_error("contract: out of memory queueing an engine error (dropped)");
       }
     }
+    [[nodiscard]] std::size_t text_kept() const noexcept override { return kept_.load(std::memory_order_acquire); }
+    /// The attempt stops early, keeping the first `n` bytes of its text (before the stop request).
+    void keep(std::size_t n) noexcept { kept_.store(n, std::memory_order_release); }
 
    private:
     std::shared_ptr<async_driver> driver_;
     std::uint64_t id_;
+    std::atomic<std::size_t> kept_{std::string_view::npos};
   };
 
   enum class state : std::uint8_t { idle, limited, attempt, waiting, tools, done };
@@ -867,8 +872,13 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
         text_so_far_ += e.text;
         phase_->on_stream_piece(e.text);
         issue_list violations;
-        if (!phase_->reader().stream_text(e.text, violations)) return;
+        std::size_t kept = text_so_far_.size();
+        if (!phase_->reader().stream_text(e.text, violations, kept)) return;
         if (!core_->options.early_stop || violations.empty()) return;
+        // The rejected reply is the text up to the byte that decided the stop, whatever else had
+        // arrived by now: the next request is a function of the reply, not of its timing.
+        text_so_far_.resize(std::min(kept, text_so_far_.size()));
+        if (auto r = receiver_.lock()) r->keep(text_so_far_.size());
         attempt_stop_.request_stop();
         ++attempt_id_;  // whatever the engine still sends for this attempt is ignored
         state_ = state::idle;
@@ -977,9 +987,10 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
     attempt_stop_ = std::stop_source();
     const std::uint64_t id = ++attempt_id_;
     state_ = state::attempt;
+    auto to = std::make_shared<receiver>(shared_from_this(), id);
+    receiver_ = to;
     try {
-      core_->model->start(phase_->request(), std::make_shared<receiver>(shared_from_this(), id),
-                          attempt_stop_.get_token());
+      core_->model->start(phase_->request(), std::move(to), attempt_stop_.get_token());
     } catch (const std::exception& e) {
       state_ = state::idle;
       return handle(phase_->on_engine_error(e.what()));
@@ -1121,6 +1132,7 @@ class async_driver final : public std::enable_shared_from_this<async_driver> {
   state state_ = state::idle;
   std::optional<remedy_phase> phase_;
   std::stop_source attempt_stop_;
+  std::weak_ptr<receiver> receiver_;  // the current attempt's (the engine owns it)
   std::uint64_t attempt_id_ = 0;
   std::uint64_t wait_id_ = 0;
   std::uint64_t limit_id_ = 0;

@@ -1097,6 +1097,7 @@ class recording_receiver final : public reply_receiver {
     // A cancellation nobody asked for (the inner engine was destroyed) is no part of the conversation.
     if (!error.cancelled() || stop_.stop_requested()) {
       try {
+        if (error.cancelled()) keep_text(down_->text_kept());
         it_.failed = true;
         it_.error_message = error.what();
         it_.status = error.status();
@@ -1112,6 +1113,27 @@ class recording_receiver final : public reply_receiver {
   }
 
  private:
+  /// A reply stopped early by the caller: only the first `n` bytes of its text are part of the
+  /// conversation (reply_receiver::text_kept), so only they are recorded; the text chunks after
+  /// them go, the one across the cut is shortened (tool-argument chunks stay).
+  void keep_text(std::size_t n) {
+    if (n == std::string_view::npos) return;
+    std::vector<chunk> kept;
+    kept.reserve(it_.chunks.size());
+    std::size_t seen = 0;
+    for (chunk& c : it_.chunks) {
+      if (c.tool) {
+        kept.push_back(std::move(c));
+        continue;
+      }
+      if (seen >= n) continue;
+      if (c.text.size() > n - seen) c.text.resize(n - seen);
+      seen += c.text.size();
+      kept.push_back(std::move(c));
+    }
+    it_.chunks = std::move(kept);
+  }
+
   void finish() {
     if (broken_) throw std::runtime_error("out of memory keeping the streamed text");
     state_->record(std::move(it_));

@@ -264,6 +264,7 @@ class storing_receiver final : public reply_receiver {
     }
   }
   void on_error(const engine_error& error) noexcept override { down_->on_error(error); }
+  [[nodiscard]] std::size_t text_kept() const noexcept override { return down_->text_kept(); }
 
  private:
   std::shared_ptr<cached_engine::state> st_;

@@ -292,18 +292,6 @@ bool iequal_ascii(std::string_view a, std::string_view b) noexcept {
   return true;
 }
 
-// The first `n` code points of `v`.
-std::string_view first_code_points(std::string_view v, std::size_t n) noexcept {
-  std::size_t cps = 0;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if ((static_cast<unsigned char>(v[i]) & 0xC0) != 0x80) {
-      if (cps == n) return v.substr(0, i);
-      ++cps;
-    }
-  }
-  return v;
-}
-
 bool string_checks(const std::vector<schema::constraint>& cs, std::string_view v, std::string_view raw,
                    const std::string* native, bool can_fix, decode_context& ctx, const path_frame* at,
                    std::string* fixed) {

@@ -45,10 +45,25 @@ class push_tokenizer {
 
   [[nodiscard]] bool done() const noexcept { return done_; }
 
+  /// Inside a call of the reader from feed(): the offset in the piece just past the last byte
+  /// read so far, which is the byte that made the call (a bracket, a string's closing quote, the
+  /// character after a number, the last letter of a literal, the end of an escape or of a held-back
+  /// UTF-8 character), or, for a string's run that lies in the piece, just past `within` (a
+  /// position in that run). The same however the text was cut into pieces.
+  [[nodiscard]] std::size_t offset_after(const char* within = nullptr) const noexcept {
+    const auto at = reinterpret_cast<std::uintptr_t>(within);
+    if (within != nullptr && at >= reinterpret_cast<std::uintptr_t>(begin_) &&
+        at <= reinterpret_cast<std::uintptr_t>(after_))
+      return static_cast<std::size_t>(within - begin_);
+    return static_cast<std::size_t>(after_ - begin_);
+  }
+
   /// Reads the next piece; false when the text is not JSON (nothing more is read).
   bool feed(std::string_view piece) {
     const char* p = piece.data();
     const char* const e = p + piece.size();
+    begin_ = p;
+    after_ = p;
     while (p < e) {
       if (done_) return true;
       switch (state_) {
@@ -60,6 +75,7 @@ class push_tokenizer {
         case st::array_first: {
           p = skip_space(p, e);
           if (p == e) return true;
+          after_ = p + 1;
           if (!structural(*p)) return error();
           ++p;
           break;
@@ -67,10 +83,12 @@ class push_tokenizer {
         case st::string:
         case st::key: p = string_run(p, e); break;
         case st::escape:
+          after_ = p + 1;
           if (!escape(*p)) return error();
           ++p;
           break;
         case st::unicode:
+          after_ = p + 1;
           if (!hex_digit(*p)) return error();
           ++p;
           break;
@@ -79,10 +97,13 @@ class push_tokenizer {
           while (q < e && number_char(*q)) ++q;
           number_.append(p, q);
           p = q;
-          if (q < e && !end_number()) return error();
+          if (q == e) break;
+          after_ = q + 1;  // (a number is known to be finished at the character after it)
+          if (!end_number()) return error();
           break;
         }
         case st::literal: {
+          after_ = p + 1;
           literal_.push_back(*p++);
           if (!advance_literal()) return error();
           break;
@@ -204,6 +225,7 @@ class push_tokenizer {
         held_.push_back(*p++);
       if (held_.size() < utf8_length(held_[0]) && p == e) return p;
       if (utf8_sequence(held_.data(), held_.data() + held_.size()) != held_.size()) return fail_at(e);
+      after_ = p;
       emit(held_);
       held_.clear();
     }
@@ -214,6 +236,7 @@ class push_tokenizer {
       if (n == 0) {
         // The text up to here, however the pieces were cut; then the stop at the invalid
         // sequence, or a UTF-8 character cut by the end of the piece held back.
+        after_ = q;
         if (q > p) emit(std::string_view(p, static_cast<std::size_t>(q - p)));
         if (!utf8_cut_at_end(q, e)) return fail_at(e);
         held_.assign(q, e);
@@ -221,10 +244,12 @@ class push_tokenizer {
       }
       q = find_string_special(q + n, e, 0);
     }
+    after_ = q;
     if (q > p) emit(std::string_view(p, static_cast<std::size_t>(q - p)));
     if (q == e) return e;
     if (*q == '"') {
       if (high_ != 0) return fail_at(e);
+      after_ = q + 1;
       end_string();
       return q + 1;
     }
@@ -334,6 +359,8 @@ class push_tokenizer {
 
   Reader& r_;
   std::size_t max_depth_;
+  const char* begin_ = nullptr;  // the piece being read
+  const char* after_ = nullptr;  // just past the last byte read (offset_after)
   st state_ = st::value;
   bool in_key_ = false;
   bool done_ = false;

@@ -302,7 +302,11 @@ struct stream_core::impl {
     issue_list found;
     decode_context ctx{model, options, found, nullptr};
     check(ctx, at);
+    if (found.empty()) return;
     for (issue& i : found) violations.push_back(std::move(i));
+    // Where the stop was decided: the byte that finished the value, or within a string's run the
+    // character that took it past its maximum (decided_in).
+    decided = piece_at + tokens.offset_after(decided_in);
   }
 
   /// Judges a finished scalar (`json_text`; `native`: its typed value or null): read alone by the
@@ -317,6 +321,14 @@ struct stream_core::impl {
       if (!r.finish()) ctx.issues.resize(before);  // a text it could not parse is not judged here
       if (native != nullptr && !j.native.empty()) check_native(j.native, json_text, native, ctx, at);
     });
+  }
+
+  /// The least maximum of kind `kind` among `growing` (SIZE_MAX when there is none).
+  static std::size_t least_max(const std::vector<schema::constraint>& growing, schema::constraint_kind kind) noexcept {
+    std::size_t least = static_cast<std::size_t>(-1);
+    for (const schema::constraint& c : growing)
+      if (c.kind == kind) least = std::min<std::size_t>(least, c.count);
+    return least;
   }
 
   /// A string or a list already longer (`n`: code points, items) than a maximum of kind `kind`
@@ -489,13 +501,25 @@ struct stream_core::impl {
     } else if (!current.skip) {
       string_scratch.append(part);
     }
-    if (string_growing != nullptr && !last) {
+    if (string_growing != nullptr && !last && violations.empty()) {
+      const std::size_t before = string_code_points;
       string_code_points += code_points(part);
+      // Judged as the string stood at the character that took it past its least maximum, however
+      // the text was cut into pieces: the issue's count and the stop's place are the same each time.
+      std::size_t keep = part.size();
+      if (const std::size_t least = least_max(*string_growing, schema::constraint_kind::max_length);
+          string_code_points > least && before <= least) {
+        keep = first_code_points(part, least - before + 1).size();
+        string_code_points = least + 1;
+      }
+      decided_in = part.data() + keep;
       judge_growing(*string_growing, schema::constraint_kind::max_length, string_code_points,
                     [&](decode_context& ctx, const path_frame* at) {
-                      const std::string_view so_far = current_string();
+                      std::string_view so_far = current_string();
+                      so_far = so_far.substr(0, so_far.size() - (part.size() - keep));
                       check_string(*string_growing, so_far, json::serialize(json::string(so_far)), nullptr, ctx, at);
                     });
+      decided_in = nullptr;
     }
     if (!last) return;
     string_open = false;
@@ -639,6 +663,7 @@ struct stream_core::impl {
       started = consumed < text.size();
       if (!started) return false;
     }
+    piece_at = consumed;
     const bool ok = tokens.feed(std::string_view(text).substr(consumed));
     consumed = text.size();
     // Not plain JSON (!ok): at the strict level the final reader will refuse it too, the partial
@@ -695,6 +720,9 @@ struct stream_core::impl {
 
   std::string text;
   std::size_t consumed = 0;
+  std::size_t piece_at = 0;                      // where in `text` the piece being read starts
+  std::size_t decided = std::string::npos;       // just past the byte that decided the first violation
+  const char* decided_in = nullptr;              // (a place in a string's run: string_part)
   bool started = false;
   bool finished = false;
   bool fallback = false;  // re-reading leniently (its violations are never reported)
@@ -733,6 +761,7 @@ void stream_core::reset() {
   impl_->fallback = false;
   impl_->last_reread = 0;
   impl_->violations.clear();
+  impl_->decided = std::string::npos;
 }
 
 bool stream_core::feed(std::string_view delta) {
@@ -747,6 +776,9 @@ bool stream_core::feed(std::string_view delta) {
 }
 
 const issue_list& stream_core::violations() const noexcept { return impl_->violations; }
+std::size_t stream_core::decided_at() const noexcept {
+  return impl_->violations.empty() ? impl_->text.size() : std::min(impl_->decided, impl_->text.size());
+}
 const partial_states& stream_core::states() const noexcept { return impl_->states; }
 const std::string& stream_core::text() const noexcept { return impl_->text; }
 bool stream_core::lenient() const noexcept { return impl_->fallback; }

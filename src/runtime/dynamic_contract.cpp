@@ -125,7 +125,7 @@ class dynamic_reader final : public detail::reply_reader {
     on_update_(u);
   }
 
-  bool stream_text(std::string_view delta, issue_list& violations) override {
+  bool stream_text(std::string_view delta, issue_list& violations, std::size_t& kept) override {
     if (!stream_) return false;
     const bool changed = stream_->feed(delta);
     if (changed && on_update_) {
@@ -136,9 +136,7 @@ class dynamic_reader final : public detail::reply_reader {
       u.partial = &stream_->view();
       on_update_(u);
     }
-    if (stream_->violations().empty()) return false;
-    violations = stream_->violations();
-    return true;
+    return detail::stream_stop(*stream_, violations, kept);
   }
 
   std::function<void(const stream_update<boost::json::value>&)> on_update_;

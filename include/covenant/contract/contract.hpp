@@ -240,7 +240,7 @@ class streaming_reader final : public typed_reader<T, Check> {
     on_update_(u);
   }
 
-  bool stream_text(std::string_view delta, issue_list& violations) override {
+  bool stream_text(std::string_view delta, issue_list& violations, std::size_t& kept) override {
     if (!stream_) return false;
     const bool changed = stream_->feed(delta);
     if (changed && on_update_) {
@@ -251,9 +251,7 @@ class streaming_reader final : public typed_reader<T, Check> {
       u.partial = &stream_->view();
       on_update_(u);
     }
-    if (stream_->violations().empty()) return false;
-    violations = stream_->violations();
-    return true;
+    return detail::stream_stop(*stream_, violations, kept);
   }
 
   void stream_tool_text(std::size_t index, std::string_view name, std::string_view delta) override {

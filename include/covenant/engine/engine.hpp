@@ -233,6 +233,10 @@ class COVENANT_API reply_receiver {
   virtual void on_reply(chat_response response) noexcept = 0;
   /// The call failed, or was stopped (error.cancelled()).
   virtual void on_error(const engine_error& error) noexcept = 0;
+  /// Once the caller has stopped a streamed reply early (the call's stop token): how many bytes
+  /// of the text delivered by on_text() it kept as the reply; what came after is no part of the
+  /// conversation (a cassette records only that much). npos (the default): all of it.
+  [[nodiscard]] virtual std::size_t text_kept() const noexcept { return std::string_view::npos; }
 };
 
 /// What an engine does natively.

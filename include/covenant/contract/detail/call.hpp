@@ -47,9 +47,11 @@ class COVENANT_API reply_reader {
   /// phase when it was rejected (null for the first).
   virtual void stream_start(int number, const attempt* rejected) { (void)number, (void)rejected; }
   /// Streaming: the next piece of the reply. Returns true to stop the transfer now, with the
-  /// violations that no later text can fix in `violations`.
-  virtual bool stream_text(std::string_view delta, issue_list& violations) {
-    (void)delta, (void)violations;
+  /// violations that no later text can fix in `violations`, and in `kept` the length of the
+  /// reply's text up to and including the byte on which the stop was decided (what the rejected
+  /// reply is: the same however the text arrived).
+  virtual bool stream_text(std::string_view delta, issue_list& violations, std::size_t& kept) {
+    (void)delta, (void)violations, (void)kept;
     return false;
   }
   /// Streaming, agents: the next piece of the arguments of tool call `index` of the reply
@@ -58,6 +60,16 @@ class COVENANT_API reply_reader {
     (void)index, (void)name, (void)delta;
   }
 };
+
+/// A stream reader's early stop (reply_reader::stream_text): its first violations and where they
+/// were decided. The one rule of both streaming readers (typed and dynamic).
+template <class StreamReader>
+bool stream_stop(const StreamReader& r, issue_list& violations, std::size_t& kept) {
+  if (r.violations().empty()) return false;
+  violations = r.violations();
+  kept = r.decided_at();
+  return true;
+}
 
 /// The strict JSON Schema `get` returns, shared (an aliasing pointer to the static schema); null
 /// when it is not an object schema.

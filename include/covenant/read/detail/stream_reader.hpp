@@ -53,6 +53,12 @@ class COVENANT_API stream_core {
   /// The next piece; true when what the partial shows changed.
   bool feed(std::string_view delta);
   [[nodiscard]] const issue_list& violations() const noexcept;
+  /// With violations: the length of the text up to and including the byte at which the first of
+  /// them was decided (the byte that finished the value that broke a rule - a closing quote or
+  /// bracket, the character after a number, the last letter of a literal - or the character that
+  /// took a string past its maximum). It depends on the text alone, not on how it was cut into
+  /// pieces. Without violations: the length of the text.
+  [[nodiscard]] std::size_t decided_at() const noexcept;
   [[nodiscard]] const partial_states& states() const noexcept;
   /// The reply so far.
   [[nodiscard]] const std::string& text() const noexcept;
@@ -84,6 +90,7 @@ class stream_reader {
   bool feed(std::string_view delta) { return core_.feed(delta); }
   [[nodiscard]] const partial<T>& view() const noexcept { return view_; }
   [[nodiscard]] const issue_list& violations() const noexcept { return core_.violations(); }
+  [[nodiscard]] std::size_t decided_at() const noexcept { return core_.decided_at(); }
   [[nodiscard]] const std::string& text() const noexcept { return core_.text(); }
   [[nodiscard]] bool lenient() const noexcept { return core_.lenient(); }
 
@@ -103,6 +110,7 @@ class COVENANT_API dynamic_stream_reader {
   bool feed(std::string_view delta);
   [[nodiscard]] const partial_json& view() const noexcept { return view_; }
   [[nodiscard]] const issue_list& violations() const noexcept { return core_->violations(); }
+  [[nodiscard]] std::size_t decided_at() const noexcept { return core_->decided_at(); }
   [[nodiscard]] const std::string& text() const noexcept { return core_->text(); }
   [[nodiscard]] bool lenient() const noexcept { return core_->lenient(); }
 

@@ -36,6 +36,18 @@ inline std::size_t code_points(std::string_view s) noexcept {
   return n;
 }
 
+/// The first `n` code points of `v` (all of it when it has fewer).
+inline std::string_view first_code_points(std::string_view v, std::size_t n) noexcept {
+  std::size_t cps = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if ((static_cast<unsigned char>(v[i]) & 0xC0) != 0x80) {
+      if (cps == n) return v.substr(0, i);
+      ++cps;
+    }
+  }
+  return v;
+}
+
 /// Offset in `text` of the first byte that does not start a valid UTF-8 sequence (a stray
 /// continuation byte, an overlong or surrogate encoding, a sequence cut short, a byte never used
 /// in UTF-8), or std::string_view::npos when all of `text` is valid.
