@@ -13,8 +13,12 @@
 #include <ctime>
 #include <deque>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <system_error>
 #include <unordered_map>
 #include <utility>
@@ -1045,8 +1049,11 @@ void deliver(const interaction& it, bool stream, reply_receiver& receiver, const
   receiver.on_reply(it.response);
 }
 
-/// Forwards an inner engine's reply to the caller's receiver and records it.
-class recording_receiver final : public reply_receiver {
+/// Forwards an inner engine's reply to the caller's receiver and records it. A stop request
+/// records the call at once, as the caller left it (a cancellation with the text it kept), before
+/// the caller goes on: the lines of a conversation come in its order, whenever the inner engine
+/// acknowledges the stop.
+class recording_receiver final : public reply_receiver, public std::enable_shared_from_this<recording_receiver> {
  public:
   recording_receiver(std::shared_ptr<cassette_engine::state> st, std::shared_ptr<reply_receiver> down,
                      normal_request request, std::string key, bool stream, std::stop_token stop)
@@ -1056,65 +1063,93 @@ class recording_receiver final : public reply_receiver {
     it_.streamed = stream;
   }
 
+  /// Watches the call's stop token (after construction: the callback holds a weak reference).
+  void watch() {
+    std::weak_ptr<recording_receiver> self = weak_from_this();
+    on_stop_.emplace(stop_, [self] {
+      if (auto r = self.lock()) r->stopped();
+    });
+  }
+
   void on_text(std::string_view delta) noexcept override {
-    if (it_.streamed) {
-      try {
-        std::optional<std::int64_t> ms;
-        if (state_->options.record_timing) ms = ms_since(start_);
-        it_.chunks.push_back(chunk{std::string(delta), ms});
-      } catch (...) {
-        broken_ = true;
-      }
-    }
+    keep_chunk(chunk{std::string(), std::nullopt}, delta);
     down_->on_text(delta);
   }
 
   void on_tool_text(std::size_t index, std::string_view name, std::string_view delta) noexcept override {
-    if (it_.streamed) {
-      try {
-        std::optional<std::int64_t> ms;
-        if (state_->options.record_timing) ms = ms_since(start_);
-        it_.chunks.push_back(chunk{std::string(delta), ms, index, std::string(name)});
-      } catch (...) {
-        broken_ = true;
-      }
-    }
+    keep_chunk(chunk{std::string(), std::nullopt, index, std::string(name)}, delta);
     down_->on_tool_text(index, name, delta);
   }
 
   void on_reply(chat_response response) noexcept override {
-    try {
-      it_.response = response;
-      if (state_->options.record_timing) it_.ms = ms_since(start_);
-      finish();
-    } catch (const std::exception& e) {
-      return down_->on_error(failure(e.what()));
+    {
+      std::lock_guard lock(mutex_);
+      if (!recorded_) {
+        try {
+          it_.response = response;
+          if (state_->options.record_timing) it_.ms = ms_since(start_);
+          finish();
+        } catch (const std::exception& e) {
+          return down_->on_error(failure(e.what()));
+        }
+      }
     }
     down_->on_reply(std::move(response));
   }
 
   void on_error(const engine_error& error) noexcept override {
-    // A cancellation nobody asked for (the inner engine was destroyed) is no part of the conversation.
-    if (!error.cancelled() || stop_.stop_requested()) {
-      try {
-        if (error.cancelled()) keep_text(down_->text_kept());
-        it_.failed = true;
-        it_.error_message = error.what();
-        it_.status = error.status();
-        it_.retryable = error.retryable();
-        it_.cancelled = error.cancelled();
-        if (state_->options.record_timing) it_.ms = ms_since(start_);
-        finish();
-      } catch (const std::exception& e) {
-        log_failure(e.what());
+    // A cancellation nobody asked for (the inner engine was destroyed) is no part of the
+    // conversation; one the caller asked for was recorded when it asked (stopped()).
+    if (!error.cancelled()) {
+      std::lock_guard lock(mutex_);
+      if (!recorded_) {
+        try {
+          it_.failed = true;
+          it_.error_message = error.what();
+          it_.status = error.status();
+          it_.retryable = error.retryable();
+          if (state_->options.record_timing) it_.ms = ms_since(start_);
+          finish();
+        } catch (const std::exception& e) {
+          log_failure(e.what());
+        }
       }
     }
     down_->on_error(error);
   }
 
  private:
-  /// A reply stopped early by the caller: only the first `n` bytes of its text are part of the
-  /// conversation (reply_receiver::text_kept), so only they are recorded; the text chunks after
+  void keep_chunk(chunk c, std::string_view delta) noexcept {
+    if (!it_.streamed) return;
+    std::lock_guard lock(mutex_);
+    if (recorded_) return;
+    try {
+      c.text = std::string(delta);
+      if (state_->options.record_timing) c.ms = ms_since(start_);
+      it_.chunks.push_back(std::move(c));
+    } catch (...) {
+      broken_ = true;
+    }
+  }
+
+  /// The caller stopped the call: recorded now as a cancellation, with the text the caller kept
+  /// (an early stop keeps the reply up to the byte that decided it; reply_receiver::text_kept).
+  void stopped() noexcept {
+    std::lock_guard lock(mutex_);
+    if (recorded_) return;
+    try {
+      keep_text(down_->text_kept());
+      it_.failed = true;
+      it_.error_message = "cancelled";
+      it_.cancelled = true;
+      if (state_->options.record_timing) it_.ms = ms_since(start_);
+      finish();
+    } catch (const std::exception& e) {
+      log_failure(e.what());
+    }
+  }
+
+  /// Only the first `n` bytes of the text are part of the conversation: the text chunks after
   /// them go, the one across the cut is shortened (tool-argument chunks stay).
   void keep_text(std::size_t n) {
     if (n == std::string_view::npos) return;
@@ -1134,7 +1169,9 @@ class recording_receiver final : public reply_receiver {
     it_.chunks = std::move(kept);
   }
 
+  // (mutex_ held)
   void finish() {
+    recorded_ = true;
     if (broken_) throw std::runtime_error("out of memory keeping the streamed text");
     state_->record(std::move(it_));
   }
@@ -1152,8 +1189,11 @@ class recording_receiver final : public reply_receiver {
   std::shared_ptr<reply_receiver> down_;
   std::stop_token stop_;
   clock_type::time_point start_;
+  std::mutex mutex_;  // the engine's calls and the caller's stop request
   interaction it_;
+  bool recorded_ = false;
   bool broken_ = false;
+  std::optional<std::stop_callback<std::function<void()>>> on_stop_;  // last: it goes first
 };
 
 }  // namespace
@@ -1258,7 +1298,9 @@ void cassette_engine::start(const chat_request& request, std::shared_ptr<reply_r
       if (found.hit != nullptr) return deliver(*found.hit, request.stream, *receiver, stop);
       if (st.options.mode == cassette_mode::replay) return receiver->on_error(engine_error(found.error));
     }
-    recorder = std::make_shared<recording_receiver>(state_, receiver, std::move(req), std::move(key), request.stream, stop);
+    auto r = std::make_shared<recording_receiver>(state_, receiver, std::move(req), std::move(key), request.stream, stop);
+    r->watch();
+    recorder = std::move(r);
   } catch (const std::exception& e) {
     return receiver->on_error(engine_error(std::string("cassette_engine: ") + e.what()));
   }
