@@ -53,6 +53,13 @@ class stream_view {
   stream_view(const schema::model& m, std::vector<path> unfinished, note_list& notes)
       : m_(m), unfinished_(std::move(unfinished)), notes_(notes) {}
 
+  /// In place (hold_back_streamed): only the values on the unfinished paths are visited (a finished
+  /// value is never left out, nor is anything inside it), and a value left out is moved into
+  /// `held` instead of being dropped. `fits` turns false when one is not the last member or item
+  /// of its container (then the caller puts everything back and copies instead).
+  void hold_in(std::vector<detail::held_value>& held) { held_ = &held; }
+  [[nodiscard]] bool fits() const noexcept { return fits_; }
+
   // Applies the rules to `v` of type `t` at `at`; false when `v` is to be left out altogether
   // (the reason is then noted).
   bool keep(json::value& v, const schema::type& t, std::uint8_t extra = 0) {
@@ -71,23 +78,28 @@ class stream_view {
     } else if (v.is_array() && t.kind == schema::kind::array && !t.args.empty()) {
       auto& a = v.get_array();
       std::vector<std::size_t> out;
-      for (std::size_t i = 0; i < a.size(); ++i) {
+      for (std::size_t i = held_ != nullptr && !a.empty() ? a.size() - 1 : 0; i < a.size(); ++i) {
         at_.push_back(step{std::to_string(i), {}, true, i});
-        if (!keep(a[i], t.args[0])) out.push_back(i);
+        if (visit() && !keep_child(a[i], t.args[0])) out.push_back(i);
         at_.pop_back();
       }
-      for (auto i = out.rbegin(); i != out.rend(); ++i) a.erase(a.begin() + static_cast<std::ptrdiff_t>(*i));
+      if (held_ != nullptr) {
+        if (!out.empty()) hold(v, {}, std::move(a.back()));
+        if (!out.empty()) a.pop_back();
+      } else {
+        for (auto i = out.rbegin(); i != out.rend(); ++i) a.erase(a.begin() + static_cast<std::ptrdiff_t>(*i));
+      }
     } else if (v.is_object() && t.kind == schema::kind::map && t.args.size() == 2) {
       auto& o = v.get_object();
       std::vector<std::string> out;
       for (auto& kv : o) {
         at_.push_back(step{std::string(kv.key()), {}, false, 0});
-        if (!keep(kv.value(), t.args[1])) out.emplace_back(kv.key());
+        if (visit() && !keep_child(kv.value(), t.args[1])) out.emplace_back(kv.key());
         at_.pop_back();
       }
-      for (const auto& k : out) o.erase(k);
+      erase_members(v, out);
     } else if (v.is_object() && obj != nullptr) {
-      kept = keep_object(v.get_object(), *obj, open);
+      kept = keep_object(v, *obj, open);
     }
     --depth_;
     return kept;
@@ -101,7 +113,8 @@ class stream_view {
     std::size_t index = 0;
   };
 
-  bool keep_object(json::object& o, const schema::object_def& obj, bool open) {
+  bool keep_object(json::value& v, const schema::object_def& obj, bool open) {
+    json::object& o = v.get_object();
     std::vector<std::string> out;
     for (const schema::field& f : obj.fields) {
       const std::string* key = nullptr;
@@ -109,10 +122,12 @@ class stream_view {
       else if (o.contains(f.key)) key = &f.key;
       if (key == nullptr) continue;
       at_.push_back(step{*key, *key == f.name ? f.key : f.name, false, 0});
-      if (!keep(o[*key], f.type)) out.push_back(*key);
+      // (if_contains, not operator[], which may grow the object's table: the stream reader keeps
+      // pointers to its members)
+      if (visit() && !keep_child(*o.if_contains(*key), f.type)) out.push_back(*key);
       at_.pop_back();
     }
-    for (const auto& k : out) o.erase(k);
+    erase_members(v, out);
     if (!open) return true;
     for (const schema::field& f : obj.fields) {
       std::uint8_t flags = f.type.stream;
@@ -203,11 +218,46 @@ class stream_view {
     return false;
   }
 
+  // In place: whether the value at at_ is to be visited (it is on an unfinished path).
+  bool visit() const { return held_ == nullptr || unfinished(); }
+
+  // keep() of a member or item; in place, what was held inside a value left out goes back into it
+  // first (the value is held whole).
+  bool keep_child(json::value& v, const schema::type& t) {
+    const std::size_t mark = held_ != nullptr ? held_->size() : 0;
+    if (keep(v, t)) return true;
+    if (held_ != nullptr) detail::put_back_from(*held_, mark);
+    return false;
+  }
+
+  // Removes the members `out` of the object `v`.
+  void erase_members(json::value& v, const std::vector<std::string>& out) {
+    json::object& o = v.get_object();
+    if (held_ == nullptr) {
+      for (const auto& k : out) o.erase(k);
+      return;
+    }
+    for (const auto& k : out) {
+      if (o.empty() || (o.end() - 1)->key() != k) {
+        fits_ = false;  // (a key written twice: not the last member)
+        continue;
+      }
+      hold(v, k, std::move((o.end() - 1)->value()));
+      o.erase(o.end() - 1);
+    }
+  }
+
+  void hold(json::value& container, std::string key, json::value value) {
+    held_->push_back(detail::held_value{&container, std::move(key), std::move(value)});
+  }
+
   const schema::model& m_;
   std::vector<path> unfinished_;
   note_list& notes_;
   std::vector<step> at_;
   std::size_t depth_ = 0;
+  std::vector<detail::held_value>* held_ = nullptr;
+  bool fits_ = true;
 };
 
 }  // namespace
@@ -217,6 +267,30 @@ namespace detail {
 bool keep_streamed(boost::json::value& v, const schema::model& m, std::vector<path> unfinished, note_list& notes) {
   stream_view view(m, std::move(unfinished), notes);
   return view.keep(v, m.root);
+}
+
+void put_back_from(std::vector<held_value>& held, std::size_t from) {
+  while (held.size() > from) {
+    held_value& h = held.back();
+    if (h.container->is_array()) h.container->get_array().push_back(std::move(h.value));
+    else h.container->get_object().emplace(h.key, std::move(h.value));
+    held.pop_back();
+  }
+}
+
+hold_back hold_back_streamed(boost::json::value& v, const schema::model& m, std::vector<path> unfinished,
+                             std::vector<held_value>& held) {
+  note_list notes;
+  stream_view view(m, std::move(unfinished), notes);
+  view.hold_in(held);
+  const bool kept = view.keep(v, m.root);
+  if (!view.fits()) {
+    put_back_from(held, 0);
+    return hold_back::cannot;
+  }
+  if (kept) return hold_back::done;
+  put_back_from(held, 0);  // (the value is left out whole)
+  return hold_back::root;
 }
 
 bool has_stream_attributes(const schema::model& m) {

@@ -5,6 +5,8 @@
 
 #include <boost/json/value.hpp>
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "covenant/types/issues.hpp"
@@ -19,6 +21,27 @@ namespace covenant::detail {
 /// out.
 bool keep_streamed(boost::json::value& v, const schema::model& m, std::vector<path> unfinished, note_list& notes);
 
+/// A value keep_streamed leaves out of a value still being written, moved out of it for as long as
+/// a partial view shows it: `container` (a JSON object or array) gets it back, at its end (where it
+/// was: a value still being written is the last of its container).
+struct held_value {
+  boost::json::value* container;
+  std::string key;  // (an object's member)
+  boost::json::value value;
+};
+enum class hold_back : std::uint8_t {
+  done,    ///< what is left out is in `held`
+  root,    ///< the whole value is left out (and what was held inside it put back)
+  cannot,  ///< a value to leave out is not the last of its container: nothing held, `v` unchanged
+};
+/// keep_streamed's rule applied in place to the value a stream is writing, in the time of the
+/// unfinished values' depth rather than of the whole value: only the values on the `unfinished`
+/// paths can be left out (a finished value never is), so only they are visited, and each value
+/// left out is moved into `held` (put_back_from restores them).
+hold_back hold_back_streamed(boost::json::value& v, const schema::model& m, std::vector<path> unfinished,
+                             std::vector<held_value>& held);
+/// Puts the values held from position `from` on back into their containers, the last first.
+void put_back_from(std::vector<held_value>& held, std::size_t from);
 /// The paths of the values a partial reading left unfinished: those of its `incomplete` notes.
 std::vector<path> unfinished_paths(const note_list& notes);
 

@@ -5,6 +5,8 @@
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
+#include <new>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "covenant/read/dynamic.hpp"
@@ -767,11 +769,18 @@ void stream_core::reset() {
 bool stream_core::feed(std::string_view delta) {
   try {
     return impl_->feed(delta);
-  } catch (const std::exception&) {
-    // A value the tables could not take (out of memory, ...): stop showing partials for this reply;
-    // the final reader judges the whole text.
+  } catch (const std::bad_alloc&) {
+    // Out of memory holding the partial value: stop showing partials for this reply; the final
+    // reader judges the whole text. Anything else (a check of the application's that threw) is the
+    // caller's to see.
     impl_->finished = true;
     return false;
+  } catch (const std::length_error&) {
+    impl_->finished = true;
+    return false;
+  } catch (...) {
+    impl_->finished = true;
+    throw;
   }
 }
 
@@ -784,31 +793,52 @@ const std::string& stream_core::text() const noexcept { return impl_->text; }
 bool stream_core::lenient() const noexcept { return impl_->fallback; }
 std::vector<path> stream_core::unfinished() const { return impl_->unfinished(); }
 
+/// What the streaming attributes hold back of the value while a view shows it.
+struct dynamic_stream_reader::held {
+  std::vector<held_value> values;
+  boost::json::value none;  // shown when the whole value is held back
+};
+
 dynamic_stream_reader::dynamic_stream_reader(const schema::model& m, const decode_options& options, strictness level)
     : model_(m),
       attributes_(has_stream_attributes(model_)),
       core_(std::make_unique<stream_core>(model_, options, level, &json_ops(), &value_)) {
-  view_.value_ = attributes_ ? &shown_ : &value_;
+  if (attributes_) held_ = std::make_unique<held>();
+  view_.value_ = &value_;
   view_.states_ = &core_->states();
 }
 
 dynamic_stream_reader::~dynamic_stream_reader() = default;
 
 void dynamic_stream_reader::reset() {
+  if (held_) held_->values.clear();
   value_ = nullptr;
   shown_ = nullptr;
+  view_.value_ = &value_;
   core_->reset();
 }
 
 bool dynamic_stream_reader::feed(std::string_view delta) {
-  if (!core_->feed(delta)) return false;
-  if (attributes_) {
-    // What a partial reading of the text so far shows under the streaming attributes.
-    shown_ = value_;
-    note_list notes;
-    if (!keep_streamed(shown_, model_, core_->unfinished(), notes)) shown_ = nullptr;
+  if (!attributes_) return core_->feed(delta);
+  // What the last view held back goes back where it was (the same places: the stream reader's
+  // pointers into the value stay good), the stream writes on, and the attributes hold back again
+  // what they leave out now: in the time of the open values' depth, not of the whole value.
+  put_back_from(held_->values, 0);
+  view_.value_ = &value_;
+  const bool changed = core_->feed(delta);
+  switch (hold_back_streamed(value_, model_, core_->unfinished(), held_->values)) {
+    case hold_back::done: break;
+    case hold_back::root: view_.value_ = &held_->none; break;
+    case hold_back::cannot: {
+      // (a key written twice, reopened in the middle of its object): a copy, as a partial reading shows it
+      shown_ = value_;
+      note_list notes;
+      if (!keep_streamed(shown_, model_, core_->unfinished(), notes)) shown_ = nullptr;
+      view_.value_ = &shown_;
+      break;
+    }
   }
-  return true;
+  return changed;
 }
 
 }  // namespace detail

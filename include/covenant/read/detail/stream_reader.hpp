@@ -50,7 +50,9 @@ class COVENANT_API stream_core {
 
   /// A new reply begins (the caller has reset the value).
   void reset();
-  /// The next piece; true when what the partial shows changed.
+  /// The next piece; true when what the partial shows changed. Out of memory, the partial stops
+  /// there (false from then on); an exception of a check the reader runs (an application's
+  /// predicate) propagates, and the reader reads no more of this reply.
   bool feed(std::string_view delta);
   [[nodiscard]] const issue_list& violations() const noexcept;
   /// With violations: the length of the text up to and including the byte at which the first of
@@ -117,9 +119,12 @@ class COVENANT_API dynamic_stream_reader {
  private:
   schema::model model_;  // a copy: the caller's model may go away first
   boost::json::value value_;
-  // With streaming attributes in the model: the value as a partial reading shows it (a copy of
-  // value_ after each change, with what the attributes hold back left out).
+  // With streaming attributes in the model: what they leave out of value_ while a view shows it
+  // (moved out of it, and back before the next piece); shown_ is a copy for the rare value that
+  // cannot be held back in place.
   bool attributes_ = false;
+  struct held;
+  std::unique_ptr<held> held_;
   boost::json::value shown_;
   partial_json view_;
   std::unique_ptr<stream_core> core_;
