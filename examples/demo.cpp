@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<covenant::engine> recorder;
   try {
     if (online)
-      source = std::make_unique<covenant::http_engine>(covenant::http_engine::from_env());
+      source = std::make_unique<covenant::http_engine>(covenant::http_engine::options_from_env());
     else if (!scripted_run && record_file.empty())
       source = std::make_unique<covenant::cassette_engine>(covenant::cassette_options{.path = cassette_file});
     covenant::engine& answering = source ? *source : scripted;

@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<covenant::engine> recorder;
   try {
     if (online)
-      source = std::make_unique<covenant::http_engine>(covenant::http_engine::from_env());
+      source = std::make_unique<covenant::http_engine>(covenant::http_engine::options_from_env());
     else
       source = std::make_unique<covenant::cassette_engine>(covenant::cassette_options{.path = cassette_file});
     if (!record_file.empty()) {

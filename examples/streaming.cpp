@@ -50,7 +50,7 @@ int main() {
   std::unique_ptr<covenant::http_engine> http;
   if (online) {
     try {
-      http = std::make_unique<covenant::http_engine>(covenant::http_engine::from_env());
+      http = std::make_unique<covenant::http_engine>(covenant::http_engine::options_from_env());
     } catch (const std::exception& e) {
       std::cerr << "cannot use COVENANT_BASE_URL: " << e.what() << "\n";
       return EXIT_FAILURE;

@@ -3,6 +3,8 @@
 #include "covenant/engine/engine.hpp"
 
 #include <atomic>
+#include <cstdio>
+#include <exception>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -145,16 +147,19 @@ struct blocking_call {
 
 engine::engine() : anchor_(std::make_shared<detail::engine_anchor>()) {}
 
-engine::~engine() { close(); }
-
-engine::engine(engine&& other) noexcept : anchor_(std::move(other.anchor_)) {}
-
-engine& engine::operator=(engine&& other) noexcept {
-  if (this != &other) {
-    close();
-    anchor_ = std::move(other.anchor_);
+engine::~engine() {
+  std::unique_lock lock(anchor_->mutex);
+  if (anchor_->open && anchor_->inside > 0) {
+    // A derived engine that did not close() first: its members are gone while calls run in it.
+    std::fprintf(stderr,
+                 "covenant::engine: destroyed while %zu call(s) were inside its start() or complete(); the "
+                 "destructor of a class derived from covenant::engine must call close() first "
+                 "(covenant/engine/engine.hpp)\n",
+                 anchor_->inside);
+    std::terminate();
   }
-  return *this;
+  anchor_->open = false;
+  anchor_->idle.wait(lock, [this] { return anchor_->inside == 0; });
 }
 
 void engine::close() noexcept {

@@ -171,6 +171,9 @@ struct http_shared {
   /// before a transport retry, its turn under the rate limiter) nothing else holds it: its timer
   /// and the limiter's grant hold weak pointers, so a call must not depend on them to stay alive.
   std::unordered_map<std::uint64_t, std::shared_ptr<http_call>> calls;
+  /// calls.size(), readable from any thread (http_engine::calls_in_flight).
+  std::atomic<std::size_t> in_table{0};
+  void table_changed() noexcept { in_table.store(calls.size(), std::memory_order_relaxed); }
   std::uint64_t next_call = 1;
   bool closed = false;
 
@@ -629,6 +632,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
 
   void finish_bookkeeping() {
     s_->calls.erase(id_);
+    s_->table_changed();
     // The stop callback may not be destroyed from inside itself; it only posts, so leave it to
     // the call's destruction.
   }
@@ -940,6 +944,7 @@ void http_engine::end_transfers() noexcept {
       for (auto& [id, c] : s->calls) calls.push_back(c);
       for (auto& c : calls) c->abort(engine_error::cancellation("the engine was destroyed"));
       s->calls.clear();
+      s->table_changed();
       s->loop->shutdown();
     };
     if (s->loop->strand().running_in_this_thread()) {
@@ -954,18 +959,6 @@ void http_engine::end_transfers() noexcept {
       finished.wait();
     }
   }
-}
-
-http_engine::http_engine(http_engine&&) noexcept = default;
-
-http_engine& http_engine::operator=(http_engine&& other) noexcept {
-  if (this != &other) {
-    refuse_calls();
-    end_transfers();
-    engine::operator=(std::move(other));
-    impl_ = std::move(other.impl_);
-  }
-  return *this;
 }
 
 std::string_view to_string(provider p) noexcept { return p == provider::anthropic ? "anthropic" : "openai"; }
@@ -1096,13 +1089,21 @@ void http_engine::start(const chat_request& request, std::shared_ptr<reply_recei
                                           mode, std::move(automatic), index, std::move(answer_tool), agent);
   call->watch(std::move(stop));
   asio::post(s->loop->strand(), [s, call] {
+    // A stop that came first has already ended the call (its abort was posted before this): it
+    // never enters the table.
+    if (call->done()) return;
     const std::uint64_t id = s->next_call++;
     s->calls[id] = call;
+    s->table_changed();
     call->begin(id);
   });
 }
 
 engine_capabilities http_engine::capabilities() const noexcept { return {true, true}; }
+
+std::size_t http_engine::calls_in_flight() const noexcept {
+  return impl_ && impl_->s ? impl_->s->in_table.load(std::memory_order_relaxed) : 0;
+}
 
 const media_limits* http_engine::accepted_media() const noexcept {
   return impl_ && impl_->s ? &impl_->s->dialect->accepted_media() : nullptr;

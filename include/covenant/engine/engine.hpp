@@ -251,17 +251,23 @@ struct engine_anchor;
 
 /// A chat model. Implementations must be safe to call from several threads at once.
 ///
-/// Lifetime: an engine may be destroyed while calls are in flight. A derived engine whose
-/// destructor ends its own work first (as http_engine and scripted_engine do) calls close() at
-/// the start of its destructor: close() makes every later start()/complete() through a contract
-/// fail with a cancellation and waits until calls already inside the engine's functions have
-/// returned. The base destructor calls close() too.
+/// Lifetime: an engine may be destroyed while calls are in flight: every later start()/complete()
+/// through a contract fails with a cancellation, and destruction waits until calls already inside
+/// the engine's functions have returned. A derived engine with state of its own must say when its
+/// destruction begins, so that no call runs in it while its members go: its destructor calls
+/// close() first (or refuse_calls(), then ends its own work, then close(), as http_engine does).
+/// One that does not, destroyed while a call is inside its start() or complete(), stops the
+/// program with a message saying so (std::terminate): that call would read freed memory.
+/// An engine is neither copied nor moved: contracts and calls in flight refer to it. Hold it in a
+/// std::unique_ptr (or std::optional) to pass it on.
 class COVENANT_API engine {
  public:
   engine();
   virtual ~engine();
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
+  engine(engine&&) = delete;
+  engine& operator=(engine&&) = delete;
 
   /// The model's reply to the conversation. Throws engine_error on failure. The default waits
   /// for start().
@@ -288,11 +294,6 @@ class COVENANT_API engine {
   [[nodiscard]] const std::shared_ptr<detail::engine_anchor>& anchor() const noexcept { return anchor_; }
 
  protected:
-  /// Moving takes over the liveness record: the moved-from engine refuses calls. Never move an
-  /// engine with calls in flight.
-  engine(engine&& other) noexcept;
-  engine& operator=(engine&& other) noexcept;
-
   /// Refuses new calls and waits for calls inside complete()/start() to return. Idempotent.
   void close() noexcept;
   /// Refuses new calls without waiting (for a destructor that must first end its own transfers,

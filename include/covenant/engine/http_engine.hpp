@@ -211,9 +211,8 @@ class COVENANT_API http_engine final : public engine {
   /// retries or waits, jitter outside [0, 1], CR/LF in a header or the API key).
   explicit http_engine(http_engine_options options);
   ~http_engine() override;
-  /// A moved-from engine may only be destroyed or assigned to (complete() throws engine_error).
-  http_engine(http_engine&&) noexcept;
-  http_engine& operator=(http_engine&&) noexcept;
+  /// Neither copied nor moved (see covenant::engine): contracts refer to it. from_env() returns
+  /// one in place (`auto e = http_engine::from_env();`); hold one in a std::unique_ptr to pass it on.
   http_engine(const http_engine&) = delete;
   http_engine& operator=(const http_engine&) = delete;
 
@@ -236,6 +235,10 @@ class COVENANT_API http_engine final : public engine {
   [[nodiscard]] engine_capabilities capabilities() const noexcept override;
   /// The media the provider's API takes (docs/media.md, "Limits").
   [[nodiscard]] const covenant::media_limits* accepted_media() const noexcept override;
+
+  /// The calls started and not ended yet: each holds its receiver, its request's body and its
+  /// transfer until it ends (with a reply, an error or a cancellation). 0 when the engine is idle.
+  [[nodiscard]] std::size_t calls_in_flight() const noexcept;
 
   /// The JSON body complete() sends for `request`.
   [[nodiscard]] boost::json::object request_body(const chat_request& request) const;
