@@ -125,6 +125,10 @@ class delayed_engine final : public covenant::engine {
     std::lock_guard lock(mutex_);
     return calls_;
   }
+  int in_flight() {
+    std::lock_guard lock(mutex_);
+    return in_flight_;
+  }
 
  private:
   struct call {
@@ -162,6 +166,62 @@ std::size_t thread_count() {
     closedir(d);
   }
   return n;
+}
+
+// Application code that throws on the batch's thread (the sink, on_progress, query_id, the source)
+// stops the batch: no call starts after it, the calls in flight are cancelled and waited for, and
+// only then does run_batch rethrow it. Every call that started ended exactly once for observers,
+// and none is left in the engine (the calls' continuations never outlive run_batch's frame).
+TEST(Batch, ApplicationCodeThatThrowsEndsEveryCallBeforeTheBatchRethrows) {
+  struct counting final : covenant::observer {
+    std::atomic<int> finished{0};
+    void on_finished(const covenant::finished_event&) override { ++finished; }
+  };
+  for (const std::string what : {"sink", "progress", "query_id", "source"}) {
+    SCOPED_TRACE(what);
+    delayed_engine model;
+    auto seen = std::make_shared<counting>();
+    covenant::contract_options options = instant();
+    options.observers = {seen};
+    const covenant::contract<Classify> c{model, options};
+    // Record 0 answers at once; the others would take a minute: they are in flight when it throws.
+    int taken = 0;
+    auto source = [&]() -> std::optional<Record> {
+      if (what == "source" && taken == 3) throw std::runtime_error("source failed");
+      if (taken == 8) return std::nullopt;
+      const int id = taken++;
+      return Record{id, id == 0 ? 0 : 60'000, false};
+    };
+    covenant::batch_options o;
+    o.concurrency = 4;
+    if (what == "progress") {
+      o.progress_every = 1ns;
+      o.on_progress = [&](const covenant::batch_progress&) {
+        if (model.calls() >= 4) throw std::runtime_error("progress failed");
+      };
+    }
+    if (what == "query_id")
+      o.query_id = [](std::size_t index) -> covenant::call_id {
+        if (index == 2) throw std::runtime_error("query_id failed");
+        return covenant::call_id("record-" + std::to_string(index));
+      };
+    int delivered = 0;
+    try {
+      (void)covenant::run_batch(c, source, [&](std::size_t, auto&&) {
+        ++delivered;
+        if (what == "sink") throw std::runtime_error("sink failed");
+      }, o);
+      ADD_FAILURE() << "run_batch returned";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), what + " failed");
+    }
+    // Every input taken was started, but the one whose query_id threw.
+    const int started = taken - (what == "query_id" ? 1 : 0);
+    EXPECT_GE(started, 2);                // (calls were in flight when it threw)
+    EXPECT_EQ(model.in_flight(), 0);      // every call ended (cancelled) before run_batch threw
+    EXPECT_EQ(seen->finished, started);   // each call that started finished once for observers
+    EXPECT_LE(delivered, 1);              // nothing is delivered after the sink threw
+  }
 }
 
 TEST(Batch, ResultsInInputOrderEachOnce) {

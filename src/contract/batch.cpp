@@ -158,6 +158,18 @@ void batch_state::started() noexcept {
   ++progress_.in_flight;
 }
 
+void batch_state::not_started() noexcept {
+  --progress_.started;
+  --progress_.in_flight;
+}
+
+void batch_state::cancel_all() noexcept {
+  if (stopping_ && cancel_.stop_requested()) return;
+  stopping_ = true;
+  progress_.stopped = true;
+  cancel_.request_stop();
+}
+
 void batch_state::delivered(const outcome_base& o) noexcept {
   --progress_.in_flight;
   progress_.count(o);

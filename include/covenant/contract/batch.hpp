@@ -25,6 +25,13 @@
 // stage cancelled and is delivered) and reads no further input; the deadline (timeout/deadline)
 // applies to every call (in-flight calls end at stage deadline) and also stops reading. Every input
 // taken from the source is delivered exactly once; the summary says how many were started.
+//
+// Exceptions: when the application's code that the batch runs on its thread throws (the source,
+// batch_options::query_id, the sink, on_progress, on_exception), no further call starts, the calls
+// in flight are cancelled and waited for (their results are not delivered), and then run_batch
+// rethrows that exception. It never returns or throws with a call of its still running. A forward
+// that throws is no such exception: it is the record's result (on_exception, or the first one
+// rethrown once the batch is over).
 #pragma once
 
 #include <algorithm>
@@ -167,6 +174,11 @@ class COVENANT_API batch_state {
   /// The options of the next call.
   [[nodiscard]] const call_options& call() const noexcept { return call_; }
   void started() noexcept;
+  /// The call counted by started() could not be started after all.
+  void not_started() noexcept;
+  /// Application code threw on the batch's thread: no call starts any more and the calls in
+  /// flight are cancelled (they end cancelled and are counted).
+  void cancel_all() noexcept;
   /// Counts one delivered call.
   void delivered(const outcome_base& o) noexcept;
   void source_ended() noexcept { source_done_ = true; }
@@ -212,6 +224,30 @@ class COVENANT_API batch_state {
   bool stopping_ = false;
 };
 
+/// What a batch's calls in flight share with its thread (run_batch): the counters and limits, the
+/// finished calls and the calls' work queued for the thread.
+template <class Finished>
+struct batch_shared {
+  batch_shared(const batch_options& o, std::optional<std::size_t> n) : state(o, n) {}
+  batch_state state;
+  std::deque<Finished> finished;            // guarded by state.mutex
+  std::deque<std::function<void()>> tasks;  // guarded by state.mutex: the calls' work (work_on_batch_thread)
+  /// Queues something for the batch's thread (`push` adds it, with state.mutex held) and wakes
+  /// that thread if it may be waiting: only when both queues were empty (else it was woken
+  /// already). The wake-up is made outside the lock (a thread woken while the lock is still held
+  /// would only block on it again).
+  template <class Push>
+  void post(Push&& push) {
+    bool wake = false;
+    {
+      std::lock_guard lock(state.mutex);
+      wake = finished.empty() && tasks.empty();
+      push();
+    }
+    if (wake) state.notify();
+  }
+};
+
 template <class Source, class Input>
 concept input_generator = std::is_invocable_v<Source&> && requires(Source& s) {
   { s() } -> std::convertible_to<std::optional<Input>>;
@@ -235,7 +271,18 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
   if constexpr (std::ranges::sized_range<std::remove_cvref_t<Source>>) {
     if (!total) total = static_cast<std::size_t>(std::ranges::size(inputs));
   }
-  detail::batch_state state(options, total);
+
+  struct finished_call {
+    std::size_t index;
+    std::optional<result_type> result;
+    std::exception_ptr error;
+  };
+  // What the calls in flight share with this thread, owned by them as much as by this frame: a
+  // call's continuation or a piece of its work queued here never refers to this frame, whatever
+  // happens to it. The frame itself returns only once no call is in flight.
+  using shared_part = detail::batch_shared<finished_call>;
+  const auto sh = std::make_shared<shared_part>(options, total);
+  detail::batch_state& state = sh->state;
 
   // The source, read one input at a time.
   [[maybe_unused]] auto it = [&] {
@@ -253,98 +300,87 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
     }
   };
 
-  struct finished_call {
-    std::size_t index;
-    std::optional<result_type> result;
-    std::exception_ptr error;
-  };
-  std::deque<finished_call> finished;  // guarded by state.mutex
-  std::deque<std::function<void()>> tasks;  // guarded by state.mutex: the calls' work (work_on_batch_thread)
   std::map<std::size_t, finished_call> waiting;  // input order: finished before an earlier one
   std::size_t next_index = 0;
   std::size_t next_to_deliver = 0;
-  std::exception_ptr first_error;
-  // Queues something for the calling thread (`push` adds it, with state.mutex held) and wakes that
-  // thread if it may be waiting: only when both queues were empty (else it was woken already). The
-  // wake-up is made outside the lock (a thread woken while the lock is still held would only block
-  // on it again); `waking` counts the posts between their push and their wake-up, and this frame,
-  // which they use (this lambda included), goes only once none is left.
-  std::atomic<std::size_t> waking{0};
-  auto post = [&state, &finished, &tasks, &waking](auto&& push) {
-    bool wake = false;
-    {
-      std::lock_guard lock(state.mutex);
-      wake = finished.empty() && tasks.empty();
-      push();
-      if (wake) waking.fetch_add(1, std::memory_order_relaxed);
-    }
-    if (wake) {
-      state.notify();
-      waking.fetch_sub(1, std::memory_order_release);
+  std::exception_ptr first_error;  // the first forward that threw (without on_exception)
+  // The first exception of the application's code run here (the source, query_id, the sink,
+  // on_progress, on_exception): no call starts after it, the calls in flight are cancelled and
+  // waited for (their results are counted, not delivered), and then it is rethrown.
+  std::exception_ptr app_error;
+  auto guarded = [&](auto&& f) {
+    if (app_error) return false;
+    try {
+      f();
+      return true;
+    } catch (...) {
+      app_error = std::current_exception();
+      state.cancel_all();
+      return false;
     }
   };
-  struct wait_for_wakers {
-    std::atomic<std::size_t>& n;
-    ~wait_for_wakers() {
-      while (n.load(std::memory_order_acquire) != 0) std::this_thread::yield();
-    }
-  } wakers_done{waking};
 
   // Each call's options: the batch's (limiter, deadline, stop), and the batch's thread as the
   // executor unless the caller chose one.
   call_options calls = state.call();
   if (!calls.executor && options.work_on_batch_thread) {
-    calls.executor = [&post, &tasks](std::function<void()> work) {
-      post([&] { tasks.push_back(std::move(work)); });
-    };
+    calls.executor = [sh](std::function<void()> work) { sh->post([&] { sh->tasks.push_back(std::move(work)); }); };
   }
 
   auto deliver = [&](finished_call& f) {
     if (f.result) {
       state.delivered(detail::outcome_of(*f.result));
-      on_result(f.index, std::move(*f.result));
+      guarded([&] { on_result(f.index, std::move(*f.result)); });
     } else {
       outcome_base none;
       none.failed_stage = stage::forward;
       state.delivered(none);
-      if (options.on_exception) options.on_exception(f.index, f.error);
+      if (options.on_exception) guarded([&] { options.on_exception(f.index, f.error); });
       else if (!first_error) first_error = f.error;
     }
   };
 
   for (;;) {
     while (!state.stopping() && state.may_start(next_to_deliver)) {
-      std::optional<input_type> in = take();
+      std::optional<input_type> in;
+      if (!guarded([&] { in = take(); })) break;
       if (!in) {
         state.source_ended();
         break;
       }
       const std::size_t index = next_index++;
-      state.started();
       call_options these = calls;
-      if (options.query_id) {
-        if (call_id id = options.query_id(index); !id.empty()) these.query_id = std::move(id);
+      if (options.query_id &&
+          !guarded([&] {
+            if (call_id id = options.query_id(index); !id.empty()) these.query_id = std::move(id);
+          }))
+        break;
+      state.started();
+      std::optional<future<result_type>> f;
+      if (!guarded([&] { f.emplace(contract.run_async(std::move(*in), std::move(these))); })) {
+        state.not_started();
+        break;
       }
-      auto f = contract.run_async(std::move(*in), std::move(these));
-      f.then([&post, &finished, index](future<result_type> done) {
+      f->then([sh, index](future<result_type> done) {
         finished_call c{index, std::nullopt, nullptr};
         try {
           c.result.emplace(done.get());
         } catch (...) {
           c.error = std::current_exception();
         }
-        post([&] { finished.push_back(std::move(c)); });
+        sh->post([&] { sh->finished.push_back(std::move(c)); });
       });
     }
     if (state.finished()) break;
-    const auto until = state.tick();  // progress, stop and deadline, outside the lock
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    guarded([&] { until = state.tick(); });  // progress, stop and deadline, outside the lock
     std::deque<finished_call> ready;
     std::deque<std::function<void()>> work;
     {
       std::unique_lock lock(state.mutex);
-      state.wait(lock, until, [&] { return !finished.empty() || !tasks.empty(); });
-      ready.swap(finished);
-      work.swap(tasks);
+      state.wait(lock, until, [&] { return !sh->finished.empty() || !sh->tasks.empty(); });
+      ready.swap(sh->finished);
+      work.swap(sh->tasks);
     }
     // The calls' pieces (their results come back through `finished`).
     for (auto& w : work) {
@@ -355,18 +391,25 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
       }
     }
     for (finished_call& f : ready) {
-      if (options.order == batch_order::completion) {
-        deliver(f);
+      if (options.order == batch_order::completion || app_error) {
+        if (app_error) state.delivered(f.result ? detail::outcome_of(*f.result) : outcome_base{});
+        else deliver(f);
         continue;
       }
       waiting.emplace(f.index, std::move(f));
       for (auto w = waiting.find(next_to_deliver); w != waiting.end(); w = waiting.find(next_to_deliver)) {
-        deliver(w->second);
+        if (app_error) state.delivered(w->second.result ? detail::outcome_of(*w->second.result) : outcome_base{});
+        else deliver(w->second);
         waiting.erase(w);
         ++next_to_deliver;
       }
     }
+    if (app_error) {  // (what waited for an earlier result is counted too)
+      for (auto& [i, f] : waiting) state.delivered(f.result ? detail::outcome_of(*f.result) : outcome_base{});
+      waiting.clear();
+    }
   }
+  if (app_error) std::rethrow_exception(app_error);
   batch_progress summary = state.end();
   if (first_error) std::rethrow_exception(first_error);
   return summary;
