@@ -114,32 +114,16 @@ class dynamic_reader final : public detail::reply_reader {
   void accept() override { *destination_ = std::move(last_); }
 
   void stream_start(int number, const attempt* rejected) override {
-    if (!stream_) stream_ = std::make_unique<detail::dynamic_stream_reader>(*model_, options_->decode, options_->strictness);
-    else stream_->reset();
-    number_ = number;
-    if (!on_update_) return;
-    stream_update<boost::json::value> u;
-    u.what = stream_update<boost::json::value>::kind::attempt_started;
-    u.attempt = number;
-    u.rejected = rejected;
-    on_update_(u);
+    feed_.start(number, rejected, *model_, options_->decode, options_->strictness);
   }
-
   bool stream_text(std::string_view delta, issue_list& violations, std::size_t& kept) override {
-    if (!stream_) return false;
-    const bool changed = stream_->feed(delta);
-    if (changed && on_update_) {
-      stream_update<boost::json::value> u;
-      u.what = stream_update<boost::json::value>::kind::partial;
-      u.attempt = number_;
-      u.text = stream_->text();
-      u.partial = &stream_->view();
-      on_update_(u);
-    }
-    return detail::stream_stop(*stream_, violations, kept);
+    return feed_.text(delta, violations, kept);
+  }
+  void stream_tool_text(std::size_t index, std::string_view name, std::string_view delta) override {
+    feed_.tool_text(index, name, delta);
   }
 
-  std::function<void(const stream_update<boost::json::value>&)> on_update_;
+  detail::stream_feed<boost::json::value, detail::dynamic_stream_reader> feed_;
 
  private:
   [[nodiscard]] detail::time_point now() const {
@@ -152,8 +136,6 @@ class dynamic_reader final : public detail::reply_reader {
   std::optional<boost::json::value>* destination_;
   json_check check_;
   std::optional<boost::json::value> last_;
-  std::unique_ptr<detail::dynamic_stream_reader> stream_;
-  int number_ = 1;
 };
 
 /// One dynamic contract call.
@@ -262,7 +244,7 @@ class dynamic_call final : public detail::call_steps {
   }
 
   void on_update(std::function<void(const stream_update<boost::json::value>&)> f) {
-    output_reader_.on_update_ = std::move(f);
+    output_reader_.feed_.on_update = std::move(f);
   }
 
   std::optional<dynamic_contract::call_result> result;
@@ -326,24 +308,43 @@ class dynamic_call final : public detail::call_steps {
 dynamic_contract::dynamic_contract(engine& model, dynamic_task task, contract_options options)
     : core_(std::make_shared<core>(model, std::move(task), std::move(options))) {}
 
+dynamic_contract::dynamic_contract(const dynamic_contract& other)
+    : core_(std::make_shared<core>(*other.live().model, other.live().task, other.live().options)) {}
+
+dynamic_contract& dynamic_contract::operator=(const dynamic_contract& other) {
+  if (this != &other) core_ = std::make_shared<core>(*other.live().model, other.live().task, other.live().options);
+  return *this;
+}
+
+dynamic_contract::dynamic_contract(dynamic_contract&&) noexcept = default;
+dynamic_contract& dynamic_contract::operator=(dynamic_contract&&) noexcept = default;
+dynamic_contract::~dynamic_contract() = default;
+
+const dynamic_contract::core& dynamic_contract::live() const {
+  if (!core_) detail::throw_moved_from("covenant::dynamic_contract");
+  return *core_;
+}
+
 namespace {
 
 dynamic_contract::call_result run_as(const dynamic_contract::core& core, const boost::json::value& input,
                                    const call_options* options, detail::call_via via) {
-  dynamic_call c(core, &input);
-  c.via = via;
-  detail::run_blocking(c, core, options);
-  return std::move(*c.result);
+  // The caller's input is read in place: the call ends before this returns.
+  auto c = std::make_shared<dynamic_call>(core, &input);
+  c->via = via;
+  detail::run_blocking(std::shared_ptr<detail::call_steps>(c, c.get()),
+                       std::static_pointer_cast<const detail::contract_core>(core.shared_from_this()), options);
+  return std::move(*c->result);
 }
 
 }  // namespace
 
 dynamic_contract::call_result dynamic_contract::run(const boost::json::value& input) const {
-  return run_as(*core_, input, nullptr, detail::call_via::run);
+  return run_as(live(), input, nullptr, detail::call_via::run);
 }
 
 dynamic_contract::call_result dynamic_contract::run(const boost::json::value& input, const call_options& options) const {
-  return run_as(*core_, input, &options, detail::call_via::run);
+  return run_as(live(), input, &options, detail::call_via::run);
 }
 
 future<dynamic_contract::call_result> dynamic_contract::run_async(boost::json::value input, call_options options) const {
@@ -361,7 +362,7 @@ future<dynamic_contract::call_result> dynamic_contract::start(
     std::function<void(const stream_update<boost::json::value>&)> on_update) const {
   auto [f, promise] = detail::make_future<call_result>();
   const std::stop_token cancel = promise->stop.get_token();
-  auto c = std::make_shared<dynamic_call>(*core_, nullptr, std::move(input), promise);
+  auto c = std::make_shared<dynamic_call>(live(), nullptr, std::move(input), promise);
   const bool streaming = static_cast<bool>(on_update);
   if (streaming) c->on_update(std::move(on_update));
   detail::start_async(std::shared_ptr<detail::call_steps>(c, c.get()),
@@ -371,7 +372,7 @@ future<dynamic_contract::call_result> dynamic_contract::start(
 }
 
 boost::json::value dynamic_contract::operator()(const boost::json::value& input) const {
-  call_result r = run_as(*core_, input, nullptr, detail::call_via::call_operator);
+  call_result r = run_as(live(), input, nullptr, detail::call_via::call_operator);
   outcome<boost::json::value>& o = r.outcome;
   if (o.success) return std::move(r.value);
   if (!core_->options.retry.graceful)

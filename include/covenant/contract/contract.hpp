@@ -221,6 +221,91 @@ class typed_reader : public reply_reader {
   Check check_;
 };
 
+/// The stream of one reply as the application sees it (contract::stream's on_update), for the typed
+/// and the dynamic streaming readers alike: `Reader` is stream_reader<T> or dynamic_stream_reader.
+/// An exception from on_update is logged and ignored: what a stream shows never decides a call. One
+/// from a check the reader runs (a C++ predicate marked streaming_safe) is logged and ends the
+/// judging of this reply's stream; the final reading runs the same check, which decides the call.
+template <class Output, class Reader>
+class stream_feed {
+ public:
+  std::function<void(const stream_update<Output>&)> on_update;
+
+  /// Attempt `number` starts streaming (`make`: the reader's constructor arguments, the first time).
+  template <class... Make>
+  void start(int number, const attempt* rejected, Make&&... make) {
+    if (!reader_) reader_.emplace(std::forward<Make>(make)...);
+    else reader_->reset();
+    number_ = number;
+    judging_ = true;
+    tool_text_.clear();
+    if (!on_update) return;
+    stream_update<Output> u;
+    u.what = stream_update<Output>::kind::attempt_started;
+    u.attempt = number;
+    u.rejected = rejected;
+    show(u);
+  }
+
+  /// The next piece of the reply: reply_reader::stream_text.
+  bool text(std::string_view delta, issue_list& violations, std::size_t& kept) {
+    if (!reader_ || !judging_) return false;
+    bool changed = false;
+    try {
+      changed = reader_->feed(delta);
+    } catch (const std::exception& e) {
+      judging_ = false;
+      stream_check_threw(e.what());
+      return false;
+    } catch (...) {
+      judging_ = false;
+      stream_check_threw(nullptr);
+      return false;
+    }
+    if (changed && on_update) {
+      stream_update<Output> u;
+      u.what = stream_update<Output>::kind::partial;
+      u.attempt = number_;
+      u.text = reader_->text();
+      u.partial = &reader_->view();
+      show(u);
+    }
+    return stream_stop(*reader_, violations, kept);
+  }
+
+  /// The next piece of the arguments of tool call `index`: reply_reader::stream_tool_text.
+  void tool_text(std::size_t index, std::string_view name, std::string_view delta) {
+    if (!on_update) return;
+    if (tool_text_.size() <= index) tool_text_.resize(index + 1);
+    auto& [tool, text] = tool_text_[index];
+    if (!name.empty()) tool = name;
+    text += delta;
+    stream_update<Output> u;
+    u.what = stream_update<Output>::kind::tool_arguments;
+    u.attempt = number_;
+    u.text = text;
+    u.tool_index = index;
+    u.tool_name = tool;
+    show(u);
+  }
+
+ private:
+  void show(const stream_update<Output>& u) noexcept {
+    try {
+      on_update(u);
+    } catch (const std::exception& e) {
+      stream_callback_threw(e.what());
+    } catch (...) {
+      stream_callback_threw(nullptr);
+    }
+  }
+
+  std::optional<Reader> reader_;
+  int number_ = 1;
+  bool judging_ = true;
+  std::vector<std::pair<std::string, std::string>> tool_text_;  // each tool call's name and arguments so far
+};
+
 /// typed_reader with the stream of a reply: what it shows so far, and its early violations.
 template <class T, class Check>
 class streaming_reader final : public typed_reader<T, Check> {
@@ -228,55 +313,19 @@ class streaming_reader final : public typed_reader<T, Check> {
   using typed_reader<T, Check>::typed_reader;
 
   void stream_start(int number, const attempt* rejected) override {
-    if (!stream_) stream_.emplace(options_->decode, options_->strictness);
-    else stream_->reset();
-    number_ = number;
-    tool_text_.clear();
-    if (!on_update_) return;
-    stream_update<T> u;
-    u.what = stream_update<T>::kind::attempt_started;
-    u.attempt = number;
-    u.rejected = rejected;
-    on_update_(u);
+    feed_.start(number, rejected, options_->decode, options_->strictness);
   }
-
   bool stream_text(std::string_view delta, issue_list& violations, std::size_t& kept) override {
-    if (!stream_) return false;
-    const bool changed = stream_->feed(delta);
-    if (changed && on_update_) {
-      stream_update<T> u;
-      u.what = stream_update<T>::kind::partial;
-      u.attempt = number_;
-      u.text = stream_->text();
-      u.partial = &stream_->view();
-      on_update_(u);
-    }
-    return detail::stream_stop(*stream_, violations, kept);
+    return feed_.text(delta, violations, kept);
   }
-
   void stream_tool_text(std::size_t index, std::string_view name, std::string_view delta) override {
-    if (!on_update_) return;
-    if (tool_text_.size() <= index) tool_text_.resize(index + 1);
-    auto& [tool, text] = tool_text_[index];
-    if (!name.empty()) tool = name;
-    text += delta;
-    stream_update<T> u;
-    u.what = stream_update<T>::kind::tool_arguments;
-    u.attempt = number_;
-    u.text = text;
-    u.tool_index = index;
-    u.tool_name = tool;
-    on_update_(u);
+    feed_.tool_text(index, name, delta);
   }
-
-  void on_update(std::function<void(const stream_update<T>&)> f) { on_update_ = std::move(f); }
+  void on_update(std::function<void(const stream_update<T>&)> f) { feed_.on_update = std::move(f); }
 
  private:
   using typed_reader<T, Check>::options_;
-  std::function<void(const stream_update<T>&)> on_update_;
-  std::optional<stream_reader<T>> stream_;
-  int number_ = 1;
-  std::vector<std::pair<std::string, std::string>> tool_text_;  // each tool call's name and arguments so far
+  stream_feed<T, stream_reader<T>> feed_;
 };
 
 }  // namespace detail
@@ -300,6 +349,24 @@ class contract {
   /// retry policy.
   explicit contract(engine& model, contract_options options = {}, Expr expression = Expr{})
       : core_(std::make_shared<core>(model, std::move(options), std::move(expression))) {}
+
+  /// A copy is a contract of its own: the same engine and options, a copy of the Expression, and
+  /// statistics of its own (calls through the copy never show in the original's stats()). Calls
+  /// in flight on the original are not affected. Needs a copyable Expression.
+  contract(const contract& other)
+    requires std::is_copy_constructible_v<Expr>
+      : core_(std::make_shared<core>(*other.live().model, other.live().options, other.live().expr)) {}
+  contract& operator=(const contract& other)
+    requires std::is_copy_constructible_v<Expr>
+  {
+    if (this != &other) core_ = std::make_shared<core>(*other.live().model, other.live().options, other.live().expr);
+    return *this;
+  }
+  /// Moving hands the contract over (its statistics too); the moved-from contract may only be
+  /// destroyed or assigned to: a call through it throws std::logic_error. Calls in flight go on.
+  contract(contract&&) noexcept = default;
+  contract& operator=(contract&&) noexcept = default;
+  ~contract() = default;
 
   /// Runs the contract and returns forward's value. When the contract failed and the retry
   /// policy is not graceful, throws covenant::contract_failure<result_type> (carrying forward's
@@ -547,26 +614,27 @@ class contract {
       }();
       const detail::time_point f0 = c_->now();
       oc_.elapsed = f0 - start;
-      if (!promise_) {
-        value_.emplace(c_->expr.forward(forward_input, oc_));
-        record(f0);
-        return;
-      }
+      // One path for every call: forward, the record (also when forward throws), then the result.
       try {
         result_type value = c_->expr.forward(forward_input, oc_);
         record(f0);
-        promise_->set_value(call_result{std::move(value), std::move(oc_)});
+        if (promise_) promise_->set_value(call_result{std::move(value), std::move(oc_)});
+        else value_.emplace(std::move(value));
       } catch (...) {
         record(f0, true);
-        promise_->set_exception(std::current_exception());
+        if (promise_) promise_->set_exception(std::current_exception());
+        else error_ = std::current_exception();
       }
     }
 
     void on_update(std::function<void(const stream_update<output_type>&)> f) { output_reader_.on_update(std::move(f)); }
 
     /// The blocking call's result, once finish() ran (built in the caller's return value: the
-    /// outcome is moved once).
-    call_result take() { return call_result{std::move(*value_), std::move(oc_)}; }
+    /// outcome is moved once); forward's exception is rethrown.
+    call_result take() {
+      if (error_) std::rethrow_exception(error_);
+      return call_result{std::move(*value_), std::move(oc_)};
+    }
 
    private:
 
@@ -590,6 +658,7 @@ class contract {
     }
 
     std::optional<result_type> value_;  // forward's value (blocking calls)
+    std::exception_ptr error_;          // or its exception
     const core* c_;
     std::optional<input_type> owned_;
     const input_type* input_;
@@ -607,7 +676,7 @@ class contract {
                             std::function<void(const stream_update<output_type>&)> on_update) const {
     auto [f, promise] = detail::make_future<call_result>();
     const std::stop_token cancel = promise->stop.get_token();
-    auto c = std::make_shared<call>(*core_, std::move(input), promise);
+    auto c = std::make_shared<call>(live(), std::move(input), promise);
     const bool streaming = static_cast<bool>(on_update);
     if (streaming) c->on_update(std::move(on_update));
     // The call keeps the contract's core alive: the contract may go away first.
@@ -618,16 +687,24 @@ class contract {
   }
 
   call_result run_as(const input_type& input, const call_options* options, detail::call_via via) const {
-    call c(*core_, input);
-    c.via = via;
-    detail::run_blocking(c, *core_, options);
-    return c.take();
+    // The caller's input is read in place: the call ends (forward has run) before this returns.
+    auto c = std::make_shared<call>(live(), input);
+    c->via = via;
+    detail::run_blocking(std::shared_ptr<detail::call_steps>(c, c.get()),
+                         std::shared_ptr<const detail::contract_core>(core_, core_.get()), options);
+    return c->take();
   }
 
   result_type value_of(call_result&& r) const {
     if (!r.outcome.success && !core_->options.retry.graceful)
       throw contract_failure<result_type>(static_cast<outcome_base&>(r.outcome), std::move(r.value));
     return std::move(r.value);
+  }
+
+  /// The core, or std::logic_error for a moved-from contract.
+  const core& live() const {
+    if (!core_) detail::throw_moved_from("covenant::contract");
+    return *core_;
   }
 
   std::shared_ptr<core> core_;

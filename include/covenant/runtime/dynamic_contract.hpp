@@ -70,6 +70,14 @@ class COVENANT_API dynamic_contract {
   /// `model` must outlive the contract's blocking calls (see covenant/engine/engine.hpp for asynchronous
   /// calls). Throws std::invalid_argument for an invalid retry policy.
   dynamic_contract(engine& model, dynamic_task task, contract_options options = {});
+  /// A copy is a contract of its own, with statistics of its own (as contract's copies are).
+  dynamic_contract(const dynamic_contract& other);
+  dynamic_contract& operator=(const dynamic_contract& other);
+  /// The moved-from contract may only be destroyed or assigned to: a call through it throws
+  /// std::logic_error.
+  dynamic_contract(dynamic_contract&&) noexcept;
+  dynamic_contract& operator=(dynamic_contract&&) noexcept;
+  ~dynamic_contract();
 
   /// Runs the contract. Never throws for a failed contract: see the outcome.
   ///
@@ -100,6 +108,7 @@ class COVENANT_API dynamic_contract {
  private:
   future<call_result> start(boost::json::value input, call_options options,
                                             std::function<void(const stream_update<boost::json::value>&)> on_update) const;
+  [[nodiscard]] const core& live() const;
   std::shared_ptr<core> core_;
 };
 

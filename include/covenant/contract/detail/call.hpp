@@ -5,9 +5,11 @@
 // input; with pre-remedy, a remedy phase asking for a repaired input; prepare the output request
 // (act, render); the output remedy phase; finish (forward). A remedy phase (remedy_phase) is the
 // model-facing loop: send, read and check the reply (reply_reader, typed), then accept, fail, or
-// wait and ask again with a corrective message. The drivers run that sequence: run_blocking on
-// the calling thread, start_async on a runtime (the engine's asynchronous start(), timers for the
-// waits, one piece of the call's work at a time on a worker).
+// wait and ask again with a corrective message. One driver runs that sequence (src/contract/call.cpp),
+// one event at a time: start_async on a runtime (the engine's asynchronous start(), timers for the
+// waits, one piece of the call's work at a time on a worker), run_blocking the same on the calling
+// thread, which waits for the call's end. Either way the call owns its steps and the contract's core
+// until its last event.
 #pragma once
 
 #include <boost/json/fwd.hpp>
@@ -70,6 +72,15 @@ bool stream_stop(const StreamReader& r, issue_list& violations, std::size_t& kep
   kept = r.decided_at();
   return true;
 }
+
+/// Throws std::logic_error: `what` (a contract) was used after being moved from.
+[[noreturn]] COVENANT_API void throw_moved_from(const char* what);
+
+/// Logged when the application's streaming callback (on_update) threw: the exception is ignored.
+COVENANT_API void stream_callback_threw(const char* what) noexcept;
+/// Logged when a check run on a streaming reply (a streaming-safe predicate) threw: the stream is
+/// no longer judged; the final reading runs the check again.
+COVENANT_API void stream_check_threw(const char* what) noexcept;
 
 /// The strict JSON Schema `get` returns, shared (an aliasing pointer to the static schema); null
 /// when it is not an object schema.
@@ -274,8 +285,10 @@ class COVENANT_API call_steps {
   virtual reply_reader& output_reader() = 0;
   /// An exception escaped a step at stage `at`: drop any value produced so far.
   virtual void discard() = 0;
-  /// forward and the call's result; `failed` is stage::none on success. May throw (forward's
-  /// own exceptions): a blocking call propagates them, an asynchronous one puts them in its future.
+  /// forward, the call's record (statistics, log line, observers: exactly once, also when forward
+  /// throws) and its result; `failed` is stage::none on success. forward's own exception is the
+  /// call's result (a blocking call rethrows it, an asynchronous one puts it in its future): this
+  /// never throws.
   virtual void finish(stage failed) = 0;
 
   /// The stage running now (an exception escaping a step is recorded as an issue of it).
@@ -288,9 +301,11 @@ class COVENANT_API call_steps {
   time_point mark{};
 };
 
-/// Runs the call on this thread, with call options (a stop token or a deadline) or without.
-/// Exceptions of finish() (forward's) propagate.
-COVENANT_API void run_blocking(call_steps& steps, const contract_core& core, const call_options* options = nullptr);
+/// Runs the call on this thread to its end, with call options (a stop token, a deadline, a limiter)
+/// or without; the result is then in `steps`. The call owns `steps` and `core` until its last event
+/// (a tool or an engine reply still arriving after the call ended keeps them alive, not the caller).
+COVENANT_API void run_blocking(std::shared_ptr<call_steps> steps, std::shared_ptr<const contract_core> core,
+                               const call_options* options = nullptr);
 
 /// Starts the call on the contract's runtime and returns at once. `steps` and `core` are kept
 /// alive until finish() has run. `stream`: ask the engine to stream and feed the readers' stream
@@ -330,7 +345,5 @@ void notify(const contract_core& core, F&& f) noexcept {
   }
 }
 COVENANT_API void log_prompt(std::string_view expression, std::string_view what, std::string_view text);
-
-COVENANT_API void default_sleep(std::chrono::nanoseconds d);
 
 }  // namespace covenant::detail
