@@ -182,14 +182,18 @@ TEST_F(AuditLog, TheModelTheCostAndThePricedPartsOfTheUsageAreWritten) {
 
 TEST_F(AuditLog, QueueTimeIsWrittenBesideLatencyAndIsNotPartOfIt) {
   auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir_});
-  // The engine waited 250 ms between its exchanges (a Retry-After, say) and answered.
-  scripted_engine model([](const covenant::chat_request&, std::size_t) {
+  // The engine took 300 ms of the contract's clock, of which it waited 250 ms between its
+  // exchanges (a Retry-After, say): the latency is the other 50 ms.
+  auto clock = std::make_shared<covenant::testing::manual_clock>();
+  scripted_engine model([clock](const covenant::chat_request&, std::size_t) {
+    clock->advance(std::chrono::milliseconds(300));
     covenant::chat_response r;
     r.text = R"({"answer": "Paris", "confidence": 0.9})";
     r.queued = std::chrono::milliseconds(250);
     return r;
   });
   covenant::contract_options o = instant();
+  o.clock = [clock] { return (*clock)(); };
   o.observers.push_back(audit);
   covenant::contract<QA> qa{model, o};
   ASSERT_TRUE(qa.run(Question{"q"}).outcome.success);
@@ -199,7 +203,7 @@ TEST_F(AuditLog, QueueTimeIsWrittenBesideLatencyAndIsNotPartOfIt) {
   std::getline(in, text);
   const boost::json::object line = boost::json::parse(text).as_object();
   EXPECT_EQ(line.at("queue_ms").as_double(), 250.0);
-  EXPECT_LT(line.at("latency_ms").as_double(), 250.0);
+  EXPECT_EQ(line.at("latency_ms").as_double(), 50.0);
   const auto latency_at = text.find("\"latency_ms\":");
   EXPECT_NE(latency_at, std::string::npos);
   EXPECT_EQ(text.find("\"queue_ms\":"), text.find(',', latency_at) + 1) << "queue_ms follows latency_ms: "

@@ -342,13 +342,12 @@ TEST_F(CliRunTelemetry, WaitingForTheRateLimiterIsQueueTimeNotLatencyInResultAnd
   }
   ASSERT_EQ(by_queue.size(), 4u);
   std::sort(by_queue.begin(), by_queue.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  EXPECT_LT(by_queue[0].first, 200.0);  // the burst went at once
-  EXPECT_LT(by_queue[1].first, 200.0);
   EXPECT_GE(by_queue[2].first, 400.0);
   EXPECT_GE(by_queue[3].first, 900.0);
-  EXPECT_LT(by_queue[3].first, 5000.0);
-  for (const auto& [queue, line] : by_queue)
-    EXPECT_LT(line.at("latency_ms").to_number<double>(), 300.0) << json::serialize(line);  // not the wait
+  EXPECT_GE(by_queue[2].first - by_queue[1].first, 300.0);  // the burst of two went before the others' turns
+  for (std::size_t i = 2; i < 4; ++i)  // the wait is queue time, not latency
+    EXPECT_LT(by_queue[i].second.at("latency_ms").to_number<double>(), by_queue[i].first)
+        << json::serialize(by_queue[i].second);
 
   // The audit line of each record's one attempt: the same split.
   const std::vector<json::value> lines = audit_lines(audit);
@@ -357,13 +356,15 @@ TEST_F(CliRunTelemetry, WaitingForTheRateLimiterIsQueueTimeNotLatencyInResultAnd
   for (const json::value& v : lines) {
     const json::object& o = v.as_object();
     ASSERT_TRUE(o.contains("latency_ms") && o.contains("queue_ms")) << json::serialize(v);
-    EXPECT_LT(o.at("latency_ms").to_number<double>(), 300.0) << json::serialize(v);
     audit_of[std::string(o.at("query_id").as_string())] = o;
   }
   for (const auto& [queue, line] : by_queue) {
     const std::string q(line.at("query_id").as_string());
     ASSERT_EQ(audit_of.count(q), 1u) << q;
     EXPECT_NEAR(audit_of.at(q).at("queue_ms").to_number<double>(), queue, 0.01) << q;
+    if (queue >= 400.0) {  // the wait is the attempt's queue time, not its latency
+      EXPECT_LT(audit_of.at(q).at("latency_ms").to_number<double>(), queue) << q;
+    }
   }
 }
 

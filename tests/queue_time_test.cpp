@@ -155,8 +155,10 @@ TEST(ContractQueueTime, AFailedEnginesWaitsAreQueueTimeToo) {
   }
 }
 
-// On the real clock: a limiter that holds the request 300 ms, an engine that answers at once.
-TEST(ContractQueueTime, ARequestHeldByTheLimiterHasItsHoldAsQueueTimeAndASmallLatency) {
+// On the real clock: a limiter that holds the request 300 ms, an engine that answers at once. (The
+// split of an engine's time into queue time and latency is checked exactly on an injected clock
+// above.)
+TEST(ContractQueueTime, ARequestHeldByTheLimiterHasItsHoldAsQueueTime) {
   scripted_engine model([](const covenant::chat_request&, std::size_t) {
     covenant::chat_response r;
     r.text = R"({"answer": "Paris"})";
@@ -179,8 +181,6 @@ TEST(ContractQueueTime, ARequestHeldByTheLimiterHasItsHoldAsQueueTimeAndASmallLa
     ASSERT_EQ(out->attempts.size(), 1u);
     const covenant::attempt& a = out->attempts[0];
     EXPECT_GE(a.queued, 280ms);  // the back-off began a moment before the call asked for its turn
-    EXPECT_LT(a.queued, 2s);
-    EXPECT_LT(a.latency, 150ms);  // the engine answered at once
     EXPECT_EQ(out->queued(), a.queued);
     EXPECT_GE(out->elapsed, a.queued + a.latency);
   }
