@@ -1,6 +1,7 @@
 // The response cache (covenant/engine/response_cache.hpp): one SQLite connection per cached_engine,
 // in WAL mode so that many processes read and write one file at once. SQLite is Debian's
-// libsqlite3-dev; a request's identity is the cassette's normalized request (one rule for both).
+// libsqlite3-dev; a request's identity is the cassette's normalized request (request_key.hpp: one
+// rule for both).
 #include "covenant/engine/response_cache.hpp"
 
 #include <sqlite3.h>
@@ -19,9 +20,9 @@
 #include <thread>
 #include <utility>
 
-#include "covenant/engine/cassette.hpp"
 #include "covenant/engine/runtime.hpp"
 #include "log.hpp"
+#include "request_key.hpp"
 
 namespace covenant {
 
@@ -234,7 +235,7 @@ struct cached_engine::state {
 namespace {
 
 std::string key_of(const cached_engine::state& st, const chat_request& request) {
-  return st.options.scope + "\n" + cassette_engine::normalized(request);
+  return st.options.scope + "\n" + cassette_impl::request_key(request);
 }
 
 /// Forwards the inner engine's reply and stores it when it is whole: on a worker of the shared
