@@ -29,6 +29,7 @@
 #include "covenant/types/version.hpp"
 #include "curl_handles.hpp"
 #include "http_probe.hpp"
+#include "exchange_decision.hpp"
 #include "http_transport.hpp"
 #include "log.hpp"
 #include "wire_dialect.hpp"
@@ -373,6 +374,53 @@ class http_call final : public std::enable_shared_from_this<http_call> {
       receiver_->on_tool_text(at->ordinal, first ? std::string_view(call.name) : std::string_view(), piece.arguments);
   }
 
+  /// What the exchange `x` came to, as the facts decide_exchange() reads; a 2xx body that is not a
+  /// stream is read into `whole` (or its reading's failure is a fact).
+  detail::exchange_facts facts_of(exchange& x, std::optional<chat_response>& whole) {
+    const exchange_result& r = x.result;
+    detail::exchange_facts f;
+    f.too_large = r.too_large;
+    f.body_limit = s_->options.max_response_bytes;
+    f.transport_ok = r.code == CURLE_OK;
+    if (!f.transport_ok) {
+      f.transport_reason = s_->curl_reason(r.code, x.error_buffer);
+      f.transport_retryable = retryable_curl_code(r.code);
+    }
+    f.idle_timeout = r.idle_timeout;
+    f.idle_limit = s_->options.stream_idle_timeout;
+    f.status = static_cast<int>(r.status);
+    f.event_stream = x.stream && x.event_stream;
+    f.content_started = content_started_;
+    const bool ok_status = f.transport_ok && r.status >= 200 && r.status < 300;
+    if (f.event_stream && (ok_status || content_started_)) {
+      if (x.sse && !x.sse->stopped()) {
+        x.sse->finish();
+        // Some servers (llama.cpp) end with "data: [DONE]" and no empty line after it.
+        if (x.sse->unfinished_data() == "[DONE]") stream_done_ = true;
+      }
+      f.stream_finished = stream_done_ || !finish_reason_.empty();
+      f.stream_error = stream_error_;
+    }
+    if (!f.too_large && ok_status && !(f.event_stream && (ok_status || content_started_))) {
+      try {
+        whole.emplace(s_->dialect->parse_reply(r.body, form_));
+      } catch (const engine_error& e) {
+        std::string why = s_->safe(e.what());
+        if (std::string_view(e.what()).starts_with("the response body is not JSON"))
+          why += ": \"" + s_->safe(one_line(r.body, 80)) + "\"";
+        f.body_error = std::move(why);
+      }
+    }
+    if (f.transport_ok && !ok_status && !f.too_large) {
+      f.server_message = s_->safe(detail::server_error_message(r.body));
+      f.mode_refused = automatic_ && detail::is_mode_refusal(f.status, f.server_message) &&
+                       mode_index_ + 1 < s_->modes.size();
+      const auto& rs = s_->options.retry_statuses;
+      f.status_retryable = std::find(rs.begin(), rs.end(), f.status) != rs.end();
+    }
+    return f;
+  }
+
   void on_exchange_done(exchange& x) {
     if (done_ || current_.get() != &x) return;
     std::shared_ptr<exchange> keep = std::move(current_);
@@ -389,85 +437,37 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     } catch (...) {
     }
 
-    if (r.too_large)
-      return fail(engine_error(where + ": the response body exceeds max_response_bytes (" +
-                                   std::to_string(s_->options.max_response_bytes) + ")",
-                               static_cast<int>(r.status), false));
+    // The facts of the exchange, then the one decision (exchange_decision.cpp).
+    std::optional<chat_response> whole;  // a 2xx body that is not a stream, read
+    detail::exchange_facts f = facts_of(x, whole);
+    f.attempt = attempt_;
+    f.attempts = attempts;
 
-    int status = 0;
-    std::string reason;
-    const bool ok_status = r.code == CURLE_OK && r.status >= 200 && r.status < 300;
-    if (x.stream && x.event_stream && (ok_status || content_started_)) {
-      if (x.sse && !x.sse->stopped()) {
-        x.sse->finish();
-        // Some servers (llama.cpp) end with "data: [DONE]" and no empty line after it.
-        if (x.sse->unfinished_data() == "[DONE]") stream_done_ = true;
-      }
-      // After the first content byte nothing is retried: what arrived goes to the contract.
-      if (stream_done_ || !finish_reason_.empty()) {
-        if (!stream_error_.empty() && !content_started_) {
-          reason = "the server reported an error in the stream: " + stream_error_;
-        } else {
-          return reply(false);
+    const detail::exchange_decision d = detail::decide_exchange(f);
+    switch (d.next) {
+      case detail::exchange_next::deliver:
+        if (!whole) return reply(false);
+        if (x.stream) {  // a server that did not stream: the reply as one piece each
+          if (!whole->text.empty()) receiver_->on_text(whole->text);
+          for (std::size_t i = 0; i < whole->tool_calls.size(); ++i)
+            receiver_->on_tool_text(i, whole->tool_calls[i].name, whole->tool_calls[i].arguments);
         }
-      } else if (content_started_) {
-        std::string why = !stream_error_.empty() ? "the server reported an error mid-stream: " + stream_error_
-                          : r.idle_timeout        ? "no data for " + std::to_string(s_->options.stream_idle_timeout.count()) +
-                                                 " ms"
-                          : r.code != CURLE_OK    ? s_->curl_reason(r.code, x.error_buffer)
-                                                  : "the stream ended without [DONE] or a finish reason";
+        return deliver(std::move(*whole));
+      case detail::exchange_next::deliver_cut:
         detail::log_warn("{}: the streamed reply was cut off after {} bytes ({}); what arrived is handed over", where,
-                         text_.size(), why);
+                         text_.size(), d.reason);
         return reply(true);
-      } else if (!stream_error_.empty()) {
-        reason = "the server reported an error in the stream: " + stream_error_;
-      } else if (r.idle_timeout) {
-        reason = "timed out: no data for " + std::to_string(s_->options.stream_idle_timeout.count()) + " ms";
-      } else if (r.code != CURLE_OK) {
-        reason = s_->curl_reason(r.code, x.error_buffer);
-        if (!retryable_curl_code(r.code)) return fail(engine_error(where + ": " + reason, 0, false));
-      } else {
-        reason = "the stream ended before any content";
-      }
-      status = static_cast<int>(r.status);
-    } else if (r.code != CURLE_OK) {
-      if (r.idle_timeout) {
-        reason = "timed out: no data for " + std::to_string(s_->options.stream_idle_timeout.count()) + " ms";
-      } else {
-        reason = s_->curl_reason(r.code, x.error_buffer);
-        if (!retryable_curl_code(r.code)) return fail(engine_error(where + ": " + reason, 0, false));
-      }
-    } else {
-      status = static_cast<int>(r.status);
-      if (ok_status) {
-        try {
-          chat_response out = s_->dialect->parse_reply(r.body, form_);
-          if (x.stream) {  // a server that did not stream: the reply as one piece each
-            if (!out.text.empty()) receiver_->on_text(out.text);
-            for (std::size_t i = 0; i < out.tool_calls.size(); ++i)
-              receiver_->on_tool_text(i, out.tool_calls[i].name, out.tool_calls[i].arguments);
-          }
-          return deliver(std::move(out));
-        } catch (const engine_error& e) {
-          std::string what = where + ": HTTP " + std::to_string(status) + ", but " + s_->safe(e.what());
-          if (std::string_view(e.what()).starts_with("the response body is not JSON"))
-            what += ": \"" + s_->safe(one_line(r.body, 80)) + "\"";
-          return fail(engine_error(what, status, false));
-        }
-      }
-      reason = "HTTP " + std::to_string(status);
-      const std::string server = s_->safe(detail::server_error_message(r.body));
-      if (!server.empty()) reason += ": " + server;
-      if (automatic_ && detail::is_mode_refusal(status, server) && fall_back(where, reason)) return;
-      const auto& rs = s_->options.retry_statuses;
-      if (std::find(rs.begin(), rs.end(), status) == rs.end()) return fail(engine_error(where + ": " + reason, status, false));
+      case detail::exchange_next::fail: return fail(engine_error(where + ": " + d.reason, d.status, false));
+      case detail::exchange_next::give_up: return fail(engine_error(where + ": " + d.reason, d.status, true));
+      case detail::exchange_next::fall_back:
+        if (fall_back(where, d.reason)) return;
+        return fail(engine_error(where + ": " + d.reason, d.status, false));
+      case detail::exchange_next::retry: break;
     }
 
-    // A transient failure: retry while the budget lasts.
-    if (attempt_ >= attempts)
-      return fail(engine_error(where + ": " + reason + " (gave up after " + std::to_string(attempts) +
-                                   (attempts == 1 ? " attempt)" : " attempts)"),
-                               status, true));
+    // A transient failure: retry after a wait.
+    const int status = d.status;
+    const std::string& reason = d.reason;
     const std::chrono::nanoseconds wait = s_->wait_before(attempt_, r.retry_after, r.retry_after_ms);
     if (limiter_ && (status == 429 || r.retry_after || r.retry_after_ms)) limiter_->back_off(wait);
     detail::log_warn("{} failed ({}); transport retry {}/{} in {:.3f} s", where, reason, attempt_,
