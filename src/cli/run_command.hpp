@@ -1,5 +1,5 @@
 // covenant run: what its source files share (run_config.cpp reads the command line,
-// run_command.cpp runs the steps).
+// run_telemetry.cpp attaches the metrics and the audit log, run_command.cpp runs the steps).
 #pragma once
 
 #include <covenant/contract/batch.hpp>
@@ -9,12 +9,17 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cli.hpp"
+
+namespace covenant {
+class metrics;
+}
 
 namespace covenant::cli {
 
@@ -83,5 +88,36 @@ struct run_config {
 
 /// Reads and checks the command line after `run`; throws usage_error for a wrong one.
 run_config parse_run_config(const std::vector<std::string>& args);
+
+// ---- telemetry (run_telemetry.cpp) -------------------------------------------------------------
+
+class metrics_file_writer;
+class metrics_server;
+
+/// The run's metrics (--metrics-file, --metrics-port) and audit log (--audit-log).
+class run_telemetry {
+ public:
+  /// Adds the metrics and the audit log to the contract's observers, and writes --metrics-file
+  /// once, so that a file that cannot be written stops the run before any model call (throws
+  /// fatal_error).
+  run_telemetry(const run_config& config, contract_options& options);
+  run_telemetry(const run_telemetry&) = delete;
+  run_telemetry& operator=(const run_telemetry&) = delete;
+  ~run_telemetry();
+
+  /// Serves the metrics on --metrics-port (saying where) and starts rewriting --metrics-file.
+  void start();
+  /// Stops serving and writes --metrics-file a last time; false (after saying why) when that
+  /// write failed.
+  bool finish();
+
+ private:
+  std::optional<int> port_;
+  std::shared_ptr<covenant::metrics> metrics_;
+  std::unique_ptr<metrics_file_writer> writer_;
+#ifdef COVENANT_CLI_HTTPLIB
+  std::unique_ptr<metrics_server> server_;
+#endif
+};
 
 }  // namespace covenant::cli
