@@ -1,17 +1,27 @@
 // covenant run: what its source files share (run_config.cpp reads the command line,
-// run_telemetry.cpp attaches the metrics and the audit log, run_command.cpp runs the steps).
+// run_telemetry.cpp attaches the metrics and the audit log, run_records.cpp reads the records and
+// writes their result lines, run_command.cpp runs the steps).
 #pragma once
 
 #include <covenant/contract/batch.hpp>
 #include <covenant/contract/contract_options.hpp>
 #include <covenant/engine/http_engine.hpp>
+#include <covenant/runtime/dynamic_contract.hpp>
 
+#include <boost/json/value.hpp>
+
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <istream>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -118,6 +128,91 @@ class run_telemetry {
 #ifdef COVENANT_CLI_HTTPLIB
   std::unique_ptr<metrics_server> server_;
 #endif
+};
+
+// ---- the records and their result lines (run_records.cpp) --------------------------------------
+
+/// A record taken from the input and not finished yet: what its result line says about it.
+struct pending_record {
+  boost::json::value id;
+  std::size_t line = 0;
+  std::string query_id;  ///< the record's calls' (the same in every run for the same id)
+};
+
+/// The input's records, read one line at a time: blank lines are passed over; lines that are not
+/// UTF-8, not a JSON object or lack --input-field are reported on standard error and counted;
+/// records of other shards and those an earlier run finished (--resume) are left out.
+class record_reader {
+ public:
+  /// Opens the input (throws fatal_error when it cannot be read). Reading stops once `stop` is set.
+  record_reader(const run_config& config, std::unordered_set<std::string> done_ids, const std::atomic<bool>& stop);
+  record_reader(const record_reader&) = delete;
+  record_reader& operator=(const record_reader&) = delete;
+
+  /// The next record's input (the record, or its --input-field), pending under index
+  /// last_index(); nullopt at the end of the input.
+  std::optional<boost::json::value> next();
+  /// The batch index of the record next() returned last.
+  [[nodiscard]] std::size_t last_index() const noexcept { return next_index_ - 1; }
+  /// The pending record of a batch index, or nullptr.
+  [[nodiscard]] const pending_record* pending(std::size_t index) const;
+  /// The record of `index` is done (or will be done again by a run with --resume).
+  void forget(std::size_t index) { in_flight_.erase(index); }
+
+  [[nodiscard]] std::size_t bad_lines() const noexcept { return bad_lines_; }
+  [[nodiscard]] std::size_t skipped() const noexcept { return skipped_; }
+
+ private:
+  const run_config& config_;
+  std::unordered_set<std::string> done_ids_;
+  const std::atomic<bool>& stop_;
+  std::ifstream file_;
+  std::istream* in_;
+  std::string shown_name_;  // in messages
+  std::size_t line_no_ = 0;
+  std::size_t bad_lines_ = 0;
+  std::size_t skipped_ = 0;
+  std::map<std::size_t, pending_record> in_flight_;  // batch index -> the record
+  std::size_t next_index_ = 0;
+};
+
+/// The lines of the input file (a last line without a newline counts).
+std::size_t count_lines(const std::string& file);
+
+/// The ids an earlier run wrote complete lines for in `file`; an unfinished last line is cut off
+/// the file (throws fatal_error when it cannot be).
+std::unordered_set<std::string> finished_ids(const std::string& file);
+
+/// Where the result lines go (--output FILE, else standard output): one write() per line, so that
+/// a crash loses at most the line being written, and a line is either whole in the file or not
+/// there.
+class result_writer {
+ public:
+  /// Opens --output FILE (appended to with --resume, else emptied; throws fatal_error when it
+  /// cannot be written). With prices, each line has the record's cost.
+  result_writer(const run_config& config, bool priced);
+  result_writer(const result_writer&) = delete;
+  result_writer& operator=(const result_writer&) = delete;
+
+  /// The record's result line.
+  void result(const pending_record& record, const outcome<boost::json::value>& o);
+  /// --stream: a changed partial value, as a line of its own.
+  void partial(const stream_update<boost::json::value>& u);
+  /// Closes --output FILE.
+  void close();
+
+  /// Whether a line could not be written.
+  [[nodiscard]] bool failed() const noexcept { return failed_; }
+  /// The models that answered and have no price.
+  [[nodiscard]] const std::set<std::string>& unpriced_models() const noexcept { return unpriced_models_; }
+
+ private:
+  void write(std::string line);
+
+  int fd_;
+  bool priced_;
+  bool failed_ = false;
+  std::set<std::string> unpriced_models_;
 };
 
 }  // namespace covenant::cli
