@@ -122,10 +122,10 @@ class run_telemetry {
   bool finish();
 
  private:
-  std::optional<int> port_;
   std::shared_ptr<covenant::metrics> metrics_;
   std::unique_ptr<metrics_file_writer> writer_;
 #ifdef COVENANT_CLI_HTTPLIB
+  std::optional<int> port_;
   std::unique_ptr<metrics_server> server_;
 #endif
 };

@@ -187,7 +187,10 @@ class metrics_server {
 };
 #endif
 
-run_telemetry::run_telemetry(const run_config& config, contract_options& options) : port_(config.metrics_port) {
+run_telemetry::run_telemetry(const run_config& config, contract_options& options) {
+#ifdef COVENANT_CLI_HTTPLIB
+  port_ = config.metrics_port;
+#endif
   if (config.metrics_file || config.metrics_port) {
     metrics_ = std::make_shared<covenant::metrics>();
     options.observers.push_back(metrics_);
