@@ -14,8 +14,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <istream>
 #include <fstream>
+#include <istream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -38,16 +38,16 @@ namespace covenant::cli {
 /// The engine's flags: each one given replaces the environment's setting
 /// (http_engine::options_from_env).
 struct engine_flags {
-  std::optional<covenant::provider> provider;                  ///< --provider
-  std::optional<std::string> base_url;                         ///< --base-url
-  std::optional<std::string> model;                            ///< --model
-  std::optional<std::chrono::milliseconds> request_timeout;    ///< --timeout
-  std::optional<int> max_retries;                              ///< --retries
-  std::optional<std::chrono::milliseconds> initial_backoff;    ///< --retry-delay
-  std::optional<std::chrono::milliseconds> max_backoff;        ///< --retry-max-delay
-  bool cache_system_prompt = true;                             ///< not --no-prompt-cache
-  std::optional<std::string> reasoning_effort;                 ///< --reasoning-effort
-  std::uint32_t thinking_budget = 0;                           ///< --thinking-budget (0: none)
+  std::optional<covenant::provider> provider;                ///< --provider
+  std::optional<std::string> base_url;                       ///< --base-url
+  std::optional<std::string> model;                          ///< --model
+  std::optional<std::chrono::milliseconds> request_timeout;  ///< --timeout
+  std::optional<int> max_retries;                            ///< --retries
+  std::optional<std::chrono::milliseconds> initial_backoff;  ///< --retry-delay
+  std::optional<std::chrono::milliseconds> max_backoff;      ///< --retry-max-delay
+  bool cache_system_prompt = true;                           ///< not --no-prompt-cache
+  std::optional<std::string> reasoning_effort;               ///< --reasoning-effort
+  std::uint32_t thinking_budget = 0;                         ///< --thinking-budget (0: none)
 };
 
 /// --cache DIR: the response cache.
@@ -79,12 +79,12 @@ struct run_config {
   bool quiet = false;                      ///< --quiet
 
   // Telemetry.
-  std::optional<std::string> metrics_file;                   ///< --metrics-file
-  std::chrono::nanoseconds metrics_interval{};               ///< --metrics-interval
-  std::optional<int> metrics_port;                           ///< --metrics-port (0: any free port)
-  std::optional<std::string> audit_dir;                      ///< --audit-log
-  unsigned audit_retention_days = 30;                        ///< --audit-retention-days
-  bool audit_include_reply = false;                          ///< --audit-include-reply
+  std::optional<std::string> metrics_file;      ///< --metrics-file
+  std::chrono::nanoseconds metrics_interval{};  ///< --metrics-interval
+  std::optional<int> metrics_port;              ///< --metrics-port (0: any free port)
+  std::optional<std::string> audit_dir;         ///< --audit-log
+  unsigned audit_retention_days = 30;           ///< --audit-retention-days
+  bool audit_include_reply = false;             ///< --audit-include-reply
 
   // The calls: the contract's options (retries, strictness, mode; the run adds prices and
   // observers), the batch's (concurrency, rate limits, budget; the run adds the rest) and the
