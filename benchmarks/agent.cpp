@@ -71,6 +71,7 @@ struct Research {
 class loop_engine : public covenant::engine {
  public:
   loop_engine(std::string answer, int steps) : answer_(std::move(answer)), steps_(steps) {}
+  ~loop_engine() override { close(); }
   covenant::chat_response complete(const covenant::chat_request& request) override {
     int done = 0;
     for (const covenant::message& m : request.messages) done += m.tool_calls.empty() ? 0 : 1;

@@ -14,6 +14,7 @@ namespace bench {
 class instant_engine : public covenant::engine {
  public:
   explicit instant_engine(std::string reply) : reply_(std::move(reply)) {}
+  ~instant_engine() override { close(); }
   covenant::chat_response complete(const covenant::chat_request&) override {
     covenant::chat_response r;
     r.text = reply_;

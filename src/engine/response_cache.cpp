@@ -290,7 +290,7 @@ response_cache_options checked(response_cache_options o) {
 cached_engine::cached_engine(response_cache_options options, engine& inner)
     : state_(std::make_shared<state>(checked(std::move(options)))), inner_(&inner) {}
 
-cached_engine::~cached_engine() = default;
+cached_engine::~cached_engine() { close(); }  // calls inside complete()/start() end before its state goes
 
 chat_response cached_engine::complete(const chat_request& request) {
   const std::string key = key_of(*state_, request);
