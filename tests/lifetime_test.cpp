@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <stop_token>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "loopback_server.hpp"
@@ -265,6 +266,41 @@ TEST(Lifetime, CallsStoppedBeforeTheyBeganLeaveNothingInTheEngine) {
   EXPECT_EQ(engine.calls_in_flight(), 0u);
   // (the live call's work ran after the stopped calls' on the engine's loop: they are all gone)
   EXPECT_EQ(w.use_count(), 1);  // no call of the engine holds the stopped calls' receiver any more
+}
+
+// An engine with state of its own whose destructor does not close() first, destroyed while a call
+// is inside its complete(): the program stops with a message saying what to do, instead of running
+// the call on freed memory.
+TEST(LifetimeDeathTest, AnEngineDestroyedWithACallInsideThatDidNotCloseFirstStopsTheProgram) {
+  ::testing::GTEST_FLAG(death_test_style) = "threadsafe";
+  EXPECT_DEATH(
+      {
+        struct forgetful final : covenant::engine {
+          std::mutex mutex;
+          std::condition_variable cv;
+          bool inside = false;
+          covenant::chat_response complete(const covenant::chat_request&) override {
+            {
+              std::lock_guard lock(mutex);
+              inside = true;
+            }
+            cv.notify_all();
+            std::this_thread::sleep_for(std::chrono::seconds(30));
+            return {};
+          }
+        };
+        auto e = std::make_unique<forgetful>();
+        const covenant::contract<Plain> c{*e};
+        std::thread t([&] { (void)c.run(Question{"q"}); });
+        {
+          std::unique_lock lock(e->mutex);
+          e->cv.wait(lock, [&] { return e->inside; });
+        }
+        e.reset();
+        t.join();
+      },
+      "destroyed while 1 call\\(s\\) were inside its start\\(\\) or complete\\(\\); the destructor of a class "
+      "derived from covenant::engine must call close\\(\\) first");
 }
 
 // ---------------------------------------------------------------------------------------------
