@@ -120,7 +120,7 @@ const covenant::schema::model& baml_final_answer() {
 // Decodes `text` with the typed decoder and the dynamic one (BAML model); both issue lists.
 void expect_same_issues(const std::string& text, const covenant::schema::model& m,
                         const covenant::decode_options& o = {}) {
-  auto typed = covenant::decode<FinalAnswer>(text, o);
+  auto typed = covenant::try_decode<FinalAnswer>(text, o);
   auto dyn = covenant::decode_dynamic(text, m, o);
   EXPECT_EQ(dyn.issues, typed.issues) << "typed:\n"
                                       << covenant::render_feedback(typed.issues) << "dynamic:\n"
@@ -174,7 +174,7 @@ TEST(DynamicParity, InvalidSampleGivesTheThreeTypedIssues) {
             "confidence: must be <= 1 (got 1.7)\n"
             "sources[1]: must not be empty (got \"\")\n"
             "answer: required field is missing\n");
-  EXPECT_EQ(r.issues, covenant::decode<FinalAnswer>(text).issues);
+  EXPECT_EQ(r.issues, covenant::try_decode<FinalAnswer>(text).issues);
 }
 
 TEST(DynamicParity, StrictUnknownFieldsAndCoercionMatchTheTypedDecoder) {
@@ -204,7 +204,7 @@ TEST(DynamicParity, SchemaFileGivesTheTypedPromptAndJsonSchema) {
 
 template <class T>
 void expect_typed_parity(const std::string& text, const covenant::decode_options& o = {}) {
-  auto typed = covenant::decode<T>(text, o);
+  auto typed = covenant::try_decode<T>(text, o);
   auto dyn = covenant::decode_dynamic(text, covenant::schema_of<T>(), o);
   EXPECT_EQ(dyn.issues, typed.issues) << "typed:\n"
                                       << covenant::render_feedback(typed.issues) << "dynamic:\n"

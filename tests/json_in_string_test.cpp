@@ -73,7 +73,7 @@ constexpr const char* nested_reply = R"({
 })";
 
 TEST(JsonInString, TypedObjectsListsAndMapsAtAnyDepth) {
-  const auto r = covenant::decode<Report>(nested_reply, coerce());
+  const auto r = covenant::try_decode<Report>(nested_reply, coerce());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   EXPECT_EQ(r.value->metadata.model, "gpt-4o");
   EXPECT_EQ(r.value->metadata.tokens, 12);
@@ -91,7 +91,7 @@ TEST(JsonInString, TypedObjectsListsAndMapsAtAnyDepth) {
 }
 
 TEST(JsonInString, TheInnerTextMayNeedRepairs) {
-  const auto r = covenant::decode<Report>(
+  const auto r = covenant::try_decode<Report>(
       R"({"answer": "a", "metadata": "{'model': 'x', tokens: 3,}", "steps": [], "counts": {}, "raw": ""})", coerce());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   EXPECT_EQ(r.value->metadata.model, "x");
@@ -101,7 +101,7 @@ TEST(JsonInString, TheInnerTextMayNeedRepairs) {
 }
 
 TEST(JsonInString, IssuesInsideKeepTheirPaths) {
-  const auto r = covenant::decode<Report>(
+  const auto r = covenant::try_decode<Report>(
       R"({"answer": "a", "metadata": "{\"model\": \"x\", \"tokens\": \"many\"}", "steps": [], "counts": {}, "raw": ""})",
       coerce());
   ASSERT_EQ(r.issues.size(), 1u) << rendered(r.issues);
@@ -118,7 +118,7 @@ TEST(JsonInString, NotReadWhenTheStringIsNotExactlyOneValue) {
        }) {
     const std::string reply = std::string(R"({"answer": "a", "metadata": )") + metadata +
                               R"(, "steps": [], "counts": {}, "raw": ""})";
-    const auto r = covenant::decode<Report>(reply, coerce());
+    const auto r = covenant::try_decode<Report>(reply, coerce());
     ASSERT_EQ(r.issues.size(), 1u) << metadata << "\n" << rendered(r.issues);
     EXPECT_EQ(r.issues[0].path.to_string(), "metadata") << metadata;
     EXPECT_EQ(r.issues[0].code, covenant::issue_code::type_mismatch) << metadata;
@@ -126,18 +126,18 @@ TEST(JsonInString, NotReadWhenTheStringIsNotExactlyOneValue) {
 }
 
 TEST(JsonInString, StrictDecodingReadsNothingInStrings) {
-  const auto r = covenant::decode<Report>(nested_reply);
+  const auto r = covenant::try_decode<Report>(nested_reply);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.issues.size(), 3u) << rendered(r.issues);  // metadata, steps, counts
 }
 
 TEST(JsonInString, AListOfStringsGivenTheTextOfAList) {
   // The text of a list is read as the list, not as a one-item list holding the text.
-  const auto r = covenant::decode<Tags>(R"({"tags": "[\"a\", \"b\"]"})", coerce());
+  const auto r = covenant::try_decode<Tags>(R"({"tags": "[\"a\", \"b\"]"})", coerce());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   EXPECT_EQ(r.value->tags, (std::vector<std::string>{"a", "b"}));
   // Any other text still is a one-item list.
-  const auto one = covenant::decode<Tags>(R"({"tags": "a, b"})", coerce());
+  const auto one = covenant::try_decode<Tags>(R"({"tags": "a, b"})", coerce());
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(one.value->tags, (std::vector<std::string>{"a, b"}));
 }

@@ -163,7 +163,7 @@ covenant::schema::model expect_round_trip() {
 template <class T>
 void expect_same_issues(const covenant::schema::model& imported, const std::vector<std::string>& docs) {
   for (const auto& text : docs) {
-    auto typed = covenant::decode<T>(text);
+    auto typed = covenant::try_decode<T>(text);
     auto dyn = covenant::decode_dynamic(text, imported);
     EXPECT_EQ(dyn.issues, typed.issues) << "typed:\n"
                                         << covenant::render_feedback(typed.issues) << "imported:\n"
@@ -239,7 +239,7 @@ TEST(JsonSchemaImport, PydanticDocumentImportsAndReportsTheSampleIssues) {
             "confidence: must be <= 1 (got 1.7)\n"
             "sources[1]: must not be empty (got \"\")\n"
             "answer: required field is missing\n");
-  EXPECT_EQ(r.issues, covenant::decode<models::FinalAnswer>(invalid).issues);
+  EXPECT_EQ(r.issues, covenant::try_decode<models::FinalAnswer>(invalid).issues);
   // Absent optional fields take their default (null).
   auto ok = covenant::decode_dynamic(R"({"answer": "a", "confidence": 1, "sources": ["s"]})", m);
   ASSERT_TRUE(ok) << covenant::render_feedback(ok.issues);

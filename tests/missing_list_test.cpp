@@ -105,7 +105,7 @@ TEST(MissingList, BelowTheCoerceLevelItIsAMissingField) {
     EXPECT_EQ(rendered(d.issues), "children: required field is missing\n");
   }
   // The decoder itself, without coercions.
-  EXPECT_EQ(rendered(covenant::decode<Note>(reply).issues), "children: required field is missing\n");
+  EXPECT_EQ(rendered(covenant::try_decode<Note>(reply).issues), "children: required field is missing\n");
 }
 
 TEST(MissingList, AListWithBoundsOfItsOwnIsStillMissing) {

@@ -170,7 +170,7 @@ TEST(CoerceObjectAsText, StrictJsonIsItsJsonTextExactlyAsWritten) {
   EXPECT_EQ(r.value->note, "[ ]");
   covenant::decode_options coerce;
   coerce.coerce = true;
-  const auto direct = covenant::decode<Component>(reply, coerce);
+  const auto direct = covenant::try_decode<Component>(reply, coerce);
   ASSERT_TRUE(direct.ok()) << rendered(direct.issues);
   EXPECT_EQ(direct.value->props, r.value->props);
 
@@ -213,7 +213,7 @@ TEST(CoerceObjectAsText, NotBelowTheCoerceLevel) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.issues[0].path.to_string(), "props");
   EXPECT_EQ(r.issues[0].code, covenant::issue_code::type_mismatch);
-  const auto strict = covenant::decode<Component>(valid);
+  const auto strict = covenant::try_decode<Component>(valid);
   ASSERT_FALSE(strict.ok());
   EXPECT_EQ(strict.issues[0].path.to_string(), "props");
 }

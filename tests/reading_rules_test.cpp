@@ -573,7 +573,7 @@ TEST(ReadingRules, TheFilterAfterHooksIsOneWalkOnACppAndAJsonValue) {
   const std::string text =
       R"({"name": "n", "count": 1, "ratio": 0.5, "flag": true, "level": "high", "note": "x",)"
       R"( "items": [{"name": "a"}, {"name": "b", "qty": 2}, {"name": "c"}], "counts": {"k": 1}, "tags": ["t", "u"]})";
-  auto typed = covenant::decode<rules_test::Rec>(text);
+  auto typed = covenant::try_decode<rules_test::Rec>(text);
   ASSERT_TRUE(typed.ok()) << rendered(typed.issues);
   auto dynamic = covenant::decode_dynamic(text, covenant::schema_of<rules_test::Rec>());
   ASSERT_TRUE(dynamic.ok()) << rendered(dynamic.issues);
@@ -622,8 +622,8 @@ TEST(ReadingRules, TheDynamicReaderNeverRunsCppChecks) {
   // reader skips it whether the number is written as a number or, coerced, as text (it ran in
   // that one case).
   const auto& m = covenant::schema_of<rules_test::Unlucky>();
-  EXPECT_EQ(rendered(covenant::decode<rules_test::Unlucky>(R"({"x": 13})").issues), "x: must not be 13 (got 13)\n");
-  EXPECT_EQ(rendered(covenant::decode<rules_test::Unlucky>(R"({"x": "13"})", coerce()).issues),
+  EXPECT_EQ(rendered(covenant::try_decode<rules_test::Unlucky>(R"({"x": 13})").issues), "x: must not be 13 (got 13)\n");
+  EXPECT_EQ(rendered(covenant::try_decode<rules_test::Unlucky>(R"({"x": "13"})", coerce()).issues),
             "x: must not be 13 (got \"13\")\n");
   EXPECT_TRUE(covenant::decode_dynamic(R"({"x": 13})", m).ok());
   const auto text = covenant::decode_dynamic(R"({"x": "13"})", m, coerce());
@@ -772,7 +772,7 @@ TEST(ReadingRules, TheStreamsTakeOnlyTheJsonTheFinalReaderTakes) {
       "{\"id\": 2, \"name\": \"\xe2\x82\"}", "{\"id\": 2, \"name\": \"\xed\xa0\x80\"}",
       "{\"id\": 2, \"n\xffme\": \"x\"}"};
   for (const std::string& text : refused) {
-    const auto final_reading = covenant::decode<rules_test::Plain>(text);
+    const auto final_reading = covenant::try_decode<rules_test::Plain>(text);
     ASSERT_EQ(final_reading.issues.size(), 1u) << text;
     EXPECT_EQ(final_reading.issues[0].code, covenant::issue_code::parse_error) << text;
     const std::vector<boost::json::value> seen = streamed_plain(text);
@@ -791,7 +791,7 @@ TEST(ReadingRules, TheStreamsTakeOnlyTheJsonTheFinalReaderTakes) {
   }
   // Valid UTF-8 and surrogate pairs, cut anywhere: the streams end with the final reader's value.
   const std::string taken = "{\"id\": 7, \"name\": \"na\xc3\xafve \xe2\x82\xac \xf0\x9d\x84\x9e \\u00e9\\ud834\\udd1e\"}";
-  const auto final_reading = covenant::decode<rules_test::Plain>(taken);
+  const auto final_reading = covenant::try_decode<rules_test::Plain>(taken);
   ASSERT_TRUE(final_reading.ok()) << rendered(final_reading.issues);
   const boost::json::value expected = covenant::to_value(*final_reading.value);
   for (const boost::json::value& v : streamed_plain(taken))

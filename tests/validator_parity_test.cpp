@@ -108,7 +108,7 @@ void expect_parity(const std::string& type_name, const std::string& schema_file,
   for (const std::string& v : values) {
     const std::string doc = R"({"v": )" + v + "}";
     SCOPED_TRACE(doc);
-    const std::string typed = render(covenant::decode<T>(doc).issues);
+    const std::string typed = render(covenant::try_decode<T>(doc).issues);
     EXPECT_EQ(render(covenant::decode_dynamic(doc, from_json_schema).issues), typed) << "JSON Schema round trip";
     EXPECT_EQ(render(covenant::decode_dynamic(doc, from_file).issues), typed) << "schema file";
     (typed.empty() ? some_accepted : some_rejected) = true;
