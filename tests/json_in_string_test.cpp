@@ -164,7 +164,7 @@ const covenant::schema::model& report_model() {
 }
 
 TEST(JsonInString, RuntimeSchemasReadTheSame) {
-  const auto r = covenant::read_dynamic(nested_reply, report_model());
+  const auto r = covenant::try_read_dynamic(nested_reply, report_model());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   EXPECT_EQ(r.value.at("metadata").at("model").as_string(), "gpt-4o");
   EXPECT_EQ(r.value.at("metadata").at("tokens").as_int64(), 12);
@@ -175,17 +175,17 @@ TEST(JsonInString, RuntimeSchemasReadTheSame) {
   EXPECT_TRUE(has_note(r.notes, "metadata", "a string holding a JSON object read as the object"));
   EXPECT_TRUE(has_note(r.notes, "steps[0].values", "a string holding a JSON list read as the list"));
 
-  const auto cut = covenant::read_dynamic(
+  const auto cut = covenant::try_read_dynamic(
       R"({"answer": "a", "metadata": "{\"model\": \"x\"", "steps": [], "counts": {}, "raw": ""})", report_model());
   ASSERT_FALSE(cut.ok());
   EXPECT_EQ(cut.issues[0].path.to_string(), "metadata");
 
-  const auto strict = covenant::read_dynamic(nested_reply, report_model(), {.level = covenant::strictness::repair});
+  const auto strict = covenant::try_read_dynamic(nested_reply, report_model(), {.level = covenant::strictness::repair});
   EXPECT_FALSE(strict.ok());
 }
 
 TEST(JsonInString, TheWholeReplyEncodedTwice) {
-  const auto r = covenant::read_dynamic(
+  const auto r = covenant::try_read_dynamic(
       R"("{\"answer\": \"a\", \"metadata\": {\"model\": \"x\", \"tokens\": 1}, \"steps\": [], \"counts\": {}, \"raw\": \"r\"}")",
       report_model());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);

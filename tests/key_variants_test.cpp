@@ -68,7 +68,7 @@ TEST(KeyVariants, EverySpellingOfADeclaredKey) {
     EXPECT_EQ(r.notes[0].path.to_string(), "model_used");
     EXPECT_EQ(r.notes[0].detail, std::string("key \"") + model + "\" read as \"model_used\"");
 
-    const auto d = covenant::read_dynamic(reply, usage_model());
+    const auto d = covenant::try_read_dynamic(reply, usage_model());
     ASSERT_TRUE(d.ok()) << reply << "\n" << rendered(d.issues);
     EXPECT_EQ(d.value.at("model_used").as_string(), "gpt-4o");
     EXPECT_EQ(d.value.at("total_tokens").as_int64(), 12);
@@ -90,7 +90,7 @@ TEST(KeyVariants, TheDeclaredKeyWrittenTooWinsWhereverItIs) {
     EXPECT_EQ(strict_keys.issues[0].code, covenant::issue_code::unknown_field);
     EXPECT_EQ(strict_keys.issues[0].path.to_string(), "modelUsed");
 
-    const auto d = covenant::read_dynamic(reply, usage_model());
+    const auto d = covenant::try_read_dynamic(reply, usage_model());
     ASSERT_TRUE(d.ok()) << reply << "\n" << rendered(d.issues);
     EXPECT_EQ(d.value.at("model_used").as_string(), "gpt-4o") << reply;
   }
@@ -109,7 +109,7 @@ TEST(KeyVariants, ManySpellingsBeforeTheDeclaredKeyAreAllLeftUnknown) {
   EXPECT_EQ(lax.value->model_used, "gpt-4o");
   EXPECT_TRUE(lax.notes.empty());
 
-  const auto d = covenant::read_dynamic(reply, usage_model());
+  const auto d = covenant::try_read_dynamic(reply, usage_model());
   ASSERT_TRUE(d.ok()) << rendered(d.issues);
   EXPECT_EQ(d.value.at("model_used").as_string(), "gpt-4o");
 }

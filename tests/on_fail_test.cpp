@@ -511,7 +511,7 @@ TEST(OnFailSchemaFile, CheckIsNoopAssertIsReaskAndAnActionCanBeNamed) {
     }
   )");
   const auto m = set.model("Out");
-  auto r = covenant::decode_dynamic(R"({"sources": [
+  auto r = covenant::try_decode_dynamic(R"({"sources": [
       {"title": "a title that is far too long", "url": "https://a.example"},
       {"title": "b", "url": "short"}], "grade": 3})",
                                     m);
@@ -521,7 +521,7 @@ TEST(OnFailSchemaFile, CheckIsNoopAssertIsReaskAndAnActionCanBeNamed) {
   EXPECT_EQ(notes_of(r.notes, note_kind::check_failed).size(), 1u);
   EXPECT_EQ(notes_of(r.notes, note_kind::filtered).size(), 1u);
 
-  auto bad = covenant::decode_dynamic(R"({"sources": [{"title": "b", "url": "short"}], "grade": 7})", m);
+  auto bad = covenant::try_decode_dynamic(R"({"sources": [{"title": "b", "url": "short"}], "grade": 7})", m);
   ASSERT_EQ(bad.issues.size(), 2u) << covenant::render_feedback(bad.issues);
   EXPECT_EQ(bad.issues[0].path.to_string(), "sources");
   EXPECT_EQ(bad.issues[0].action, fail_action::reask);
@@ -548,7 +548,7 @@ TEST(OnFailJsonSchema, XOnFailIsImportedAppliedAndExportedBack) {
     "required": ["name", "n"]
   })");
   const auto m = covenant::import_json_schema(doc);
-  auto r = covenant::decode_dynamic(R"({"name": "abcdefgh", "n": 12})", m);
+  auto r = covenant::try_decode_dynamic(R"({"name": "abcdefgh", "n": 12})", m);
   EXPECT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(boost::json::serialize(r.value), R"({"name":"abcde","n":9})");
 

@@ -427,10 +427,10 @@ class Window {
   @@assert(ordered, {{ this.to >= this.from }})
 }
 )").model_for("Window");
-  const auto broken = covenant::decode_dynamic(R"({"from": 5, "to": 2})", m);
+  const auto broken = covenant::try_decode_dynamic(R"({"from": 5, "to": 2})", m);
   ASSERT_EQ(broken.issues.size(), 1u);
   EXPECT_EQ(broken.issues[0].code, covenant::issue_code::invariant_violation);
-  const auto field = covenant::decode_dynamic(R"({"from": -5, "to": -9})", m);
+  const auto field = covenant::try_decode_dynamic(R"({"from": -5, "to": -9})", m);
   ASSERT_EQ(field.issues.size(), 1u);
   EXPECT_EQ(field.issues[0].path.to_string(), "from");
 }
@@ -511,7 +511,7 @@ class Price {
     for (const bool coerce_level : {false, true}) {
       covenant::decode_options o;
       o.coerce = coerce_level;
-      const auto decoded = covenant::decode_dynamic(text, *r.model, o);
+      const auto decoded = covenant::try_decode_dynamic(text, *r.model, o);
       ASSERT_EQ(decoded.issues.size(), 1u) << rendered(decoded.issues);
       EXPECT_EQ(decoded.issues[0].to_string(), r.issue);
       EXPECT_EQ(decoded.issues[0].code, r.code);
@@ -575,7 +575,7 @@ TEST(ReadingRules, TheFilterAfterHooksIsOneWalkOnACppAndAJsonValue) {
       R"( "items": [{"name": "a"}, {"name": "b", "qty": 2}, {"name": "c"}], "counts": {"k": 1}, "tags": ["t", "u"]})";
   auto typed = covenant::try_decode<rules_test::Rec>(text);
   ASSERT_TRUE(typed.ok()) << rendered(typed.issues);
-  auto dynamic = covenant::decode_dynamic(text, covenant::schema_of<rules_test::Rec>());
+  auto dynamic = covenant::try_decode_dynamic(text, covenant::schema_of<rules_test::Rec>());
   ASSERT_TRUE(dynamic.ok()) << rendered(dynamic.issues);
   covenant::issue_list filters;
   for (const char* at : {"items[0].qty", "items[1].qty", "counts.k", "note", "tags[1]", "tags[7]", "name"}) {
@@ -625,8 +625,8 @@ TEST(ReadingRules, TheDynamicReaderNeverRunsCppChecks) {
   EXPECT_EQ(rendered(covenant::try_decode<rules_test::Unlucky>(R"({"x": 13})").issues), "x: must not be 13 (got 13)\n");
   EXPECT_EQ(rendered(covenant::try_decode<rules_test::Unlucky>(R"({"x": "13"})", coerce()).issues),
             "x: must not be 13 (got \"13\")\n");
-  EXPECT_TRUE(covenant::decode_dynamic(R"({"x": 13})", m).ok());
-  const auto text = covenant::decode_dynamic(R"({"x": "13"})", m, coerce());
+  EXPECT_TRUE(covenant::try_decode_dynamic(R"({"x": 13})", m).ok());
+  const auto text = covenant::try_decode_dynamic(R"({"x": "13"})", m, coerce());
   EXPECT_TRUE(text.ok()) << rendered(text.issues);
   EXPECT_EQ(covenant::json_text(text.value), R"({"x":13})");
 }

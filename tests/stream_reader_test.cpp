@@ -423,7 +423,7 @@ TEST(DynamicStreamReader, AnEnumValueThatCannotBeReadIsAViolation) {
   covenant::detail::dynamic_stream_reader r(set.model("R"), {}, covenant::strictness::coerce);
   r.feed(R"({"tone": "furious", )");
   ASSERT_EQ(r.violations().size(), 1u);
-  const auto final_issues = covenant::decode_dynamic(R"({"tone": "furious"})", set.model("R")).issues;
+  const auto final_issues = covenant::try_decode_dynamic(R"({"tone": "furious"})", set.model("R")).issues;
   ASSERT_EQ(final_issues.size(), 1u);
   EXPECT_EQ(r.violations()[0], final_issues[0]);
 }
@@ -433,7 +433,7 @@ TEST(DynamicStreamReader, AnEnumValueThatCannotBeReadIsAViolation) {
 namespace {
 std::optional<covenant::issue> final_issue_at(const covenant::schema::model& m, const std::string& member,
                                               const covenant::decode_options& o = {}) {
-  const auto final_issues = covenant::decode_dynamic("{" + member + "}", m, o).issues;
+  const auto final_issues = covenant::try_decode_dynamic("{" + member + "}", m, o).issues;
   const std::string key = member.substr(1, member.find('"', 1) - 1);
   for (const auto& i : final_issues)
     if (i.path.to_string() == key) return i;
@@ -539,7 +539,7 @@ class Out {
   covenant::detail::dynamic_stream_reader r(m, {}, covenant::strictness::strict);
   r.feed(text);
   EXPECT_TRUE(r.violations().empty()) << r.violations()[0].to_string();
-  const auto final_reading = covenant::decode_dynamic(text, m);
+  const auto final_reading = covenant::try_decode_dynamic(text, m);
   EXPECT_TRUE(final_reading.issues.empty()) << covenant::render_feedback(final_reading.issues);
 }
 

@@ -3,7 +3,7 @@
 // tool drives prompts, JSON Schema export and validation (dynamic.hpp) like a C++ type.
 //
 //     covenant::schema::model m = covenant::import_json_schema(boost::json::parse(text));
-//     auto r = covenant::decode_dynamic(model_output, m);
+//     auto r = covenant::try_decode_dynamic(model_output, m);
 //
 // Supported: `type` (one name or an array; "null" in it makes the type nullable), `properties`,
 // `required`, `additionalProperties` (a schema: a map; `propertyNames` gives its key type),
