@@ -8,7 +8,10 @@
 #include <boost/json/serialize.hpp>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -374,6 +377,35 @@ TEST(JsonSchemaImport, TextErrorsHaveLineAndColumnAndLimitsHold) {
   EXPECT_FALSE(covenant::try_import_json_schema(json::value(false)).ok());
   auto any = covenant::import_json_schema(json::value(true));
   EXPECT_EQ(any.root.kind, covenant::schema::kind::any);
+}
+
+TEST(JsonSchemaImport, SchemaDocumentsLoadWithOrWithoutThrowing) {
+  const auto dir = std::filesystem::temp_directory_path() / ("covenant_schema_document_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "a.json") << R"({"title": "A", "type": "object", "properties": {"x": {"type": "integer"}}})";
+    std::ofstream(dir / "b.baml") << "class B {\n  y string\n}\n";
+    std::ofstream(dir / "bad.baml") << "class C {\n  z frob\n}\n";
+  }
+  const covenant::schema_document a = covenant::load_schema_document(dir / "a.json");
+  EXPECT_TRUE(a.json_schema);
+  EXPECT_TRUE(a.ok());
+  EXPECT_TRUE(a.set.contains("A"));
+  const covenant::schema_document b = covenant::load_schema_document(dir / "b.baml");
+  EXPECT_FALSE(b.json_schema);
+  EXPECT_TRUE(b.set.contains("B"));
+
+  for (const char* name : {"bad.baml", "missing.baml"}) {
+    const covenant::schema_document tried = covenant::try_load_schema_document(dir / name);
+    ASSERT_FALSE(tried.ok()) << name;
+    try {
+      (void)covenant::load_schema_document(dir / name);
+      ADD_FAILURE() << name << ": expected schema_error";
+    } catch (const covenant::schema_error& e) {
+      EXPECT_EQ(e.issues(), tried.issues) << name;
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -96,5 +96,8 @@ COVENANT_API bool is_json_schema_document(std::string_view file, std::string_vie
 /// is_json_schema_document), at most COVENANT_SCHEMA_MAX_BYTES, without throwing. Every problem
 /// is in `issues`, a file that cannot be read included (io_error, limit_exceeded).
 COVENANT_API schema_document try_load_schema_document(const std::filesystem::path& file);
+/// Loads `file` as try_load_schema_document does; throws schema_error with every problem (the
+/// returned document's `issues` are empty).
+COVENANT_API schema_document load_schema_document(const std::filesystem::path& file);
 
 }  // namespace covenant
