@@ -20,7 +20,7 @@ void decode_fresh(benchmark::State& state, const char* file) {
     return;
   }
   for (auto _ : state) {
-    auto r = covenant::decode<models::FinalAnswer>(text);
+    auto r = covenant::try_decode<models::FinalAnswer>(text);
     benchmark::DoNotOptimize(r);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * text.size()));
@@ -34,7 +34,7 @@ void decode_reuse(benchmark::State& state, const char* file) {
   }
   models::FinalAnswer out;
   for (auto _ : state) {
-    auto issues = covenant::decode_into(text, out);
+    auto issues = covenant::try_decode_into(text, out);
     benchmark::DoNotOptimize(issues);
     benchmark::DoNotOptimize(out);
   }
@@ -65,7 +65,7 @@ void BM_final_answer_50KB_dynamic(benchmark::State& state) {
   }
   const covenant::schema::model& m = covenant::schema_of<models::FinalAnswer>();
   for (auto _ : state) {
-    auto r = covenant::decode_dynamic(text, m);
+    auto r = covenant::try_decode_dynamic(text, m);
     benchmark::DoNotOptimize(r);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * text.size()));
@@ -80,7 +80,7 @@ void BM_invalid_feedback(benchmark::State& state) {
     return;
   }
   for (auto _ : state) {
-    auto r = covenant::decode<models::FinalAnswer>(text);
+    auto r = covenant::try_decode<models::FinalAnswer>(text);
     std::string feedback = covenant::render_feedback(r.issues);
     benchmark::DoNotOptimize(feedback);
   }

@@ -3,10 +3,10 @@
 //
 //   lenient/<name>                 best candidate (max_candidates = 1) + strict decode into
 //                                  FinalAnswer with every constraint checked; storage reused
-//                                  (extract_into, decode_into) as a server reading many replies
+//                                  (extract_into, try_decode_into) as a server reading many replies
 //   lenient/<name>/all_candidates  every candidate (default options, fresh vectors), then decode
 //                                  of the first that decodes (fresh FinalAnswer)
-//   lenient/valid_fast_path        valid JSON: looks_like_strict_json + strict decode_into (no
+//   lenient/valid_fast_path        valid JSON: looks_like_strict_json + strict try_decode_into (no
 //                                  lenient work at all)
 #include <benchmark/benchmark.h>
 #include <covenant/read/decode.hpp>
@@ -33,7 +33,7 @@ void best_candidate(benchmark::State& state, const char* file) {
   models::FinalAnswer out;
   for (auto _ : state) {
     covenant::extract_into(text, options, x);
-    auto issues = covenant::decode_into(x.candidates.front().json, out);
+    auto issues = covenant::try_decode_into(x.candidates.front().json, out);
     if (!issues.empty()) {
       state.SkipWithError("best candidate does not decode");
       return;
@@ -54,7 +54,7 @@ void all_candidates(benchmark::State& state, const char* file) {
     const auto candidates = covenant::extract_candidates(text);
     bool ok = false;
     for (const auto& c : candidates) {
-      auto r = covenant::decode<models::FinalAnswer>(c.json);
+      auto r = covenant::try_decode<models::FinalAnswer>(c.json);
       if (r) {
         benchmark::DoNotOptimize(r);
         ok = true;
@@ -94,7 +94,7 @@ void BM_valid_fast_path(benchmark::State& state) {
       state.SkipWithError("valid JSON not recognised");
       return;
     }
-    auto issues = covenant::decode_into(text, out);
+    auto issues = covenant::try_decode_into(text, out);
     benchmark::DoNotOptimize(issues);
     benchmark::DoNotOptimize(out);
   }

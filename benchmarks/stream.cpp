@@ -74,7 +74,7 @@ void BM_decode_whole(benchmark::State& state) {
     return;
   }
   for (auto _ : state) {
-    auto r = covenant::decode<models::FinalAnswer>(text);
+    auto r = covenant::try_decode<models::FinalAnswer>(text);
     benchmark::DoNotOptimize(r);
   }
 }

@@ -32,7 +32,7 @@ const char* builtin_invalid =
 
 void show(const char* title, const std::string& text) {
   std::cout << "\n=== decode " << title << " ===\n" << text << "\n";
-  auto r = covenant::decode<models::FinalAnswer>(text);
+  auto r = covenant::try_decode<models::FinalAnswer>(text);
   if (r) {
     std::cout << "-> valid: " << covenant::to_json(*r.value) << "\n";
     return;

@@ -55,7 +55,7 @@ std::string shortened(std::string_view text, std::size_t width = 110) {
 // document, the start of anything else.
 void print_result(const covenant::tool_run& run) {
   if (run.call.name == research::Search::name) {
-    if (auto hits = covenant::decode<research::SearchHits>(run.result)) {
+    if (auto hits = covenant::try_decode<research::SearchHits>(run.result)) {
       std::cout << "    ok, " << hits.value->hits.size() << " hit" << (hits.value->hits.size() == 1 ? "" : "s") << "\n";
       for (const auto& hit : hits.value->hits)
         std::cout << "      " << hit.doc_id << std::string(hit.doc_id.size() < 20 ? 20 - hit.doc_id.size() : 1, ' ')
@@ -63,7 +63,7 @@ void print_result(const covenant::tool_run& run) {
       return;
     }
   } else if (run.call.name == research::Open::name) {
-    if (auto doc = covenant::decode<research::OpenedDocument>(run.result)) {
+    if (auto doc = covenant::try_decode<research::OpenedDocument>(run.result)) {
       std::cout << "    ok, \"" << doc.value->title << "\", " << doc.value->text.size() << " characters: "
                 << shortened(doc.value->text, 60) << "\n";
       return;

@@ -14,7 +14,7 @@ namespace {
 template <class T>
 void show(std::string_view title, std::string_view json) {
   std::cout << "== " << title << "\n";
-  const auto r = covenant::decode<T>(json);
+  const auto r = covenant::try_decode<T>(json);
   if (r.ok()) {
     std::cout << "ok\n\n";
     return;

@@ -1,11 +1,11 @@
 // libFuzzer target for decoding model text into runtime schemas: arbitrary bytes read against a
 // few schemas (classes with aliases and checks, enums, literal unions, maps, unions, a recursive
-// type, a list root) by decode_dynamic and by read_dynamic at every strictness level, final and
+// type, a list root) by try_decode_dynamic and by try_read_dynamic at every strictness level, final and
 // partial, must never crash, hang or leak, and:
-//   - a value decode_dynamic accepts validates again, and its compact text decodes to the same
-//     value (round trip), and read_dynamic at the strict level accepts the text with that value;
-//   - a value read_dynamic accepts in final mode validates against the schema;
-//   - a result of read_dynamic with issues has no value;
+//   - a value try_decode_dynamic accepts validates again, and its compact text decodes to the same
+//     value (round trip), and try_read_dynamic at the strict level accepts the text with that value;
+//   - a value try_read_dynamic accepts in final mode validates against the schema;
+//   - a result of try_read_dynamic with issues has no value;
 //   - a runtime schema's stream with streaming attributes (dynamic_stream_reader), fed the bytes in
 //     pieces, never shows a @stream.done field that is not finished, and, unless it fell back to
 //     the lenient reader, ends with the same view and violations however the bytes were cut.
@@ -131,25 +131,25 @@ void stream_checks(std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   for (const covenant::schema::model& m : models()) {
-    const covenant::dynamic_result d = covenant::decode_dynamic(text, m);
+    const covenant::dynamic_result d = covenant::try_decode_dynamic(text, m);
     if (d.ok()) {
-      const covenant::dynamic_result again = covenant::validate_value(d.value, m);
+      const covenant::dynamic_result again = covenant::try_validate_value(d.value, m);
       if (!again.ok()) fail("a decoded value does not validate again", covenant::json_text(d.value));
       const std::string compact = covenant::json_text(d.value);
-      const covenant::dynamic_result round = covenant::decode_dynamic(compact, m);
+      const covenant::dynamic_result round = covenant::try_decode_dynamic(compact, m);
       if (!round.ok() || round.value != d.value) fail("compact text of a decoded value reads differently", compact);
       const covenant::read_result strict =
-          covenant::read_dynamic(text, m, {.level = covenant::strictness::strict, .partial = false});
-      if (!strict.ok() || strict.value != d.value) fail("strict reading disagrees with decode_dynamic", text);
+          covenant::try_read_dynamic(text, m, {.level = covenant::strictness::strict, .partial = false});
+      if (!strict.ok() || strict.value != d.value) fail("strict reading disagrees with try_decode_dynamic", text);
     }
 
     for (covenant::strictness level :
          {covenant::strictness::strict, covenant::strictness::repair, covenant::strictness::coerce}) {
       for (bool partial : {false, true}) {
-        const covenant::read_result r = covenant::read_dynamic(text, m, {.level = level, .partial = partial});
-        if (!r.ok() && !r.value.is_null()) fail("read_dynamic returned a value with issues", text);
+        const covenant::read_result r = covenant::try_read_dynamic(text, m, {.level = level, .partial = partial});
+        if (!r.ok() && !r.value.is_null()) fail("try_read_dynamic returned a value with issues", text);
         if (r.ok() && !partial) {
-          const covenant::dynamic_result v = covenant::validate_value(r.value, m);
+          const covenant::dynamic_result v = covenant::try_validate_value(r.value, m);
           if (!v.ok()) fail("a value read in final mode does not validate", covenant::json_text(r.value));
         }
       }

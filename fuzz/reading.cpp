@@ -1,8 +1,8 @@
-// Differential libFuzzer target for the three readers of one schema: the typed decoder (decode<T>,
-// the typed reply reader), the dynamic decoder on schema_of<T>() (decode_dynamic, read_dynamic) and
+// Differential libFuzzer target for the three readers of one schema: the typed decoder (try_decode<T>,
+// the typed reply reader), the dynamic decoder on schema_of<T>() (try_decode_dynamic, try_read_dynamic) and
 // the stream readers (stream_reader<T>, dynamic_stream_reader) fed the text in random pieces. For a
 // fixed family of C++ types covering the features of the schema model, on arbitrary text:
-//   1. decode<T> and decode_dynamic(schema_of<T>()) report the same issues and notes, in order,
+//   1. try_decode<T> and try_decode_dynamic(schema_of<T>()) report the same issues and notes, in order,
 //      and, when the text reads, the same value (numbers by value, an absent member equal to null);
 //   2. the reply readers (strict JSON, coercions, lenient candidates) agree the same way;
 //   3. the stream readers never crash; on strict JSON each violation they stop a stream on is an
@@ -247,18 +247,18 @@ struct checks {
 
 template <class T>
 void decode_parity(std::string_view text, const covenant::decode_options& o, const char* root) {
-  const covenant::decoded<T> typed = covenant::decode<T>(text, o);
-  const covenant::dynamic_result dyn = covenant::decode_dynamic(text, covenant::schema_of<T>(), o);
+  const covenant::decoded<T> typed = covenant::try_decode<T>(text, o);
+  const covenant::dynamic_result dyn = covenant::try_decode_dynamic(text, covenant::schema_of<T>(), o);
   const std::string where = std::string(root) + (o.coerce ? " (coerce" : " (exact") +
                             (o.reject_unknown_fields ? ", reject unknown)" : ")") + "\ntext: " + std::string(text);
   if (typed.issues != dyn.issues)
-    fail("decode<T> and decode_dynamic report different issues",
+    fail("try_decode<T> and try_decode_dynamic report different issues",
          where + "\ntyped:\n" + shown(typed.issues) + "dynamic:\n" + shown(dyn.issues));
   if (typed.notes != dyn.notes)
-    fail("decode<T> and decode_dynamic note different things",
+    fail("try_decode<T> and try_decode_dynamic note different things",
          where + "\ntyped:\n" + shown(typed.notes) + "dynamic:\n" + shown(dyn.notes));
   if (typed.ok() && !covenant::json_equal(dyn.value, covenant::to_value(*typed.value)))
-    fail("decode<T> and decode_dynamic read different values",
+    fail("try_decode<T> and try_decode_dynamic read different values",
          where + "\ntyped:   " + covenant::to_json(*typed.value) + "\ndynamic: " + covenant::json_text(dyn.value));
 }
 
@@ -275,7 +275,7 @@ covenant::decoded<T> read_typed(std::string_view text, strictness level) {
 template <class T>
 void reply_parity(std::string_view text, strictness level, const char* root) {
   const covenant::decoded<T> typed = read_typed<T>(text, level);
-  const covenant::read_result dyn = covenant::read_dynamic(text, covenant::schema_of<T>(), {.level = level});
+  const covenant::read_result dyn = covenant::try_read_dynamic(text, covenant::schema_of<T>(), {.level = level});
   const std::string where =
       std::string(root) + " at " + std::string(covenant::to_string(level)) + "\ntext: " + std::string(text);
   if (typed.issues != dyn.issues)

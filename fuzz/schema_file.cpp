@@ -32,8 +32,8 @@ void exercise(const covenant::schema::model& m) {
   const boost::json::value again = covenant::to_json_schema(*back.model);
   if (again != exported) fail("export -> import -> export changed the document", boost::json::serialize(exported));
   for (const char* doc : {"{}", "[]", "null", "1", "\"a\"", R"({"a": [1, "b", {"c": null}]})"}) {
-    (void)covenant::decode_dynamic(doc, m);
-    (void)covenant::decode_dynamic(doc, *back.model);
+    (void)covenant::try_decode_dynamic(doc, m);
+    (void)covenant::try_decode_dynamic(doc, *back.model);
   }
 }
 
@@ -55,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (j.ok()) {
     (void)covenant::to_json_schema(*j.model);
     (void)covenant::prompt_text(*j.model);
-    (void)covenant::decode_dynamic(R"({"a": 1})", *j.model);
+    (void)covenant::try_decode_dynamic(R"({"a": 1})", *j.model);
   }
   return 0;
 }

@@ -1,6 +1,6 @@
 // Conformance with BAML's schema-aligned parser: every case of the corpus taken from the test suite
 // of BAML's `jsonish` parser (../shared/conformance/baml/corpus.jsonl, read at test time) is read
-// with read_dynamic (coerce level; partial cases as streams) against its schema and target type,
+// with try_read_dynamic (coerce level; partial cases as streams) against its schema and target type,
 // and the value is compared with the one BAML's suite expects.
 //
 // Cases that do not pass are listed, each with its reason, in baml_conformance_expected_failures.txt
@@ -182,7 +182,7 @@ TEST(BamlConformance, ReadsTheCorpusAsBamlDoes) {
     covenant::read_options options;
     options.partial = partial;
     options.keys = covenant::output_keys::declared;
-    const covenant::read_result r = covenant::read_dynamic(std::string(row.at("input").as_string()), *model.model, options);
+    const covenant::read_result r = covenant::try_read_dynamic(std::string(row.at("input").as_string()), *model.model, options);
 
     bool pass = false;
     if (!expect_ok) pass = !r.ok();

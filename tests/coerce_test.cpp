@@ -44,7 +44,7 @@ std::vector<std::string> details(const covenant::note_list& notes) {
 }
 
 TEST(Coerce, NumbersWrittenAsStrings) {
-  auto r = covenant::decode<Reading>(
+  auto r = covenant::try_decode<Reading>(
       R"({"score": "87%", "count": "1,234", "flag": "TRUE", "label": 42, "level": "HIGH", "tags": "solo"})", coerce());
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_DOUBLE_EQ(r.value->score, 0.87);
@@ -64,7 +64,7 @@ TEST(Coerce, NumbersWrittenAsStrings) {
 }
 
 TEST(Coerce, FractionsDecimalsAndKeysInOtherCases) {
-  auto r = covenant::decode<Reading>(
+  auto r = covenant::try_decode<Reading>(
       R"({"Score": "9/10", "COUNT": "7", "flag": false, "label": "x", "level": "Very-High", "tags": [], "modelUsed": "m"})",
       coerce());
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
@@ -75,14 +75,14 @@ TEST(Coerce, FractionsDecimalsAndKeysInOtherCases) {
 }
 
 TEST(Coerce, EnumNamedInsideASentence) {
-  auto r = covenant::decode<Reading>(
+  auto r = covenant::try_decode<Reading>(
       R"({"score": 1, "count": 1, "flag": true, "label": "", "level": "The level is medium.", "tags": []})", coerce());
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.value->level, Level::medium);
 }
 
 TEST(Coerce, NeverInventsData) {
-  auto r = covenant::decode<Reading>(
+  auto r = covenant::try_decode<Reading>(
       R"({"score": "very high", "count": "2.5", "flag": "maybe", "label": "x", "level": "extreme", "tags": [], "model_used": null})",
       coerce());
   ASSERT_EQ(r.issues.size(), 4u) << covenant::render_feedback(r.issues);
@@ -91,29 +91,29 @@ TEST(Coerce, NeverInventsData) {
   EXPECT_EQ(r.issues[2].to_string(), "flag: expected boolean (got \"maybe\")");
   EXPECT_EQ(r.issues[3].code, covenant::issue_code::constraint_violation);
   // A percentage is a fraction only for floating-point fields.
-  auto pct = covenant::decode<Reading>(
+  auto pct = covenant::try_decode<Reading>(
       R"({"score": 0, "count": "50%", "flag": true, "label": "", "level": "low", "tags": []})", coerce());
   ASSERT_EQ(pct.issues.size(), 1u);
   EXPECT_EQ(pct.issues[0].to_string(), "count: expected integer (got \"50%\")");
   // An enum named twice in a sentence is ambiguous.
-  auto two = covenant::decode<Reading>(
+  auto two = covenant::try_decode<Reading>(
       R"({"score": 0, "count": 1, "flag": true, "label": "", "level": "low or high", "tags": []})", coerce());
   ASSERT_EQ(two.issues.size(), 1u);
 }
 
 TEST(Coerce, StrictModeCoercesNothing) {
-  auto r = covenant::decode<Reading>(
+  auto r = covenant::try_decode<Reading>(
       R"({"score": "0.5", "count": 1, "flag": true, "label": "", "level": "HIGH", "tags": "x"})");
   EXPECT_EQ(r.issues.size(), 3u);
   EXPECT_TRUE(r.notes.empty());
 }
 
 TEST(Coerce, VariantPrefersAnAlternativeThatFitsAsWritten) {
-  auto s = covenant::decode<Choice>(R"({"value": "5"})", coerce());
+  auto s = covenant::try_decode<Choice>(R"({"value": "5"})", coerce());
   ASSERT_TRUE(s);
   EXPECT_EQ(std::get<std::string>(s.value->value), "5");
   EXPECT_TRUE(s.notes.empty());
-  auto n = covenant::decode<Choice>(R"({"value": 5})", coerce());
+  auto n = covenant::try_decode<Choice>(R"({"value": 5})", coerce());
   ASSERT_TRUE(n);
   EXPECT_EQ(std::get<int>(n.value->value), 5);
 }

@@ -120,8 +120,8 @@ const covenant::schema::model& baml_final_answer() {
 // Decodes `text` with the typed decoder and the dynamic one (BAML model); both issue lists.
 void expect_same_issues(const std::string& text, const covenant::schema::model& m,
                         const covenant::decode_options& o = {}) {
-  auto typed = covenant::decode<FinalAnswer>(text, o);
-  auto dyn = covenant::decode_dynamic(text, m, o);
+  auto typed = covenant::try_decode<FinalAnswer>(text, o);
+  auto dyn = covenant::try_decode_dynamic(text, m, o);
   EXPECT_EQ(dyn.issues, typed.issues) << "typed:\n"
                                       << covenant::render_feedback(typed.issues) << "dynamic:\n"
                                       << covenant::render_feedback(dyn.issues) << "text: " << text;
@@ -169,12 +169,12 @@ TEST(DynamicParity, BamlFinalAnswerReportsExactlyTheTypedIssues) {
 TEST(DynamicParity, InvalidSampleGivesTheThreeTypedIssues) {
   const std::string text = read_shared("bench/python/samples/invalid_final_answer.json");
   if (text.empty()) GTEST_SKIP() << "shared samples absent";
-  auto r = covenant::decode_dynamic(text, baml_final_answer());
+  auto r = covenant::try_decode_dynamic(text, baml_final_answer());
   EXPECT_EQ(covenant::render_feedback(r.issues),
             "confidence: must be <= 1 (got 1.7)\n"
             "sources[1]: must not be empty (got \"\")\n"
             "answer: required field is missing\n");
-  EXPECT_EQ(r.issues, covenant::decode<FinalAnswer>(text).issues);
+  EXPECT_EQ(r.issues, covenant::try_decode<FinalAnswer>(text).issues);
 }
 
 TEST(DynamicParity, StrictUnknownFieldsAndCoercionMatchTheTypedDecoder) {
@@ -204,8 +204,8 @@ TEST(DynamicParity, SchemaFileGivesTheTypedPromptAndJsonSchema) {
 
 template <class T>
 void expect_typed_parity(const std::string& text, const covenant::decode_options& o = {}) {
-  auto typed = covenant::decode<T>(text, o);
-  auto dyn = covenant::decode_dynamic(text, covenant::schema_of<T>(), o);
+  auto typed = covenant::try_decode<T>(text, o);
+  auto dyn = covenant::try_decode_dynamic(text, covenant::schema_of<T>(), o);
   EXPECT_EQ(dyn.issues, typed.issues) << "typed:\n"
                                       << covenant::render_feedback(typed.issues) << "dynamic:\n"
                                       << covenant::render_feedback(dyn.issues) << "text: " << text;
@@ -265,23 +265,23 @@ class Ticket {
 TEST(DynamicValues, KeysFollowTheSchemaUnknownAndSkippedFieldsAreDropped) {
   auto set = covenant::schema_set::parse(ticket_baml);
   auto m = set.model("Ticket");
-  auto r = covenant::decode_dynamic(
+  auto r = covenant::try_decode_dynamic(
       R"({"extra": 1, "kind": "bug", "priority": "high", "Title": "Crash", "notes": "secret", "estimate": "2d"})", m);
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(covenant::json_text(r.value), R"({"Title":"Crash","priority":"high","kind":"bug","estimate":"2d"})");
-  auto declared = covenant::decode_dynamic(R"({"kind": "bug", "priority": "high", "Title": "Crash", "estimate": 3})", m,
-                                           {}, covenant::output_keys::declared);
+  auto declared = covenant::try_decode_dynamic(R"({"kind": "bug", "priority": "high", "Title": "Crash", "estimate": 3})", m,
+                                               {}, covenant::output_keys::declared);
   ASSERT_TRUE(declared) << covenant::render_feedback(declared.issues);
   EXPECT_EQ(covenant::json_text(declared.value), R"({"title":"Crash","priority":"HIGH","kind":"bug","estimate":3})");
   // An alias replaces the declared name in JSON (as in BAML): neither "HIGH" nor a "title" key reads.
-  auto old_names = covenant::decode_dynamic(R"({"kind": "bug", "priority": "HIGH", "title": "Crash", "estimate": 3})", m);
+  auto old_names = covenant::try_decode_dynamic(R"({"kind": "bug", "priority": "HIGH", "title": "Crash", "estimate": 3})", m);
   EXPECT_EQ(covenant::render_feedback(old_names.issues),
             "priority: must be one of \"low\", \"high\" (got \"HIGH\")\nTitle: required field is missing\n");
 }
 
 TEST(DynamicValues, LiteralsSkippedEnumValuesAndMapKeysAreChecked) {
   auto m = covenant::schema_set::parse(ticket_baml).model("Ticket");
-  auto r = covenant::decode_dynamic(
+  auto r = covenant::try_decode_dynamic(
       R"({"Title": "t", "priority": "INTERNAL", "kind": "question", "estimate": 1.5, "labels": {"team": "a", "owner": "b"}})", m);
   EXPECT_EQ(covenant::render_feedback(r.issues),
             "priority: must be one of \"low\", \"high\" (got \"INTERNAL\")\n"
@@ -299,13 +299,13 @@ TEST(DynamicValues, AUnionOfAnEnumAndLiteralsIsOneChoice) {
     class Q { t "other" | Tone }
   )");
   for (const char* name : {"P", "Q"}) {
-    const auto out = covenant::decode_dynamic(R"({"t": "loud"})", set.model(name));
+    const auto out = covenant::try_decode_dynamic(R"({"t": "loud"})", set.model(name));
     ASSERT_EQ(out.issues.size(), 1u) << name;
     EXPECT_EQ(out.issues[0].code, covenant::issue_code::constraint_violation) << name;
     EXPECT_TRUE(out.issues[0].message.starts_with("must be one of ")) << name;
     for (const char* v : {"\"calm\"", "\"tense\"", "\"other\""})
       EXPECT_NE(out.issues[0].message.find(v), std::string::npos) << name << ": " << out.issues[0].message;
-    const auto kind = covenant::decode_dynamic(R"({"t": 3})", set.model(name));
+    const auto kind = covenant::try_decode_dynamic(R"({"t": 3})", set.model(name));
     ASSERT_EQ(kind.issues.size(), 1u) << name;
     EXPECT_EQ(kind.issues[0].code, covenant::issue_code::type_mismatch) << name;
   }
@@ -327,10 +327,10 @@ TEST(DynamicValues, DefaultsAreFilledAndValuesValidateAgain) {
   m.defs.push_back(d);
   m.root = schema::make_ref("Config");
   m.root.def = 0;
-  auto r = decode_dynamic("{}", m);
+  auto r = try_decode_dynamic("{}", m);
   ASSERT_TRUE(r);
   EXPECT_EQ(json_text(r.value), R"({"retries":3})");
-  auto again = validate_value(r.value, m);
+  auto again = try_validate_value(r.value, m);
   EXPECT_TRUE(again);
   EXPECT_EQ(again.value, r.value);
   EXPECT_EQ(json_text(boost::json::parse(R"({"a": 0.87, "b": [1e21, -0.5]})")), R"({"a":0.87,"b":[1e+21,-0.5]})");
@@ -338,11 +338,39 @@ TEST(DynamicValues, DefaultsAreFilledAndValuesValidateAgain) {
 
 TEST(DynamicValues, ValidateValueReportsTheDecoderIssues) {
   boost::json::value v = boost::json::parse(R"({"answer": "", "confidence": 1.7, "sources": ["a", ""]})");
-  auto r = covenant::validate_value(v, baml_final_answer());
+  auto r = covenant::try_validate_value(v, baml_final_answer());
   EXPECT_EQ(covenant::render_feedback(r.issues),
             "answer: must not be empty (got \"\")\n"
             "confidence: must be <= 1 (got 1.7)\n"
             "sources[1]: must not be empty (got \"\")\n");
+}
+
+TEST(DynamicValues, PlainFormsReturnTheValueOrThrowTheIssuesOfTheirTryForms) {
+  const covenant::schema::model& m = baml_final_answer();
+  const std::string good = R"({"answer": "a", "confidence": 0.5, "sources": ["s"]})";
+  const std::string bad = R"({"answer": "", "confidence": 1.7, "sources": ["a", ""]})";
+  EXPECT_EQ(covenant::decode_dynamic(good, m), covenant::try_decode_dynamic(good, m).value);
+  EXPECT_EQ(covenant::validate_value(boost::json::parse(good), m),
+            covenant::try_validate_value(boost::json::parse(good), m).value);
+  const std::string reply = "```json\n" + good + "\n```";
+  EXPECT_EQ(covenant::read_dynamic(reply, m), covenant::try_read_dynamic(reply, m).value);
+
+  const covenant::issue_list expected = covenant::try_decode_dynamic(bad, m).issues;
+  ASSERT_EQ(expected.size(), 3u);
+  const auto thrown = [](const auto& call) -> covenant::issue_list {
+    try {
+      (void)call();
+    } catch (const covenant::decode_error& e) {
+      return e.issues();
+    }
+    ADD_FAILURE() << "expected decode_error";
+    return {};
+  };
+  EXPECT_EQ(thrown([&] { return covenant::decode_dynamic(bad, m); }), expected);
+  EXPECT_EQ(thrown([&] { return covenant::validate_value(boost::json::parse(bad), m); }), expected);
+  EXPECT_EQ(thrown([&] { return covenant::read_dynamic(bad, m); }), covenant::try_read_dynamic(bad, m).issues);
+  EXPECT_EQ(thrown([&] { return covenant::read_dynamic("not json", m, {.level = covenant::strictness::strict}); }),
+            covenant::try_read_dynamic("not json", m, {.level = covenant::strictness::strict}).issues);
 }
 
 // ---- rules ----------------------------------------------------------------------------------
@@ -370,7 +398,7 @@ class Poll {
 TEST(DynamicRules, AssertsAreIssuesAndChecksAreNotes) {
   auto set = covenant::schema_set::parse(rules_baml);
   auto m = set.model("Range");
-  auto ok = covenant::decode_dynamic(R"({"start": 1, "stop": 500, "label": "longer", "code": "AB", "counts": {"total": 1}})", m);
+  auto ok = covenant::try_decode_dynamic(R"({"start": 1, "stop": 500, "label": "longer", "code": "AB", "counts": {"total": 1}})", m);
   ASSERT_TRUE(ok) << covenant::render_feedback(ok.issues);
   ASSERT_EQ(ok.notes.size(), 2u);
   EXPECT_EQ(ok.notes[0].kind, covenant::note_kind::check_failed);
@@ -381,13 +409,13 @@ TEST(DynamicRules, AssertsAreIssuesAndChecksAreNotes) {
   EXPECT_EQ(ok.notes[1].path.to_string(), "");
   EXPECT_EQ(ok.notes[1].detail, "check failed: must satisfy: this.end - this.start < 100 (small)");
 
-  auto bad = covenant::decode_dynamic(R"({"start": 5, "stop": 1, "code": "ab", "counts": {}})", m);
+  auto bad = covenant::try_decode_dynamic(R"({"start": 5, "stop": 1, "code": "ab", "counts": {}})", m);
   EXPECT_EQ(covenant::render_feedback(bad.issues),
             "code: must satisfy this == this|upper (upper) (got \"ab\")\n"
             "counts: must satisfy \"total\" in this (has_total)\n");
   EXPECT_EQ(bad.issues[0].expected, "must satisfy this == this|upper (upper)");
   // The object rule runs once the fields are valid, and reads fields by their declared names.
-  auto rule = covenant::decode_dynamic(R"({"start": 5, "stop": 1, "code": "AB", "counts": {"total": 0}})", m);
+  auto rule = covenant::try_decode_dynamic(R"({"start": 5, "stop": 1, "code": "AB", "counts": {"total": 0}})", m);
   ASSERT_EQ(rule.issues.size(), 1u);
   EXPECT_EQ(rule.issues[0].code, covenant::issue_code::invariant_violation);
   EXPECT_EQ(rule.issues[0].to_string(), "must satisfy: this.start <= this.end (ordered)");
@@ -395,8 +423,8 @@ TEST(DynamicRules, AssertsAreIssuesAndChecksAreNotes) {
 
 TEST(DynamicRules, EnumRulesApplyToEveryUse) {
   auto m = covenant::schema_set::parse(rules_baml).model("Poll");
-  EXPECT_TRUE(covenant::decode_dynamic(R"({"answer": "YES"})", m));
-  auto r = covenant::decode_dynamic(R"({"answer": "NO"})", m);
+  EXPECT_TRUE(covenant::try_decode_dynamic(R"({"answer": "YES"})", m));
+  auto r = covenant::try_decode_dynamic(R"({"answer": "NO"})", m);
   EXPECT_EQ(covenant::render_feedback(r.issues), "answer: must satisfy this != \"NO\" (not_no) (got \"NO\")\n");
 }
 
@@ -409,11 +437,11 @@ TEST(DynamicRules, UnionAlternativeRanksAsInTheTypedDecoder) {
     }
   )");
   auto m = set.model_for("A | B");
-  EXPECT_TRUE(covenant::decode_dynamic(R"({"b": "x", "c": 1})", m));
-  auto r = covenant::decode_dynamic(R"({"b": "x"})", m);
+  EXPECT_TRUE(covenant::try_decode_dynamic(R"({"b": "x", "c": 1})", m));
+  auto r = covenant::try_decode_dynamic(R"({"b": "x"})", m);
   // A misses one field, B misses one: the first best (A) is reported.
   EXPECT_EQ(covenant::render_feedback(r.issues), "a: required field is missing\n");
-  auto t = covenant::decode_dynamic("3", m);
+  auto t = covenant::try_decode_dynamic("3", m);
   EXPECT_EQ(covenant::render_feedback(t.issues), "expected object (A) or object (B) (got 3)\n");
 }
 
@@ -421,20 +449,20 @@ TEST(DynamicValues, DepthAndSizeLimitsAreIssuesNotCrashes) {
   auto set = covenant::schema_set::parse("type Json = int | string | Json[] | map<string, Json>");
   auto m = set.model("Json");
   std::string deep(100000, '[');
-  auto r = covenant::decode_dynamic(deep, m);
+  auto r = covenant::try_decode_dynamic(deep, m);
   ASSERT_EQ(r.issues.size(), 1u);
   EXPECT_EQ(r.issues[0].code, covenant::issue_code::parse_error);
   EXPECT_TRUE(r.value.is_null());
   covenant::decode_options small;
   small.max_input_bytes = 4;
-  EXPECT_EQ(covenant::decode_dynamic("[1, 2, 3]", m, small).issues.at(0).code, covenant::issue_code::parse_error);
+  EXPECT_EQ(covenant::try_decode_dynamic("[1, 2, 3]", m, small).issues.at(0).code, covenant::issue_code::parse_error);
   boost::json::value very_deep = boost::json::array{};
   for (int i = 0; i < 100000; ++i) {
     boost::json::array wrap;
     wrap.push_back(std::move(very_deep));
     very_deep = std::move(wrap);
   }
-  auto v = covenant::validate_value(very_deep, m);
+  auto v = covenant::try_validate_value(very_deep, m);
   ASSERT_EQ(v.issues.size(), 1u);
   EXPECT_EQ(v.issues[0].code, covenant::issue_code::parse_error);
   // (the deep value is released iteratively to keep this test's own stack small)
@@ -442,7 +470,7 @@ TEST(DynamicValues, DepthAndSizeLimitsAreIssuesNotCrashes) {
     boost::json::value inner = std::move(very_deep.get_array()[0]);
     very_deep = std::move(inner);
   }
-  auto ok = covenant::decode_dynamic(R"([1, "a", [2, {"k": [3]}]])", m);
+  auto ok = covenant::try_decode_dynamic(R"([1, "a", [2, {"k": [3]}]])", m);
   EXPECT_TRUE(ok) << covenant::render_feedback(ok.issues);
 }
 
@@ -450,11 +478,11 @@ TEST(DynamicValues, DepthAndSizeLimitsAreIssuesNotCrashes) {
 
 namespace {
 
-// Schema-guided coercions of read_dynamic (coerce level).
+// Schema-guided coercions of try_read_dynamic (coerce level).
 std::string read_text(std::string_view schema, std::string_view target, std::string_view reply,
                       covenant::read_result* out = nullptr) {
   const auto set = covenant::schema_set::parse(schema);
-  auto r = covenant::read_dynamic(reply, set.model_for(target));
+  auto r = covenant::try_read_dynamic(reply, set.model_for(target));
   std::string s = r.ok() ? covenant::json_text(r.value) : "error: " + covenant::render_feedback(r.issues);
   if (out != nullptr) *out = std::move(r);
   return s;
@@ -529,7 +557,7 @@ covenant::read_result read_partial(std::string_view schema, std::string_view tar
   const auto set = covenant::schema_set::parse(schema);
   covenant::read_options o;
   o.partial = true;
-  return covenant::read_dynamic(text, set.model_for(target), o);
+  return covenant::try_read_dynamic(text, set.model_for(target), o);
 }
 
 bool has_note(const covenant::read_result& r, std::string_view where, std::string_view detail_part) {
@@ -666,7 +694,7 @@ TEST(StreamAttributes, TheStreamShowsWhatAPartialReadingShows) {
     stream.feed(text.substr(n - 1, 1));
     covenant::read_options o;
     o.partial = true;
-    const auto reading = covenant::read_dynamic(text.substr(0, n), model, o);
+    const auto reading = covenant::try_read_dynamic(text.substr(0, n), model, o);
     if (!reading.ok()) continue;
     ++compared;
     EXPECT_TRUE(covenant::json_equal(stream.view().value(), reading.value))
@@ -678,7 +706,7 @@ TEST(StreamAttributes, TheStreamShowsWhatAPartialReadingShows) {
 
 TEST(StreamAttributes, FinalModeIgnoresThem) {
   const auto set = covenant::schema_set::parse("class Foo {\n foo string @stream.done\n bar string?\n}");
-  auto r = covenant::read_dynamic(R"({"bar": "x", "foo": "hal)", set.model("Foo"));
+  auto r = covenant::try_read_dynamic(R"({"bar": "x", "foo": "hal)", set.model("Foo"));
   EXPECT_FALSE(r.ok());  // the cut value is dropped and foo is missing: an issue, as without the attribute
 }
 
@@ -714,18 +742,18 @@ TEST(DynamicCoercion, AnObjectIsReadAsTheOnlyFieldOfAWrappingClass) {
   auto m = covenant::schema_set::parse(wrapper_baml).model("Pick");
   covenant::decode_options coerce;
   coerce.coerce = true;
-  auto r = covenant::decode_dynamic(R"({"name": "c", "side": 2})", m, coerce);
+  auto r = covenant::try_decode_dynamic(R"({"name": "c", "side": 2})", m, coerce);
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(covenant::json_text(r.value), R"({"selected":{"name":"c","side":2}})");
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_EQ(r.notes[0].to_string(), "coerced: an object read as the value of the only field selected");
   // A key naming the field: read as the class itself.
-  auto named = covenant::decode_dynamic(R"({"selected": {"name": "c", "radius": 1}})", m, coerce);
+  auto named = covenant::try_decode_dynamic(R"({"selected": {"name": "c", "radius": 1}})", m, coerce);
   ASSERT_TRUE(named) << covenant::render_feedback(named.issues);
   EXPECT_TRUE(named.notes.empty());
   // Not without coercions, and not when the object does not read as the field.
-  EXPECT_FALSE(covenant::decode_dynamic(R"({"name": "c", "side": 2})", m));
-  auto wrong = covenant::decode_dynamic(R"({"name": "c", "height": 2})", m, coerce);
+  EXPECT_FALSE(covenant::try_decode_dynamic(R"({"name": "c", "side": 2})", m));
+  auto wrong = covenant::try_decode_dynamic(R"({"name": "c", "height": 2})", m, coerce);
   EXPECT_EQ(covenant::render_feedback(wrong.issues), "selected: required field is missing\n");
 }
 

@@ -233,7 +233,7 @@ TEST(EarlyStop, PredicatesMarkedStreamingSafeStopTheStream) {
   EXPECT_LT(r.outcome.attempts[0].text.size(), shouting.size() / 2);
   EXPECT_LT(r.outcome.attempts[1].text.size(), odd.size() / 2);
   EXPECT_EQ(c.stats().early_stops(), 2u);
-  EXPECT_EQ(covenant::decode<Headline>(shouting).issues.at(0).to_string(),
+  EXPECT_EQ(covenant::try_decode<Headline>(shouting).issues.at(0).to_string(),
             r.outcome.attempts[0].issues.at(0).to_string());
 }
 

@@ -82,7 +82,7 @@ std::string repeated(std::size_t n, std::string_view item) {
 
 template <class T>
 testing::AssertionResult decodes(const doc& d) {
-  auto r = covenant::decode<T>(d.str());
+  auto r = covenant::try_decode<T>(d.str());
   if (r.ok() && r.value) return testing::AssertionSuccess();
   return testing::AssertionFailure() << "expected no issue, got:\n" << covenant::render_feedback(r.issues);
 }
@@ -90,7 +90,7 @@ testing::AssertionResult decodes(const doc& d) {
 /// Decoding `d` yields exactly one issue, rendered as `line`, with `code`, and no value.
 template <class T>
 testing::AssertionResult fails_with(const doc& d, std::string_view line, issue_code code) {
-  auto r = covenant::decode<T>(d.str());
+  auto r = covenant::try_decode<T>(d.str());
   if (r.issues.size() != 1)
     return testing::AssertionFailure() << "expected exactly one issue, got " << r.issues.size() << ":\n"
                                        << covenant::render_feedback(r.issues);
@@ -228,7 +228,7 @@ const doc retrieval_query{
     {"query_embedding", embedding_1024}};
 
 TEST(RetrievalQuery, ValidDocumentDecodes) {
-  auto r = covenant::decode<models::RetrievalQuery>(retrieval_query.str());
+  auto r = covenant::try_decode<models::RetrievalQuery>(retrieval_query.str());
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.value->top_k, 5);
   EXPECT_EQ(r.value->filters.chapter, "Chapter 3");
@@ -237,7 +237,7 @@ TEST(RetrievalQuery, ValidDocumentDecodes) {
 }
 
 TEST(RetrievalQuery, FiltersAndEmbeddingMayBeOmitted) {
-  auto r = covenant::decode<models::RetrievalQuery>(retrieval_query.without("filters").without("query_embedding").str());
+  auto r = covenant::try_decode<models::RetrievalQuery>(retrieval_query.without("filters").without("query_embedding").str());
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_FALSE(r.value->filters.chapter.has_value());
   EXPECT_FALSE(r.value->filters.min_similarity.has_value());
@@ -337,7 +337,7 @@ const doc retrieval_result{
     {"retrieval_timestamp", jstr("2025-12-16T10:30:00Z")}};
 
 TEST(RetrievalResult, ValidDocumentDecodes) {
-  auto r = covenant::decode<models::RetrievalResult>(retrieval_result.str());
+  auto r = covenant::try_decode<models::RetrievalResult>(retrieval_result.str());
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.value->chapter, "Chapter 3: Neural Networks");
   EXPECT_DOUBLE_EQ(r.value->similarity_score, 0.87);
@@ -465,7 +465,7 @@ const doc validation_request{
     {"validation_criteria", R"({"min_precision": 0.8, "max_latency_ms": 1500, "require_expected_sources": true})"}};
 
 TEST(ValidationRequest, ValidDocumentDecodes) {
-  auto r = covenant::decode<models::ValidationRequest>(validation_request.str());
+  auto r = covenant::try_decode<models::ValidationRequest>(validation_request.str());
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   ASSERT_TRUE(r.value->expected_sources.has_value());
   EXPECT_EQ(r.value->expected_sources->size(), 2u);
@@ -589,7 +589,7 @@ const doc validation_response{{"query", jstr("What are the key concepts in neura
 doc with_details(const doc& details) { return validation_response.with("validation_details", details.str()); }
 
 TEST(ValidationResponse, ValidDocumentDecodes) {
-  auto r = covenant::decode<models::ValidationResponse>(validation_response.str());
+  auto r = covenant::try_decode<models::ValidationResponse>(validation_response.str());
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   ASSERT_EQ(r.value->retrieved_results.size(), 2u);
   EXPECT_TRUE(r.value->validation_passed);
@@ -788,7 +788,7 @@ const doc validation_metrics{{"validation_run_id", jstr("0b9c7a1e-5d2f-4c8e-a3b1
                              {"queries_passed", "95"}};
 
 TEST(ValidationMetrics, ValidDocumentDecodes) {
-  auto r = covenant::decode<models::ValidationMetrics>(validation_metrics.str());
+  auto r = covenant::try_decode<models::ValidationMetrics>(validation_metrics.str());
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.value->queries_passed, 95);
   EXPECT_EQ(r.value->query_types_tested.size(), 3u);
@@ -934,7 +934,7 @@ TEST(ValidationMetrics, ZeroRecallWithPrecisionAboveZeroIsRejected) {
 // =============================================================================================
 
 TEST(ExampleModels, EveryFieldIssueOfADocumentIsReportedTogether) {
-  auto r = covenant::decode<models::RetrievalResult>(retrieval_result.with("id", jstr("chunk-12345-abcde"))
+  auto r = covenant::try_decode<models::RetrievalResult>(retrieval_result.with("id", jstr("chunk-12345-abcde"))
                                                          .with("similarity_score", "1.3")
                                                          .with("chapter", "\"\"")
                                                          .without("retrieval_timestamp")
@@ -949,7 +949,7 @@ TEST(ExampleModels, EveryFieldIssueOfADocumentIsReportedTogether) {
 TEST(ExampleModels, InvariantsAreCheckedOnlyOnceTheFieldsAreValid) {
   // success_rate is out of range and also disagrees with 95/100: the cross-field rule waits until
   // the fields it reads are valid, so only the range issue is reported.
-  auto r = covenant::decode<models::ValidationMetrics>(validation_metrics.with("success_rate", "9.5").str());
+  auto r = covenant::try_decode<models::ValidationMetrics>(validation_metrics.with("success_rate", "9.5").str());
   ASSERT_EQ(r.issues.size(), 1u) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.issues[0].code, issue_code::constraint_violation);
 }

@@ -89,7 +89,7 @@ TEST(JsonEqual, ArraysInOrderObjectsInAnyOrderAbsentEqualsNull) {
 }
 
 covenant::dynamic_result read(const char* schema, const char* type, std::string_view text) {
-  return covenant::decode_dynamic(text, covenant::schema_set::parse(schema).model(type));
+  return covenant::try_decode_dynamic(text, covenant::schema_set::parse(schema).model(type));
 }
 
 constexpr const char* points_schema = R"(
@@ -137,19 +137,19 @@ TEST(JsonEqual, EveryComparisonOfASchemaFileAgrees) {
 TEST(JsonEqual, TheTypedValidatorAndTheDynamicDecoderAgree) {
   using json_equal_test::Points;
   const std::string text = R"({"ps": [{"a": 1, "b": null}, {"a": 1}]})";
-  const auto typed = covenant::decode<Points>(text);
-  const auto dynamic = covenant::decode_dynamic(text, covenant::schema_of<Points>());
+  const auto typed = covenant::try_decode<Points>(text);
+  const auto dynamic = covenant::try_decode_dynamic(text, covenant::schema_of<Points>());
   ASSERT_EQ(typed.issues.size(), 1u);
   EXPECT_EQ(dynamic.issues, typed.issues);
 }
 
 TEST(JsonEqual, NumericOneOfComparesIntegersExactly) {
   using json_equal_test::Big;
-  EXPECT_TRUE(covenant::decode<Big>(R"({"v": 9007199254740993})").ok());
+  EXPECT_TRUE(covenant::try_decode<Big>(R"({"v": 9007199254740993})").ok());
   // 9007199254740992 is the same double as 9007199254740993, not the same integer.
-  EXPECT_FALSE(covenant::decode<Big>(R"({"v": 9007199254740992})").ok());
-  EXPECT_FALSE(covenant::decode_dynamic(R"({"v": 9007199254740992})", covenant::schema_of<Big>()).ok());
-  EXPECT_TRUE(covenant::decode_dynamic(R"({"v": 5.0})", covenant::schema_of<Big>()).ok());
+  EXPECT_FALSE(covenant::try_decode<Big>(R"({"v": 9007199254740992})").ok());
+  EXPECT_FALSE(covenant::try_decode_dynamic(R"({"v": 9007199254740992})", covenant::schema_of<Big>()).ok());
+  EXPECT_TRUE(covenant::try_decode_dynamic(R"({"v": 5.0})", covenant::schema_of<Big>()).ok());
 }
 
 TEST(JsonEqual, LiteralsByValue) {

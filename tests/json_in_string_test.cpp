@@ -73,7 +73,7 @@ constexpr const char* nested_reply = R"({
 })";
 
 TEST(JsonInString, TypedObjectsListsAndMapsAtAnyDepth) {
-  const auto r = covenant::decode<Report>(nested_reply, coerce());
+  const auto r = covenant::try_decode<Report>(nested_reply, coerce());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   EXPECT_EQ(r.value->metadata.model, "gpt-4o");
   EXPECT_EQ(r.value->metadata.tokens, 12);
@@ -91,7 +91,7 @@ TEST(JsonInString, TypedObjectsListsAndMapsAtAnyDepth) {
 }
 
 TEST(JsonInString, TheInnerTextMayNeedRepairs) {
-  const auto r = covenant::decode<Report>(
+  const auto r = covenant::try_decode<Report>(
       R"({"answer": "a", "metadata": "{'model': 'x', tokens: 3,}", "steps": [], "counts": {}, "raw": ""})", coerce());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   EXPECT_EQ(r.value->metadata.model, "x");
@@ -101,7 +101,7 @@ TEST(JsonInString, TheInnerTextMayNeedRepairs) {
 }
 
 TEST(JsonInString, IssuesInsideKeepTheirPaths) {
-  const auto r = covenant::decode<Report>(
+  const auto r = covenant::try_decode<Report>(
       R"({"answer": "a", "metadata": "{\"model\": \"x\", \"tokens\": \"many\"}", "steps": [], "counts": {}, "raw": ""})",
       coerce());
   ASSERT_EQ(r.issues.size(), 1u) << rendered(r.issues);
@@ -118,7 +118,7 @@ TEST(JsonInString, NotReadWhenTheStringIsNotExactlyOneValue) {
        }) {
     const std::string reply = std::string(R"({"answer": "a", "metadata": )") + metadata +
                               R"(, "steps": [], "counts": {}, "raw": ""})";
-    const auto r = covenant::decode<Report>(reply, coerce());
+    const auto r = covenant::try_decode<Report>(reply, coerce());
     ASSERT_EQ(r.issues.size(), 1u) << metadata << "\n" << rendered(r.issues);
     EXPECT_EQ(r.issues[0].path.to_string(), "metadata") << metadata;
     EXPECT_EQ(r.issues[0].code, covenant::issue_code::type_mismatch) << metadata;
@@ -126,18 +126,18 @@ TEST(JsonInString, NotReadWhenTheStringIsNotExactlyOneValue) {
 }
 
 TEST(JsonInString, StrictDecodingReadsNothingInStrings) {
-  const auto r = covenant::decode<Report>(nested_reply);
+  const auto r = covenant::try_decode<Report>(nested_reply);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.issues.size(), 3u) << rendered(r.issues);  // metadata, steps, counts
 }
 
 TEST(JsonInString, AListOfStringsGivenTheTextOfAList) {
   // The text of a list is read as the list, not as a one-item list holding the text.
-  const auto r = covenant::decode<Tags>(R"({"tags": "[\"a\", \"b\"]"})", coerce());
+  const auto r = covenant::try_decode<Tags>(R"({"tags": "[\"a\", \"b\"]"})", coerce());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   EXPECT_EQ(r.value->tags, (std::vector<std::string>{"a", "b"}));
   // Any other text still is a one-item list.
-  const auto one = covenant::decode<Tags>(R"({"tags": "a, b"})", coerce());
+  const auto one = covenant::try_decode<Tags>(R"({"tags": "a, b"})", coerce());
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(one.value->tags, (std::vector<std::string>{"a, b"}));
 }
@@ -164,7 +164,7 @@ const covenant::schema::model& report_model() {
 }
 
 TEST(JsonInString, RuntimeSchemasReadTheSame) {
-  const auto r = covenant::read_dynamic(nested_reply, report_model());
+  const auto r = covenant::try_read_dynamic(nested_reply, report_model());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   EXPECT_EQ(r.value.at("metadata").at("model").as_string(), "gpt-4o");
   EXPECT_EQ(r.value.at("metadata").at("tokens").as_int64(), 12);
@@ -175,17 +175,17 @@ TEST(JsonInString, RuntimeSchemasReadTheSame) {
   EXPECT_TRUE(has_note(r.notes, "metadata", "a string holding a JSON object read as the object"));
   EXPECT_TRUE(has_note(r.notes, "steps[0].values", "a string holding a JSON list read as the list"));
 
-  const auto cut = covenant::read_dynamic(
+  const auto cut = covenant::try_read_dynamic(
       R"({"answer": "a", "metadata": "{\"model\": \"x\"", "steps": [], "counts": {}, "raw": ""})", report_model());
   ASSERT_FALSE(cut.ok());
   EXPECT_EQ(cut.issues[0].path.to_string(), "metadata");
 
-  const auto strict = covenant::read_dynamic(nested_reply, report_model(), {.level = covenant::strictness::repair});
+  const auto strict = covenant::try_read_dynamic(nested_reply, report_model(), {.level = covenant::strictness::repair});
   EXPECT_FALSE(strict.ok());
 }
 
 TEST(JsonInString, TheWholeReplyEncodedTwice) {
-  const auto r = covenant::read_dynamic(
+  const auto r = covenant::try_read_dynamic(
       R"("{\"answer\": \"a\", \"metadata\": {\"model\": \"x\", \"tokens\": 1}, \"steps\": [], \"counts\": {}, \"raw\": \"r\"}")",
       report_model());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);

@@ -8,7 +8,10 @@
 #include <boost/json/serialize.hpp>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -163,8 +166,8 @@ covenant::schema::model expect_round_trip() {
 template <class T>
 void expect_same_issues(const covenant::schema::model& imported, const std::vector<std::string>& docs) {
   for (const auto& text : docs) {
-    auto typed = covenant::decode<T>(text);
-    auto dyn = covenant::decode_dynamic(text, imported);
+    auto typed = covenant::try_decode<T>(text);
+    auto dyn = covenant::try_decode_dynamic(text, imported);
     EXPECT_EQ(dyn.issues, typed.issues) << "typed:\n"
                                         << covenant::render_feedback(typed.issues) << "imported:\n"
                                         << covenant::render_feedback(dyn.issues) << "text: " << text;
@@ -219,7 +222,7 @@ TEST(JsonSchemaImport, MapsRecursionAndIntegerWidthsRoundTrip) {
 TEST(JsonSchemaImport, DefaultsFormatsPatternsAndOneOfRoundTrip) {
   const auto query = expect_round_trip<jsi::Query>();
   expect_same_issues<jsi::Query>(query, {R"({"q": "x"})", R"({"q": "x", "max_snippets": 11, "language": 3})"});
-  auto filled = covenant::decode_dynamic(R"({"q": "x"})", query);
+  auto filled = covenant::try_decode_dynamic(R"({"q": "x"})", query);
   EXPECT_EQ(covenant::json_text(filled.value), R"({"q":"x","max_snippets":3,"language":"en"})");
   const auto link = expect_round_trip<jsi::Link>();
   expect_same_issues<jsi::Link>(link, {R"({"url": "nope", "id": "x", "code": "abc", "tags": ["a", "a"], "score": 1, "extra": {}})",
@@ -234,14 +237,14 @@ TEST(JsonSchemaImport, PydanticDocumentImportsAndReportsTheSampleIssues) {
   if (schema_text.empty() || invalid.empty()) GTEST_SKIP() << "shared samples absent";
   const auto m = covenant::import_json_schema_text(schema_text, {.file = "final_answer.schema.json"});
   EXPECT_EQ(m.title(), "FinalAnswer");
-  const auto r = covenant::decode_dynamic(invalid, m);
+  const auto r = covenant::try_decode_dynamic(invalid, m);
   EXPECT_EQ(covenant::render_feedback(r.issues),
             "confidence: must be <= 1 (got 1.7)\n"
             "sources[1]: must not be empty (got \"\")\n"
             "answer: required field is missing\n");
-  EXPECT_EQ(r.issues, covenant::decode<models::FinalAnswer>(invalid).issues);
+  EXPECT_EQ(r.issues, covenant::try_decode<models::FinalAnswer>(invalid).issues);
   // Absent optional fields take their default (null).
-  auto ok = covenant::decode_dynamic(R"({"answer": "a", "confidence": 1, "sources": ["s"]})", m);
+  auto ok = covenant::try_decode_dynamic(R"({"answer": "a", "confidence": 1, "sources": ["s"]})", m);
   ASSERT_TRUE(ok) << covenant::render_feedback(ok.issues);
   EXPECT_EQ(covenant::json_text(ok.value), R"({"answer":"a","confidence":1,"sources":["s"],"reasoning":null,"metadata":null})");
 }
@@ -280,7 +283,7 @@ TEST(JsonSchemaImport, OtherDraftsAndFormsAreRead) {
   EXPECT_EQ(expr("by_key"), R"(map<"a" | "b", int>)");
   EXPECT_EQ(expr("anything"), "any");
   EXPECT_EQ(expr("inline"), "Event_inline");
-  auto r = covenant::decode_dynamic(R"({"kind": "tap", "size": "XL", "by_key": {"c": 1}, "inline": {}})", m);
+  auto r = covenant::try_decode_dynamic(R"({"kind": "tap", "size": "XL", "by_key": {"c": 1}, "inline": {}})", m);
   EXPECT_EQ(covenant::render_feedback(r.issues),
             "kind: must be one of \"click\" (got \"tap\")\n"
             "size: must be one of \"S\", \"M\", \"L\" (got \"XL\")\n"
@@ -374,6 +377,35 @@ TEST(JsonSchemaImport, TextErrorsHaveLineAndColumnAndLimitsHold) {
   EXPECT_FALSE(covenant::try_import_json_schema(json::value(false)).ok());
   auto any = covenant::import_json_schema(json::value(true));
   EXPECT_EQ(any.root.kind, covenant::schema::kind::any);
+}
+
+TEST(JsonSchemaImport, SchemaDocumentsLoadWithOrWithoutThrowing) {
+  const auto dir = std::filesystem::temp_directory_path() / ("covenant_schema_document_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "a.json") << R"({"title": "A", "type": "object", "properties": {"x": {"type": "integer"}}})";
+    std::ofstream(dir / "b.baml") << "class B {\n  y string\n}\n";
+    std::ofstream(dir / "bad.baml") << "class C {\n  z frob\n}\n";
+  }
+  const covenant::schema_document a = covenant::load_schema_document(dir / "a.json");
+  EXPECT_TRUE(a.json_schema);
+  EXPECT_TRUE(a.ok());
+  EXPECT_TRUE(a.set.contains("A"));
+  const covenant::schema_document b = covenant::load_schema_document(dir / "b.baml");
+  EXPECT_FALSE(b.json_schema);
+  EXPECT_TRUE(b.set.contains("B"));
+
+  for (const char* name : {"bad.baml", "missing.baml"}) {
+    const covenant::schema_document tried = covenant::try_load_schema_document(dir / name);
+    ASSERT_FALSE(tried.ok()) << name;
+    try {
+      (void)covenant::load_schema_document(dir / name);
+      ADD_FAILURE() << name << ": expected schema_error";
+    } catch (const covenant::schema_error& e) {
+      EXPECT_EQ(e.issues(), tried.issues) << name;
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ TEST(KeyVariants, EverySpellingOfADeclaredKey) {
        }) {
     const std::string reply =
         std::string("{\"") + model + "\": \"gpt-4o\", \"" + tokens + "\": 12}";
-    const auto r = covenant::decode<Usage>(reply, coerce(true));
+    const auto r = covenant::try_decode<Usage>(reply, coerce(true));
     ASSERT_TRUE(r.ok()) << reply << "\n" << rendered(r.issues);
     EXPECT_EQ(r.value->model_used, "gpt-4o");
     EXPECT_EQ(r.value->total_tokens, 12);
@@ -68,7 +68,7 @@ TEST(KeyVariants, EverySpellingOfADeclaredKey) {
     EXPECT_EQ(r.notes[0].path.to_string(), "model_used");
     EXPECT_EQ(r.notes[0].detail, std::string("key \"") + model + "\" read as \"model_used\"");
 
-    const auto d = covenant::read_dynamic(reply, usage_model());
+    const auto d = covenant::try_read_dynamic(reply, usage_model());
     ASSERT_TRUE(d.ok()) << reply << "\n" << rendered(d.issues);
     EXPECT_EQ(d.value.at("model_used").as_string(), "gpt-4o");
     EXPECT_EQ(d.value.at("total_tokens").as_int64(), 12);
@@ -80,17 +80,17 @@ TEST(KeyVariants, TheDeclaredKeyWrittenTooWinsWhereverItIs) {
            R"({"modelUsed": "guess", "model_used": "gpt-4o", "total_tokens": 1})",  // variant first
            R"({"model_used": "gpt-4o", "modelUsed": "guess", "total_tokens": 1})",  // variant after
        }) {
-    const auto r = covenant::decode<Usage>(reply, coerce());
+    const auto r = covenant::try_decode<Usage>(reply, coerce());
     ASSERT_TRUE(r.ok()) << reply << "\n" << rendered(r.issues);
     EXPECT_EQ(r.value->model_used, "gpt-4o") << reply;
     EXPECT_TRUE(r.notes.empty()) << reply;
     // the variant stays an unknown key
-    const auto strict_keys = covenant::decode<Usage>(reply, coerce(true));
+    const auto strict_keys = covenant::try_decode<Usage>(reply, coerce(true));
     ASSERT_EQ(strict_keys.issues.size(), 1u) << reply << "\n" << rendered(strict_keys.issues);
     EXPECT_EQ(strict_keys.issues[0].code, covenant::issue_code::unknown_field);
     EXPECT_EQ(strict_keys.issues[0].path.to_string(), "modelUsed");
 
-    const auto d = covenant::read_dynamic(reply, usage_model());
+    const auto d = covenant::try_read_dynamic(reply, usage_model());
     ASSERT_TRUE(d.ok()) << reply << "\n" << rendered(d.issues);
     EXPECT_EQ(d.value.at("model_used").as_string(), "gpt-4o") << reply;
   }
@@ -101,32 +101,32 @@ TEST(KeyVariants, ManySpellingsBeforeTheDeclaredKeyAreAllLeftUnknown) {
   std::string reply = "{";
   for (int i = 0; i < 2000; ++i) reply += std::string(i % 2 == 0 ? "\"modelUsed\"" : "\"Model-Used\"") + ": \"guess\", ";
   reply += R"("total_tokens": 3, "model_used": "gpt-4o"})";
-  const auto r = covenant::decode<Usage>(reply, coerce(true));
+  const auto r = covenant::try_decode<Usage>(reply, coerce(true));
   EXPECT_EQ(r.issues.size(), 2000u);  // the spellings, unknown keys
   for (const auto& i : r.issues) ASSERT_EQ(i.code, covenant::issue_code::unknown_field);
-  const auto lax = covenant::decode<Usage>(reply, coerce());
+  const auto lax = covenant::try_decode<Usage>(reply, coerce());
   ASSERT_TRUE(lax.ok()) << rendered(lax.issues);
   EXPECT_EQ(lax.value->model_used, "gpt-4o");
   EXPECT_TRUE(lax.notes.empty());
 
-  const auto d = covenant::read_dynamic(reply, usage_model());
+  const auto d = covenant::try_read_dynamic(reply, usage_model());
   ASSERT_TRUE(d.ok()) << rendered(d.issues);
   EXPECT_EQ(d.value.at("model_used").as_string(), "gpt-4o");
 }
 
 TEST(KeyVariants, TwoDeclaredKeysThatCouldMatchMeanNoGuess) {
-  const auto r = covenant::decode<Clash>(R"({"ModelUsed": 1})", coerce());
+  const auto r = covenant::try_decode<Clash>(R"({"ModelUsed": 1})", coerce());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   EXPECT_FALSE(r.value->model_used.has_value());
   EXPECT_FALSE(r.value->modelused.has_value());
   EXPECT_TRUE(r.notes.empty());
-  const auto unknown = covenant::decode<Clash>(R"({"ModelUsed": 1})", coerce(true));
+  const auto unknown = covenant::try_decode<Clash>(R"({"ModelUsed": 1})", coerce(true));
   ASSERT_EQ(unknown.issues.size(), 1u);
   EXPECT_EQ(unknown.issues[0].code, covenant::issue_code::unknown_field);
 }
 
 TEST(KeyVariants, StrictDecodingReadsOnlyDeclaredKeys) {
-  const auto r = covenant::decode<Usage>(R"({"modelUsed": "gpt-4o", "totalTokens": 12})");
+  const auto r = covenant::try_decode<Usage>(R"({"modelUsed": "gpt-4o", "totalTokens": 12})");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.issues.size(), 2u) << rendered(r.issues);  // both fields missing
 }
@@ -134,7 +134,7 @@ TEST(KeyVariants, StrictDecodingReadsOnlyDeclaredKeys) {
 TEST(KeyVariants, ALookaheadOverASyntaxErrorLeavesItToTheReader) {
   // The look for the declared key reaches the broken text; the decoder still reports it once,
   // where it is.
-  const auto r = covenant::decode<Usage>(R"({"modelUsed": "x", "total_tokens": 1,, })", coerce());
+  const auto r = covenant::try_decode<Usage>(R"({"modelUsed": "x", "total_tokens": 1,, })", coerce());
   ASSERT_EQ(r.issues.size(), 1u) << rendered(r.issues);
   EXPECT_EQ(r.issues[0].code, covenant::issue_code::parse_error);
 }

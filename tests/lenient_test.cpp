@@ -492,7 +492,7 @@ TEST(Lenient, EachMalformedSampleYieldsACandidateFinalAnswerAccepts) {
     const auto cands = extract_candidates(text);
     ASSERT_FALSE(cands.empty()) << name;
     // the first candidate is the one
-    const auto r = covenant::decode<models::FinalAnswer>(cands[0].json);
+    const auto r = covenant::try_decode<models::FinalAnswer>(cands[0].json);
     ASSERT_TRUE(r) << name << ": " << covenant::render_feedback(r.issues) << "\n" << cands[0].json;
     EXPECT_FALSE(cands[0].truncated) << name;
     EXPECT_EQ(r.value->metadata->model_used, "gpt-4o-mini") << name;
@@ -508,7 +508,7 @@ TEST(Lenient, TruncatedSampleLosesModelUsedAndSaysSo) {
   EXPECT_TRUE(c.truncated);
   EXPECT_TRUE(has_note(c, note_kind::truncated, "metadata.model_used", "dropped unfinished string \"gpt-4o\""))
       << notes_of(c);
-  const auto r = covenant::decode<models::FinalAnswer>(c.json);
+  const auto r = covenant::try_decode<models::FinalAnswer>(c.json);
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   ASSERT_TRUE(r.value->metadata.has_value());
   EXPECT_EQ(r.value->metadata->timestamp, "2025-01-15T10:30:00Z");
@@ -518,7 +518,7 @@ TEST(Lenient, TruncatedSampleLosesModelUsedAndSaysSo) {
   // streaming: the unfinished value is kept and marked
   const auto p = first(text, partial_mode());
   EXPECT_TRUE(has_note(p, note_kind::incomplete, "metadata.model_used", "gpt-4o")) << notes_of(p);
-  const auto rp = covenant::decode<models::FinalAnswer>(p.json);
+  const auto rp = covenant::try_decode<models::FinalAnswer>(p.json);
   ASSERT_TRUE(rp) << covenant::render_feedback(rp.issues);
   EXPECT_EQ(rp.value->metadata->model_used, "gpt-4o");
 }

@@ -668,7 +668,7 @@ TEST_F(MediaSchema, InputJsonWritesReferencesAndCollectsTheMediaInOrder) {
 }
 
 TEST_F(MediaSchema, DecodeReadsUrlsDataUrlsAndReferencesButNotPaths) {
-  const auto r = covenant::decode<Scan>(R"({"receipt": "https://x/y.png", "invoice": "<pdf 1>",
+  const auto r = covenant::try_decode<Scan>(R"({"receipt": "https://x/y.png", "invoice": "<pdf 1>",
       "pages": ["data:image/png;base64,)" + b64(png_bytes) + R"("], "note": "n"})");
   ASSERT_TRUE(r.ok()) << shown(r.issues).front();
   EXPECT_TRUE(r.value->receipt.is_url());
@@ -682,7 +682,7 @@ TEST_F(MediaSchema, DecodeReadsUrlsDataUrlsAndReferencesButNotPaths) {
   EXPECT_EQ(r.value->pages[0].media_type(), "image/png");
 
   const std::string local = "scans/receipt.png";  // a path is refused, never read
-  const auto bad = covenant::decode<Scan>(R"({"receipt": ")" + local + R"(", "invoice": null,
+  const auto bad = covenant::try_decode<Scan>(R"({"receipt": ")" + local + R"(", "invoice": null,
       "pages": ["<image 1>", "<pdf 1>"], "note": "n"})");
   EXPECT_FALSE(bad.ok());
   ASSERT_EQ(bad.issues.size(), 2u);
@@ -695,7 +695,7 @@ TEST_F(MediaSchema, DecodeReadsUrlsDataUrlsAndReferencesButNotPaths) {
   EXPECT_EQ(bad.issues[1].expected, "image");
   EXPECT_EQ(bad.issues[1].actual, "\"<pdf 1>\"");
 
-  const auto not_a_string = covenant::decode<OneImage>(R"({"note": "n", "receipt": 7})");
+  const auto not_a_string = covenant::try_decode<OneImage>(R"({"note": "n", "receipt": 7})");
   ASSERT_EQ(not_a_string.issues.size(), 1u);
   EXPECT_EQ(not_a_string.issues[0].path.to_string(), "receipt");
   EXPECT_EQ(not_a_string.issues[0].code, covenant::issue_code::type_mismatch);

@@ -67,8 +67,8 @@ const covenant::schema_set& schemas() {
   return set;
 }
 
-covenant::read_result read_dynamic(std::string_view reply, const char* target,
-                                   covenant::strictness level = covenant::strictness::coerce, bool partial = false) {
+covenant::read_result try_read_dynamic(std::string_view reply, const char* target,
+                                       covenant::strictness level = covenant::strictness::coerce, bool partial = false) {
   return covenant_test::reading::read_against(reply, schemas().model(target), level, partial);
 }
 
@@ -80,7 +80,7 @@ TEST(MissingList, ARequiredListThatIsNotThereIsReadAsEmptyWithANote) {
   ASSERT_EQ(r.value->tags.size(), 1u);
   EXPECT_EQ(coerced_notes(r.notes), std::vector<std::string>{"coerced at children: missing list read as empty"});
 
-  const auto d = read_dynamic(reply, "Note");
+  const auto d = try_read_dynamic(reply, "Note");
   ASSERT_TRUE(d.ok()) << rendered(d.issues);
   EXPECT_TRUE(d.value.at("children").as_array().empty());
   EXPECT_EQ(coerced_notes(d.notes), coerced_notes(r.notes));
@@ -91,7 +91,7 @@ TEST(MissingList, AlsoInAMalformedReply) {
   const auto r = read_typed<Note>(reply);
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   EXPECT_TRUE(r.value->children.empty());
-  const auto d = read_dynamic(reply, "Note");
+  const auto d = try_read_dynamic(reply, "Note");
   ASSERT_TRUE(d.ok()) << rendered(d.issues);
   EXPECT_TRUE(d.value.at("children").as_array().empty());
 }
@@ -101,18 +101,18 @@ TEST(MissingList, BelowTheCoerceLevelItIsAMissingField) {
   for (const auto level : {covenant::strictness::strict, covenant::strictness::repair}) {
     const auto r = read_typed<Note>(reply, level);
     EXPECT_EQ(rendered(r.issues), "children: required field is missing\n");
-    const auto d = read_dynamic(reply, "Note", level);
+    const auto d = try_read_dynamic(reply, "Note", level);
     EXPECT_EQ(rendered(d.issues), "children: required field is missing\n");
   }
   // The decoder itself, without coercions.
-  EXPECT_EQ(rendered(covenant::decode<Note>(reply).issues), "children: required field is missing\n");
+  EXPECT_EQ(rendered(covenant::try_decode<Note>(reply).issues), "children: required field is missing\n");
 }
 
 TEST(MissingList, AListWithBoundsOfItsOwnIsStillMissing) {
   const char* reply = R"({"title": "Report"})";
   const auto r = read_typed<Bounded>(reply);
   EXPECT_EQ(rendered(r.issues), "sources: required field is missing\n");
-  const auto d = read_dynamic(reply, "Bounded");
+  const auto d = try_read_dynamic(reply, "Bounded");
   EXPECT_EQ(rendered(d.issues), "sources: required field is missing\n");
 }
 
@@ -122,7 +122,7 @@ TEST(MissingList, AListCutOffAtTheEndOfTheReplyIsNotReadAsEmpty) {
   for (const char* reply : {R"({"title": "Groceries", "tags": [], "children": )", R"({"title": "Groceries", "tags": [], "chil)"}) {
     const auto r = read_typed<Note>(reply);
     EXPECT_EQ(rendered(r.issues), "children: required field is missing\n") << reply;
-    const auto d = read_dynamic(reply, "Note");
+    const auto d = try_read_dynamic(reply, "Note");
     EXPECT_EQ(rendered(d.issues), "children: required field is missing\n") << reply;
   }
   // A list cut inside keeps what was finished (the unfinished item is dropped, as always).
@@ -132,7 +132,7 @@ TEST(MissingList, AListCutOffAtTheEndOfTheReplyIsNotReadAsEmpty) {
 }
 
 TEST(MissingList, InPartialModeItIsNotWrittenYet) {
-  const auto d = read_dynamic(R"({"title": "Groceries", "tags": [)", "Note", covenant::strictness::coerce, true);
+  const auto d = try_read_dynamic(R"({"title": "Groceries", "tags": [)", "Note", covenant::strictness::coerce, true);
   ASSERT_TRUE(d.value.is_object());
   EXPECT_FALSE(d.value.as_object().contains("children"));
   EXPECT_TRUE(coerced_notes(d.notes).empty());

@@ -83,8 +83,8 @@ const covenant::schema_set& schemas() {
   return set;
 }
 
-covenant::read_result read_dynamic(std::string_view reply, const char* target,
-                                   covenant::strictness level = covenant::strictness::coerce, bool partial = false) {
+covenant::read_result try_read_dynamic(std::string_view reply, const char* target,
+                                       covenant::strictness level = covenant::strictness::coerce, bool partial = false) {
   return covenant_test::reading::read_against(reply, schemas().model(target), level, partial);
 }
 
@@ -141,7 +141,7 @@ TEST(CoerceObjectAsText, ANestedStringFieldGivenAnUnquotedObjectOrListIsItsSourc
                                         "coerced at components[1].props: a list read as its text",
                                     }));
 
-  const auto d = read_dynamic(unquoted_page, "Page");
+  const auto d = try_read_dynamic(unquoted_page, "Page");
   ASSERT_TRUE(d.ok()) << rendered(d.issues);
   EXPECT_EQ(d.value.at("components").at(0).at("props").as_string(),
             "{title: string, excerpt: string, onClick: () => void}");
@@ -155,7 +155,7 @@ TEST(CoerceObjectAsText, CommentsAndLineBreaksInsideAreKeptAsWritten) {
   const auto r = read_typed<Component>(reply);
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   EXPECT_EQ(r.value->props, expected);
-  const auto d = read_dynamic(reply, "Component");
+  const auto d = try_read_dynamic(reply, "Component");
   ASSERT_TRUE(d.ok()) << rendered(d.issues);
   EXPECT_EQ(d.value.at("props").as_string(), expected);
 }
@@ -170,11 +170,11 @@ TEST(CoerceObjectAsText, StrictJsonIsItsJsonTextExactlyAsWritten) {
   EXPECT_EQ(r.value->note, "[ ]");
   covenant::decode_options coerce;
   coerce.coerce = true;
-  const auto direct = covenant::decode<Component>(reply, coerce);
+  const auto direct = covenant::try_decode<Component>(reply, coerce);
   ASSERT_TRUE(direct.ok()) << rendered(direct.issues);
   EXPECT_EQ(direct.value->props, r.value->props);
 
-  const auto d = read_dynamic(reply, "Component");
+  const auto d = try_read_dynamic(reply, "Component");
   ASSERT_TRUE(d.ok()) << rendered(d.issues);
   EXPECT_EQ(d.value.at("props").as_string(), R"({"a": 1,   "b": [1, 2]})");
   EXPECT_EQ(d.value.at("tags").at(0).as_string(), R"({"k":  "v"})");
@@ -186,7 +186,7 @@ TEST(CoerceObjectAsText, AFencedBlockOfStrictJsonIsItsTextAsWritten) {
   const auto r = read_typed<Component>(reply);
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   EXPECT_EQ(r.value->props, R"({"a":  1})");
-  const auto d = read_dynamic(reply, "Component");
+  const auto d = try_read_dynamic(reply, "Component");
   ASSERT_TRUE(d.ok()) << rendered(d.issues);
   EXPECT_EQ(d.value.at("props").as_string(), R"({"a":  1})");
 }
@@ -205,7 +205,7 @@ TEST(CoerceObjectAsText, NotBelowTheCoerceLevel) {
   for (const auto level : {covenant::strictness::strict, covenant::strictness::repair}) {
     const auto r = read_typed<Page>(unquoted_page, level);
     EXPECT_FALSE(r.ok()) << covenant::to_string(level);
-    const auto d = read_dynamic(unquoted_page, "Page", level);
+    const auto d = try_read_dynamic(unquoted_page, "Page", level);
     EXPECT_FALSE(d.ok()) << covenant::to_string(level);
   }
   const char* valid = R"({"name": "x", "props": {"a": 1}, "tags": []})";
@@ -213,7 +213,7 @@ TEST(CoerceObjectAsText, NotBelowTheCoerceLevel) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.issues[0].path.to_string(), "props");
   EXPECT_EQ(r.issues[0].code, covenant::issue_code::type_mismatch);
-  const auto strict = covenant::decode<Component>(valid);
+  const auto strict = covenant::try_decode<Component>(valid);
   ASSERT_FALSE(strict.ok());
   EXPECT_EQ(strict.issues[0].path.to_string(), "props");
 }
@@ -226,7 +226,7 @@ TEST(CoerceObjectAsText, AStringHoldingJsonTextStaysThatString) {
     EXPECT_EQ(r.value->props, R"({"a":  1})");
     EXPECT_EQ(r.value->tags, std::vector<std::string>{"[1, 2]"});
     EXPECT_TRUE(coerced_notes(r.notes).empty()) << reply;
-    const auto d = read_dynamic(reply, "Component");
+    const auto d = try_read_dynamic(reply, "Component");
     ASSERT_TRUE(d.ok()) << reply << "\n" << rendered(d.issues);
     EXPECT_EQ(d.value.at("props").as_string(), R"({"a":  1})");
     EXPECT_TRUE(coerced_notes(d.notes).empty()) << reply;
@@ -240,7 +240,7 @@ TEST(CoerceObjectAsText, AFieldThatWantsAnObjectReadsTheObject) {
   EXPECT_EQ(r.value->meta.model, "gpt-4o");
   EXPECT_EQ(r.value->meta.tokens, 12);
   EXPECT_TRUE(coerced_notes(r.notes).empty());
-  const auto d = read_dynamic(reply, "WithMeta");
+  const auto d = try_read_dynamic(reply, "WithMeta");
   ASSERT_TRUE(d.ok()) << rendered(d.issues);
   EXPECT_EQ(d.value.at("meta").at("tokens").as_int64(), 12);
   EXPECT_TRUE(coerced_notes(d.notes).empty());
@@ -253,7 +253,7 @@ TEST(CoerceObjectAsText, AUnionReadsItsTextOnlyWhenNoOtherAlternativeFits) {
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   ASSERT_EQ(r.value->value.index(), 1u);
   EXPECT_EQ(std::get<1>(r.value->value).tokens, 12);
-  const auto d = read_dynamic(fits, "Either");
+  const auto d = try_read_dynamic(fits, "Either");
   ASSERT_TRUE(d.ok()) << rendered(d.issues);
   EXPECT_EQ(d.value.at("value").at("tokens").as_int64(), 12);
 
@@ -264,7 +264,7 @@ TEST(CoerceObjectAsText, AUnionReadsItsTextOnlyWhenNoOtherAlternativeFits) {
   ASSERT_EQ(t.value->value.index(), 0u);
   EXPECT_EQ(std::get<0>(t.value->value), "{colour: blue}");
   EXPECT_EQ(coerced_notes(t.notes), std::vector<std::string>{"coerced at value: an object read as its text"});
-  const auto dt = read_dynamic(other, "Either");
+  const auto dt = try_read_dynamic(other, "Either");
   ASSERT_TRUE(dt.ok()) << rendered(dt.issues);
   EXPECT_EQ(dt.value.at("value").as_string(), "{colour: blue}");
   EXPECT_EQ(coerced_notes(dt.notes), coerced_notes(t.notes));
@@ -275,12 +275,12 @@ TEST(CoerceObjectAsText, AnObjectCutByTheEndOfAFinalReplyIsNotText) {
   const auto r = read_typed<Component>(reply);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.issues[0].path.to_string(), "props") << rendered(r.issues);
-  const auto d = read_dynamic(reply, "Component");
+  const auto d = try_read_dynamic(reply, "Component");
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.issues[0].path.to_string(), "props") << rendered(d.issues);
 
   // While the reply is still being written, the text so far.
-  const auto partial = read_dynamic(reply, "Component", covenant::strictness::coerce, true);
+  const auto partial = try_read_dynamic(reply, "Component", covenant::strictness::coerce, true);
   ASSERT_TRUE(partial.ok()) << rendered(partial.issues);
   EXPECT_EQ(partial.value.at("props").as_string(), "{a: 1, b: 'two");
 }
@@ -294,7 +294,7 @@ TEST(CoerceObjectAsText, ItemsBeforeADroppedUnfinishedItemKeepTheirText) {
   EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const covenant::note& n) {
     return n.kind == covenant::note_kind::truncated && n.detail.starts_with("dropped the unfinished last item");
   }));
-  const auto d = read_dynamic(reply, "Page");
+  const auto d = try_read_dynamic(reply, "Page");
   ASSERT_TRUE(d.ok()) << rendered(d.issues);
   ASSERT_EQ(d.value.at("components").as_array().size(), 1u);
   EXPECT_EQ(d.value.at("components").at(0).at("props").as_string(), "{x:  1}");
@@ -308,7 +308,7 @@ TEST(CoerceObjectAsText, JsonReadFromInsideAStringIsItsJsonText) {
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
   ASSERT_EQ(r.value->components.size(), 1u);
   EXPECT_EQ(r.value->components[0].props, R"({"a":1})");
-  const auto d = read_dynamic(reply, "Page");
+  const auto d = try_read_dynamic(reply, "Page");
   ASSERT_TRUE(d.ok()) << rendered(d.issues);
   EXPECT_EQ(d.value.at("components").at(0).at("props").as_string(), R"({"a":1})");
 }

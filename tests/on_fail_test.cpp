@@ -150,7 +150,7 @@ const char* fixable = R"({"summary": "A very long summary indeed", "confidence":
 TEST(OnFailFix, EachValidatorsFixIsAppliedAndNotedInsteadOfAnIssue) {
   Report r;
   covenant::note_list notes;
-  const auto issues = covenant::decode_into(fixable, r, {}, &notes);
+  const auto issues = covenant::try_decode_into(fixable, r, {}, &notes);
   EXPECT_TRUE(issues.empty()) << covenant::render_feedback(issues);
   EXPECT_EQ(r.summary, "A very long ");
   EXPECT_EQ(r.confidence, 1.0);
@@ -173,7 +173,7 @@ TEST(OnFailFix, EachValidatorsFixIsAppliedAndNotedInsteadOfAnIssue) {
 
 TEST(OnFailFix, AValueTheFixCannotMendIsStillAnIssueForTheModel) {
   Report r;
-  const auto issues = covenant::decode_into(
+  const auto issues = covenant::try_decode_into(
       R"({"summary": "ok", "confidence": 0.5, "score": 3, "level": "medium", "code": "abcd", "tags": [], "links": []})", r);
   EXPECT_EQ(covenant::render_feedback(issues),
             "level: must be one of \"low\", \"high\" (got \"medium\")\n"
@@ -183,7 +183,7 @@ TEST(OnFailFix, AValueTheFixCannotMendIsStillAnIssueForTheModel) {
 
 TEST(OnFailFix, IntegerBoundsClampToTheNearestWholeNumberInside) {
   Report r;
-  const auto issues = covenant::decode_into(
+  const auto issues = covenant::try_decode_into(
       R"({"summary": "s", "confidence": -0.25, "score": -3, "level": "low", "code": "ABC", "tags": [], "links": []})", r);
   EXPECT_TRUE(issues.empty()) << covenant::render_feedback(issues);
   EXPECT_EQ(r.score, 1);
@@ -195,7 +195,7 @@ TEST(OnFailFix, IntegerBoundsClampToTheNearestWholeNumberInside) {
 TEST(OnFailFilter, AFailingListItemIsDroppedAndTheOrderOfTheRestKept) {
   Report r;
   covenant::note_list notes;
-  const auto issues = covenant::decode_into(R"({"summary": "s", "confidence": 0.5, "score": 3, "level": "low",
+  const auto issues = covenant::try_decode_into(R"({"summary": "s", "confidence": 0.5, "score": 3, "level": "low",
       "code": "ABC", "tags": [], "links": [
         {"title": "one", "url": "https://a.example/1"},
         {"title": "two", "url": "not a url"},
@@ -213,7 +213,7 @@ TEST(OnFailFilter, AFailingListItemIsDroppedAndTheOrderOfTheRestKept) {
 
 TEST(OnFailFilter, OtherIssuesOfADroppedItemGoWithIt) {
   Report r;
-  const auto issues = covenant::decode_into(R"({"summary": "s", "confidence": 0.5, "score": 3, "level": "low",
+  const auto issues = covenant::try_decode_into(R"({"summary": "s", "confidence": 0.5, "score": 3, "level": "low",
       "code": "ABC", "tags": [], "links": [{"title": "", "url": "nope"}, {"title": "", "url": "https://x.example"}]})",
                                             r);
   // The first item is dropped (its empty title with it); the second keeps its reask issue, at
@@ -225,7 +225,7 @@ TEST(OnFailFilter, AFailingOptionalFieldIsDropped) {
   Report r;
   r.homepage = "stale";
   covenant::note_list notes;
-  const auto issues = covenant::decode_into(R"({"summary": "s", "confidence": 0.5, "score": 3, "level": "low",
+  const auto issues = covenant::try_decode_into(R"({"summary": "s", "confidence": 0.5, "score": 3, "level": "low",
       "code": "ABC", "tags": [], "links": [], "homepage": "my site"})",
                                             r, {}, &notes);
   EXPECT_TRUE(issues.empty()) << covenant::render_feedback(issues);
@@ -236,20 +236,20 @@ TEST(OnFailFilter, AFailingOptionalFieldIsDropped) {
 TEST(OnFailFilter, AnInvariantWithFilterDropsItsObjectAndAListLeftTooShortIsANewIssue) {
   Pairs p;
   covenant::note_list notes;
-  auto issues = covenant::decode_into(R"({"pairs": [{"low": 1, "high": 2}, {"low": 5, "high": 3}]})", p, {}, &notes);
+  auto issues = covenant::try_decode_into(R"({"pairs": [{"low": 1, "high": 2}, {"low": 5, "high": 3}]})", p, {}, &notes);
   EXPECT_TRUE(issues.empty()) << covenant::render_feedback(issues);
   ASSERT_EQ(p.pairs.size(), 1u);
   EXPECT_EQ(p.pairs[0].high, 2);
   EXPECT_THAT(notes_of(notes, note_kind::filtered),
               ::testing::ElementsAre("pairs[1]: dropped: pairs[1]: must satisfy: low must not exceed high"));
 
-  issues = covenant::decode_into(R"({"pairs": [{"low": 5, "high": 3}]})", p);
+  issues = covenant::try_decode_into(R"({"pairs": [{"low": 5, "high": 3}]})", p);
   EXPECT_EQ(covenant::render_feedback(issues), "pairs: must not be empty (got [])\n");
 }
 
 TEST(OnFailFilter, AFilterWithAReasonRefrainsWhenItDropsEveryItemOfAList) {
   Found f;
-  auto issues = covenant::decode_into(R"({"resources": [{"title": "fake", "url": "https://a.example"},
+  auto issues = covenant::try_decode_into(R"({"resources": [{"title": "fake", "url": "https://a.example"},
       {"title": "fake", "url": "https://b.example"}]})",
                                       f);
   ASSERT_EQ(issues.size(), 1u) << covenant::render_feedback(issues);
@@ -257,11 +257,11 @@ TEST(OnFailFilter, AFilterWithAReasonRefrainsWhenItDropsEveryItemOfAList) {
   EXPECT_EQ(issues[0].action, fail_action::refrain);
   EXPECT_EQ(issues[0].reason, "no_valid_resources");
   // Some kept, or none listed at all: no issue.
-  EXPECT_TRUE(covenant::decode_into(R"({"resources": [{"title": "fake", "url": "https://a.example"},
+  EXPECT_TRUE(covenant::try_decode_into(R"({"resources": [{"title": "fake", "url": "https://a.example"},
       {"title": "real", "url": "https://b.example"}]})",
                                     f)
                   .empty());
-  EXPECT_TRUE(covenant::decode_into(R"({"resources": []})", f).empty());
+  EXPECT_TRUE(covenant::try_decode_into(R"({"resources": []})", f).empty());
 }
 
 // ---- contracts: refrain, exception, interplay with the remedy loop ----------------------------
@@ -511,7 +511,7 @@ TEST(OnFailSchemaFile, CheckIsNoopAssertIsReaskAndAnActionCanBeNamed) {
     }
   )");
   const auto m = set.model("Out");
-  auto r = covenant::decode_dynamic(R"({"sources": [
+  auto r = covenant::try_decode_dynamic(R"({"sources": [
       {"title": "a title that is far too long", "url": "https://a.example"},
       {"title": "b", "url": "short"}], "grade": 3})",
                                     m);
@@ -521,7 +521,7 @@ TEST(OnFailSchemaFile, CheckIsNoopAssertIsReaskAndAnActionCanBeNamed) {
   EXPECT_EQ(notes_of(r.notes, note_kind::check_failed).size(), 1u);
   EXPECT_EQ(notes_of(r.notes, note_kind::filtered).size(), 1u);
 
-  auto bad = covenant::decode_dynamic(R"({"sources": [{"title": "b", "url": "short"}], "grade": 7})", m);
+  auto bad = covenant::try_decode_dynamic(R"({"sources": [{"title": "b", "url": "short"}], "grade": 7})", m);
   ASSERT_EQ(bad.issues.size(), 2u) << covenant::render_feedback(bad.issues);
   EXPECT_EQ(bad.issues[0].path.to_string(), "sources");
   EXPECT_EQ(bad.issues[0].action, fail_action::reask);
@@ -548,7 +548,7 @@ TEST(OnFailJsonSchema, XOnFailIsImportedAppliedAndExportedBack) {
     "required": ["name", "n"]
   })");
   const auto m = covenant::import_json_schema(doc);
-  auto r = covenant::decode_dynamic(R"({"name": "abcdefgh", "n": 12})", m);
+  auto r = covenant::try_decode_dynamic(R"({"name": "abcdefgh", "n": 12})", m);
   EXPECT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(boost::json::serialize(r.value), R"({"name":"abcde","n":9})");
 

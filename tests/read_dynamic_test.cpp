@@ -1,4 +1,4 @@
-// read_dynamic: a model's reply read against a runtime schema the way contracts read theirs.
+// try_read_dynamic: a model's reply read against a runtime schema the way contracts read theirs.
 #include <covenant/read/dynamic.hpp>
 #include <covenant/runtime/schema_file.hpp>
 
@@ -35,7 +35,7 @@ std::vector<std::string> notes_of(const covenant::read_result& r, covenant::note
 }
 
 TEST(ReadDynamic, StrictJsonIsReadAsItIs) {
-  const auto r = covenant::read_dynamic(
+  const auto r = covenant::try_read_dynamic(
       R"({"text": "Paris", "confidence": 0.9, "sources": ["atlas"], "language": "en", "topic": "geo"})",
       answer_model());
   ASSERT_TRUE(r.ok()) << covenant::render_feedback(r.issues);
@@ -49,13 +49,13 @@ TEST(ReadDynamic, StrictLevelRefusesWhatTheOtherLevelsRepair) {
   const std::string reply =
       "Sure:\n```json\n{'text': 'Paris', 'confidence': '0.9', 'sources': ['atlas',], 'language': 'en', "
       "'topic': 'geo'}\n```";
-  const auto strict = covenant::read_dynamic(reply, answer_model(), {.level = covenant::strictness::strict});
+  const auto strict = covenant::try_read_dynamic(reply, answer_model(), {.level = covenant::strictness::strict});
   EXPECT_FALSE(strict.ok());
   EXPECT_TRUE(strict.value.is_null());
   ASSERT_EQ(strict.issues.size(), 1u);
   EXPECT_EQ(strict.issues[0].code, covenant::issue_code::parse_error);
 
-  const auto coerced = covenant::read_dynamic(reply, answer_model());
+  const auto coerced = covenant::try_read_dynamic(reply, answer_model());
   ASSERT_TRUE(coerced.ok()) << covenant::render_feedback(coerced.issues);
   EXPECT_EQ(coerced.value.at("confidence"), 0.9);
   EXPECT_FALSE(notes_of(coerced, covenant::note_kind::extracted).empty());
@@ -64,7 +64,7 @@ TEST(ReadDynamic, StrictLevelRefusesWhatTheOtherLevelsRepair) {
 }
 
 TEST(ReadDynamic, FinalModeDropsTheCutValueAndReportsTheMissingFields) {
-  const auto r = covenant::read_dynamic(R"({"text": "Paris", "confidence": 0.9, "sources": ["atl)", answer_model());
+  const auto r = covenant::try_read_dynamic(R"({"text": "Paris", "confidence": 0.9, "sources": ["atl)", answer_model());
   EXPECT_FALSE(r.ok());
   EXPECT_TRUE(r.truncated);
   EXPECT_TRUE(r.value.is_null());
@@ -77,7 +77,7 @@ TEST(ReadDynamic, FinalModeDropsTheCutValueAndReportsTheMissingFields) {
 // Several fields of an unfinished object are pending at once: each becomes its own note (the
 // notes list grows while the pending paths are compared).
 TEST(ReadDynamic, PartialModeTurnsEveryPendingFieldIntoANote) {
-  const auto r = covenant::read_dynamic(R"({"text": "cut mi)", answer_model(), {.partial = true});
+  const auto r = covenant::try_read_dynamic(R"({"text": "cut mi)", answer_model(), {.partial = true});
   ASSERT_TRUE(r.ok()) << covenant::render_feedback(r.issues);
   EXPECT_TRUE(r.truncated);
   EXPECT_EQ(r.value.at("text"), "cut mi");
@@ -90,8 +90,8 @@ TEST(ReadDynamic, PartialModeTurnsEveryPendingFieldIntoANote) {
 }
 
 TEST(ReadDynamic, PartialModeStillReportsFinishedValuesThatAreWrong) {
-  const auto r = covenant::read_dynamic(R"({"text": "Paris", "confidence": 1.7, "sources": ["a)", answer_model(),
-                                        {.partial = true});
+  const auto r = covenant::try_read_dynamic(R"({"text": "Paris", "confidence": 1.7, "sources": ["a)", answer_model(),
+                                            {.partial = true});
   EXPECT_FALSE(r.ok());
   ASSERT_EQ(r.issues.size(), 1u) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.issues[0].path.to_string(), "confidence");
@@ -112,7 +112,7 @@ TEST(ReadDynamic, PartialModeLeavesOutAnUnfinishedStringOfEveryChoiceAStringCanN
   )");
   for (const char* field : {"a", "b", "c", "d", "e"}) {
     const std::string text = std::string(R"({")") + field + R"(": "lo)";
-    const auto r = covenant::read_dynamic(text, set.model("Pick"), {.partial = true});
+    const auto r = covenant::try_read_dynamic(text, set.model("Pick"), {.partial = true});
     const auto* got = r.value.is_object() ? r.value.as_object().if_contains(field) : nullptr;
     const bool shown = got != nullptr && got->is_string();
     EXPECT_EQ(shown, std::string(field) == "e") << field << ": " << covenant::json_text(r.value);

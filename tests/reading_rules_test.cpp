@@ -427,10 +427,10 @@ class Window {
   @@assert(ordered, {{ this.to >= this.from }})
 }
 )").model_for("Window");
-  const auto broken = covenant::decode_dynamic(R"({"from": 5, "to": 2})", m);
+  const auto broken = covenant::try_decode_dynamic(R"({"from": 5, "to": 2})", m);
   ASSERT_EQ(broken.issues.size(), 1u);
   EXPECT_EQ(broken.issues[0].code, covenant::issue_code::invariant_violation);
-  const auto field = covenant::decode_dynamic(R"({"from": -5, "to": -9})", m);
+  const auto field = covenant::try_decode_dynamic(R"({"from": -5, "to": -9})", m);
   ASSERT_EQ(field.issues.size(), 1u);
   EXPECT_EQ(field.issues[0].path.to_string(), "from");
 }
@@ -511,7 +511,7 @@ class Price {
     for (const bool coerce_level : {false, true}) {
       covenant::decode_options o;
       o.coerce = coerce_level;
-      const auto decoded = covenant::decode_dynamic(text, *r.model, o);
+      const auto decoded = covenant::try_decode_dynamic(text, *r.model, o);
       ASSERT_EQ(decoded.issues.size(), 1u) << rendered(decoded.issues);
       EXPECT_EQ(decoded.issues[0].to_string(), r.issue);
       EXPECT_EQ(decoded.issues[0].code, r.code);
@@ -573,9 +573,9 @@ TEST(ReadingRules, TheFilterAfterHooksIsOneWalkOnACppAndAJsonValue) {
   const std::string text =
       R"({"name": "n", "count": 1, "ratio": 0.5, "flag": true, "level": "high", "note": "x",)"
       R"( "items": [{"name": "a"}, {"name": "b", "qty": 2}, {"name": "c"}], "counts": {"k": 1}, "tags": ["t", "u"]})";
-  auto typed = covenant::decode<rules_test::Rec>(text);
+  auto typed = covenant::try_decode<rules_test::Rec>(text);
   ASSERT_TRUE(typed.ok()) << rendered(typed.issues);
-  auto dynamic = covenant::decode_dynamic(text, covenant::schema_of<rules_test::Rec>());
+  auto dynamic = covenant::try_decode_dynamic(text, covenant::schema_of<rules_test::Rec>());
   ASSERT_TRUE(dynamic.ok()) << rendered(dynamic.issues);
   covenant::issue_list filters;
   for (const char* at : {"items[0].qty", "items[1].qty", "counts.k", "note", "tags[1]", "tags[7]", "name"}) {
@@ -622,11 +622,11 @@ TEST(ReadingRules, TheDynamicReaderNeverRunsCppChecks) {
   // reader skips it whether the number is written as a number or, coerced, as text (it ran in
   // that one case).
   const auto& m = covenant::schema_of<rules_test::Unlucky>();
-  EXPECT_EQ(rendered(covenant::decode<rules_test::Unlucky>(R"({"x": 13})").issues), "x: must not be 13 (got 13)\n");
-  EXPECT_EQ(rendered(covenant::decode<rules_test::Unlucky>(R"({"x": "13"})", coerce()).issues),
+  EXPECT_EQ(rendered(covenant::try_decode<rules_test::Unlucky>(R"({"x": 13})").issues), "x: must not be 13 (got 13)\n");
+  EXPECT_EQ(rendered(covenant::try_decode<rules_test::Unlucky>(R"({"x": "13"})", coerce()).issues),
             "x: must not be 13 (got \"13\")\n");
-  EXPECT_TRUE(covenant::decode_dynamic(R"({"x": 13})", m).ok());
-  const auto text = covenant::decode_dynamic(R"({"x": "13"})", m, coerce());
+  EXPECT_TRUE(covenant::try_decode_dynamic(R"({"x": 13})", m).ok());
+  const auto text = covenant::try_decode_dynamic(R"({"x": "13"})", m, coerce());
   EXPECT_TRUE(text.ok()) << rendered(text.issues);
   EXPECT_EQ(covenant::json_text(text.value), R"({"x":13})");
 }
@@ -772,7 +772,7 @@ TEST(ReadingRules, TheStreamsTakeOnlyTheJsonTheFinalReaderTakes) {
       "{\"id\": 2, \"name\": \"\xe2\x82\"}", "{\"id\": 2, \"name\": \"\xed\xa0\x80\"}",
       "{\"id\": 2, \"n\xffme\": \"x\"}"};
   for (const std::string& text : refused) {
-    const auto final_reading = covenant::decode<rules_test::Plain>(text);
+    const auto final_reading = covenant::try_decode<rules_test::Plain>(text);
     ASSERT_EQ(final_reading.issues.size(), 1u) << text;
     EXPECT_EQ(final_reading.issues[0].code, covenant::issue_code::parse_error) << text;
     const std::vector<boost::json::value> seen = streamed_plain(text);
@@ -791,7 +791,7 @@ TEST(ReadingRules, TheStreamsTakeOnlyTheJsonTheFinalReaderTakes) {
   }
   // Valid UTF-8 and surrogate pairs, cut anywhere: the streams end with the final reader's value.
   const std::string taken = "{\"id\": 7, \"name\": \"na\xc3\xafve \xe2\x82\xac \xf0\x9d\x84\x9e \\u00e9\\ud834\\udd1e\"}";
-  const auto final_reading = covenant::decode<rules_test::Plain>(taken);
+  const auto final_reading = covenant::try_decode<rules_test::Plain>(taken);
   ASSERT_TRUE(final_reading.ok()) << rendered(final_reading.issues);
   const boost::json::value expected = covenant::to_value(*final_reading.value);
   for (const boost::json::value& v : streamed_plain(taken))

@@ -65,7 +65,7 @@ TEST(Registry, RegistersFromSchemaFilesJsonSchemaAndCppTypes) {
   EXPECT_EQ(reg.versions("FinalAnswer"), (std::vector<std::string>{"v1", "v2", "v10"}));
   EXPECT_EQ(reg.list(), (std::vector<covenant::schema_listing>{{"FinalAnswer", {"v1", "v2", "v10"}}, {"Other", {"1.0"}}}));
   // The registered models validate like any other.
-  auto r = covenant::decode_dynamic(R"({"answer": "a", "confidence": 2, "sources": []})", *reg.get("FinalAnswer@v2").model);
+  auto r = covenant::try_decode_dynamic(R"({"answer": "a", "confidence": 2, "sources": []})", *reg.get("FinalAnswer@v2").model);
   EXPECT_EQ(covenant::render_feedback(r.issues), "confidence: must be <= 1 (got 2)\nsources: must not be empty (got [])\n");
   EXPECT_TRUE(reg.remove("Other", "1.0"));
   EXPECT_FALSE(reg.remove("Other", "1.0"));

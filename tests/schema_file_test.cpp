@@ -158,10 +158,10 @@ TEST(SchemaFile, AliasesSkipAndClassAttributes) {
   EXPECT_TRUE(kind[0].aliases.empty());
   EXPECT_TRUE(kind[1].skip);
   // The alias is the JSON spelling; the declared name is no longer read as the value (as in BAML).
-  auto r = covenant::decode_dynamic(R"("first")", set.model("Kind"));
+  auto r = covenant::try_decode_dynamic(R"("first")", set.model("Kind"));
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.value, boost::json::value("first"));
-  EXPECT_FALSE(covenant::decode_dynamic(R"("A")", set.model("Kind")));
+  EXPECT_FALSE(covenant::try_decode_dynamic(R"("A")", set.model("Kind")));
 }
 
 TEST(SchemaFile, SimpleAssertsBecomeKeywordConstraints) {
@@ -229,10 +229,10 @@ TEST(SchemaFile, SeedModelFormWithInlineObjects) {
   EXPECT_TRUE(reasoning.type.nullable);
   EXPECT_EQ(schema::type_expression(field(m, "FinalAnswer", "metadata").type), "FinalAnswer_metadata | null");
   EXPECT_EQ(field(m, "FinalAnswer_metadata_token_usage", "input_tokens").type.kind, schema::kind::integer);
-  auto ok = covenant::decode_dynamic(
+  auto ok = covenant::try_decode_dynamic(
       R"({"answer": "a", "confidence": 0.5, "sources": ["s"], "metadata": {"token_usage": {"input_tokens": 3}}})", m);
   EXPECT_TRUE(ok) << covenant::render_feedback(ok.issues);
-  auto bad = covenant::decode_dynamic(R"({"confidence": 0.5, "sources": ["s"], "metadata": {"token_usage": {"input_tokens": "x"}}})", m);
+  auto bad = covenant::try_decode_dynamic(R"({"confidence": 0.5, "sources": ["s"], "metadata": {"token_usage": {"input_tokens": "x"}}})", m);
   EXPECT_EQ(covenant::render_feedback(bad.issues),
             "metadata.token_usage.input_tokens: expected integer or null (got \"x\")\n"
             "answer: required field is missing\n");
@@ -254,10 +254,10 @@ TEST(SchemaFile, RecursiveTypesThatCanEndAreAccepted) {
     class Foo { b Bar | int }
     class Bar { f Foo | int }
   )");
-  auto r = covenant::decode_dynamic(R"({"a": [1, 2.5, {"b": null}], "c": "x"})", set.model("JsonValue"));
+  auto r = covenant::try_decode_dynamic(R"({"a": [1, 2.5, {"b": null}], "c": "x"})", set.model("JsonValue"));
   EXPECT_TRUE(r) << covenant::render_feedback(r.issues);
-  auto n = covenant::decode_dynamic(R"({"value": 1, "next": {"value": 2, "children": [], "either": 3}, "children": [], "either": 0})",
-                                    set.model("Node"));
+  auto n = covenant::try_decode_dynamic(R"({"value": 1, "next": {"value": 2, "children": [], "either": 3}, "children": [], "either": 0})",
+                                        set.model("Node"));
   EXPECT_TRUE(n) << covenant::render_feedback(n.issues);
 }
 

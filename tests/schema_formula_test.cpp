@@ -262,12 +262,12 @@ class Loose {
 TEST(SchemaFormulaFile, InvoiceTotalMustMatchItsItems) {
   const auto set = covenant::schema_set::parse(invoice_schema, {.file = "invoice.baml"});
   const auto invoice = set.model("Invoice");
-  const auto ok = covenant::read_dynamic(
+  const auto ok = covenant::try_read_dynamic(
       R"({"items": [{"description": "pens", "amount": 10.25}, {"description": "ink", "amount": 5.5}], "total": 15.75})",
       invoice);
   EXPECT_TRUE(ok.ok()) << covenant::render_feedback(ok.issues);
 
-  const auto bad = covenant::read_dynamic(
+  const auto bad = covenant::try_read_dynamic(
       R"({"items": [{"description": "pens", "amount": 10.25}, {"description": "ink", "amount": 5.5}], "total": 16})",
       invoice);
   ASSERT_EQ(bad.issues.size(), 1u) << covenant::render_feedback(bad.issues);
@@ -276,30 +276,30 @@ TEST(SchemaFormulaFile, InvoiceTotalMustMatchItsItems) {
             "must satisfy: this.items|map(attribute=\"amount\")|sum == this.total (sum_matches)");
 
   // An empty invoice adds up to 0.
-  EXPECT_TRUE(covenant::read_dynamic(R"({"items": [], "total": 0})", invoice).ok());
-  EXPECT_FALSE(covenant::read_dynamic(R"({"items": [], "total": 1})", invoice).ok());
+  EXPECT_TRUE(covenant::try_read_dynamic(R"({"items": [], "total": 0})", invoice).ok());
+  EXPECT_FALSE(covenant::try_read_dynamic(R"({"items": [], "total": 1})", invoice).ok());
 }
 
 TEST(SchemaFormulaFile, ToleranceForFloatingTotals) {
   const auto set = covenant::schema_set::parse(invoice_schema);
   const std::string items = R"({"items": [{"description": "a", "amount": 0.1}, {"description": "b", "amount": 0.2}], )";
   // 0.1 + 0.2 is 0.30000000000000004: exact equality refuses it, the tolerance accepts it.
-  EXPECT_FALSE(covenant::read_dynamic(items + R"("total": 0.3})", set.model("Invoice")).ok());
-  EXPECT_TRUE(covenant::read_dynamic(items + R"("total": 0.3})", set.model("Receipt")).ok());
-  const auto off = covenant::read_dynamic(items + R"("total": 0.35})", set.model("Receipt"));
+  EXPECT_FALSE(covenant::try_read_dynamic(items + R"("total": 0.3})", set.model("Invoice")).ok());
+  EXPECT_TRUE(covenant::try_read_dynamic(items + R"("total": 0.3})", set.model("Receipt")).ok());
+  const auto off = covenant::try_read_dynamic(items + R"("total": 0.35})", set.model("Receipt"));
   ASSERT_EQ(off.issues.size(), 1u);
   EXPECT_THAT(off.issues[0].to_string(), HasSubstr("(adds_up)"));
 }
 
 TEST(SchemaFormulaFile, EvaluationErrorsFailTheCheckWithTheirReason) {
   const auto set = covenant::schema_set::parse(invoice_schema);
-  const auto r = covenant::read_dynamic(R"({"amounts": [1, "2"], "notes": []})", set.model("Loose"));
+  const auto r = covenant::try_read_dynamic(R"({"amounts": [1, "2"], "notes": []})", set.model("Loose"));
   ASSERT_EQ(r.issues.size(), 1u);
   EXPECT_EQ(r.issues[0].code, covenant::issue_code::constraint_violation);
   EXPECT_EQ(covenant::render_feedback(r.issues),
             "amounts: cannot check this|sum > 0 (positive_total): sum: item [1] is a string (\"2\"), not a number\n");
   // A soft check that cannot be evaluated is a failed check: a note, the value is kept.
-  const auto soft = covenant::read_dynamic(R"({"amounts": [1], "notes": [1, null]})", set.model("Loose"));
+  const auto soft = covenant::try_read_dynamic(R"({"amounts": [1], "notes": [1, null]})", set.model("Loose"));
   ASSERT_TRUE(soft.ok()) << covenant::render_feedback(soft.issues);
   ASSERT_EQ(soft.notes.size(), 1u);
   EXPECT_EQ(soft.notes[0].kind, covenant::note_kind::check_failed);

@@ -123,7 +123,7 @@ TEST(StreamReader, WhatIsShownAsTheReplyGrows) {
 }
 
 TEST(StreamReader, AnyChunkingGivesTheOneShotValue) {
-  const Plan whole = *covenant::decode<Plan>(plan_json).value;
+  const Plan whole = covenant::decode<Plan>(plan_json);
   for (std::size_t cut = 1; cut < plan_json.size(); ++cut) {
     auto r = make_reader<Plan>();
     r.feed(std::string_view(plan_json).substr(0, cut));
@@ -141,7 +141,7 @@ TEST(StreamReader, AnyChunkingGivesTheOneShotValue) {
 TEST(StreamReader, TheLargeSampleInManyChunksEqualsDecode) {
   const std::string text = read_sample("large_final_answer.json");
   if (text.empty()) GTEST_SKIP() << "../shared/bench/python/samples is absent";
-  const auto whole = covenant::decode<models::FinalAnswer>(text);
+  const auto whole = covenant::try_decode<models::FinalAnswer>(text);
   ASSERT_TRUE(whole.ok());
   std::mt19937 rng(11);
   for (int round = 0; round < 20; ++round) {
@@ -201,7 +201,7 @@ TEST(StreamReader, AFinishedValueOutOfBoundsIsAViolationExactlyAsDecoded) {
   r.feed(text);
   ASSERT_EQ(r.violations().size(), 1u);
   // The same issue the final decoder reports for that value.
-  const auto full = covenant::decode<Plan>(text + R"({"title": "a", "minutes": 5}]})");
+  const auto full = covenant::try_decode<Plan>(text + R"({"title": "a", "minutes": 5}]})");
   ASSERT_FALSE(full.issues.empty());
   EXPECT_EQ(r.violations()[0], full.issues[0]);
   EXPECT_EQ(r.violations()[0].to_string(), "confidence: must be <= 1 (got 1.5)");
@@ -423,7 +423,7 @@ TEST(DynamicStreamReader, AnEnumValueThatCannotBeReadIsAViolation) {
   covenant::detail::dynamic_stream_reader r(set.model("R"), {}, covenant::strictness::coerce);
   r.feed(R"({"tone": "furious", )");
   ASSERT_EQ(r.violations().size(), 1u);
-  const auto final_issues = covenant::decode_dynamic(R"({"tone": "furious"})", set.model("R")).issues;
+  const auto final_issues = covenant::try_decode_dynamic(R"({"tone": "furious"})", set.model("R")).issues;
   ASSERT_EQ(final_issues.size(), 1u);
   EXPECT_EQ(r.violations()[0], final_issues[0]);
 }
@@ -433,7 +433,7 @@ TEST(DynamicStreamReader, AnEnumValueThatCannotBeReadIsAViolation) {
 namespace {
 std::optional<covenant::issue> final_issue_at(const covenant::schema::model& m, const std::string& member,
                                               const covenant::decode_options& o = {}) {
-  const auto final_issues = covenant::decode_dynamic("{" + member + "}", m, o).issues;
+  const auto final_issues = covenant::try_decode_dynamic("{" + member + "}", m, o).issues;
   const std::string key = member.substr(1, member.find('"', 1) - 1);
   for (const auto& i : final_issues)
     if (i.path.to_string() == key) return i;
@@ -539,14 +539,14 @@ class Out {
   covenant::detail::dynamic_stream_reader r(m, {}, covenant::strictness::strict);
   r.feed(text);
   EXPECT_TRUE(r.violations().empty()) << r.violations()[0].to_string();
-  const auto final_reading = covenant::decode_dynamic(text, m);
+  const auto final_reading = covenant::try_decode_dynamic(text, m);
   EXPECT_TRUE(final_reading.issues.empty()) << covenant::render_feedback(final_reading.issues);
 }
 
 TEST(StreamReaders, ANarrowIntegerOutOfWidthIsNotJudged) {
   // 300 does not fit an int8: that is the final reader's issue, not "must be <= 100".
   const std::string prefix = R"({"x": 300, )";
-  const auto final_issues = covenant::decode<stream_test::Narrow>(prefix + R"("priority": "low"})").issues;
+  const auto final_issues = covenant::try_decode<stream_test::Narrow>(prefix + R"("priority": "low"})").issues;
   ASSERT_EQ(final_issues.size(), 1u);
   EXPECT_EQ(final_issues[0].to_string(), "x: must be an integer between -128 and 127 (got 300)");
   auto typed = make_reader<stream_test::Narrow>(covenant::strictness::strict);

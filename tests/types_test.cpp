@@ -78,7 +78,7 @@ namespace {
 using namespace types_test;
 
 TEST(Types, IntegersInRangeDecode) {
-  auto r = covenant::decode<Integers>(
+  auto r = covenant::try_decode<Integers>(
       R"({"i8": -128, "u8": 255, "i16": 32767, "u32": 4294967295, "i64": -9223372036854775808, "u64": 18446744073709551615})");
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.value->i8, -128);
@@ -89,7 +89,7 @@ TEST(Types, IntegersInRangeDecode) {
 }
 
 TEST(Types, IntegersOutOfRangeAreIssuesNeverNarrowed) {
-  auto r = covenant::decode<Integers>(
+  auto r = covenant::try_decode<Integers>(
       R"({"i8": 128, "u8": -1, "i16": 1.5, "u32": 4294967296, "i64": 9223372036854775808, "u64": 184467440737095516150})");
   ASSERT_EQ(r.issues.size(), 6u) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.issues[0].to_string(), "i8: must be an integer between -128 and 127 (got 128)");
@@ -101,7 +101,7 @@ TEST(Types, IntegersOutOfRangeAreIssuesNeverNarrowed) {
 }
 
 TEST(Types, IntegralFloatsAreAcceptedForIntegers) {
-  auto r = covenant::decode<Integers>(R"({"i8": 5.0, "u8": 1e2, "i16": 0, "u32": 0, "i64": 0, "u64": 0})");
+  auto r = covenant::try_decode<Integers>(R"({"i8": 5.0, "u8": 1e2, "i16": 0, "u32": 0, "i64": 0, "u64": 0})");
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.value->i8, 5);
   EXPECT_EQ(r.value->u8, 100);
@@ -118,7 +118,7 @@ TEST(Types, DoublesMatchCorrectlyRoundedConversion) {
     if (i % 3 == 0) digits = "-" + digits;
     double expected = 0;
     std::from_chars(digits.data(), digits.data() + digits.size(), expected);
-    auto r = covenant::decode<Floats>(R"({"d": )" + digits + R"(, "f": 0})");
+    auto r = covenant::try_decode<Floats>(R"({"d": )" + digits + R"(, "f": 0})");
     ASSERT_TRUE(r) << digits;
     ASSERT_EQ(r.value->d, expected) << digits;
   }
@@ -126,14 +126,14 @@ TEST(Types, DoublesMatchCorrectlyRoundedConversion) {
                            "1.7976931348623157e308", "4.9e-324"}) {
     double expected = 0;
     std::from_chars(text, text + std::strlen(text), expected);
-    auto r = covenant::decode<Floats>(std::string(R"({"d": )") + text + R"(, "f": 0})");
+    auto r = covenant::try_decode<Floats>(std::string(R"({"d": )") + text + R"(, "f": 0})");
     ASSERT_TRUE(r) << text;
     EXPECT_EQ(r.value->d, expected) << text;
   }
 }
 
 TEST(Types, DoubleOverflowIsAnIssue) {
-  auto r = covenant::decode<Floats>(R"({"d": 1e400, "f": 1e39})");
+  auto r = covenant::try_decode<Floats>(R"({"d": 1e400, "f": 1e39})");
   ASSERT_EQ(r.issues.size(), 2u);
   EXPECT_EQ(r.issues[0].to_string(), "d: number is out of range (got 1e400)");
 }
@@ -149,7 +149,7 @@ TEST(Types, EveryKindDecodesAndRoundTrips) {
     "extra": {"anything": [1, "two", null]},
     "sparse": [1, null, 3]
   })";
-  auto r = covenant::decode<Everything>(text);
+  auto r = covenant::try_decode<Everything>(text);
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   const Everything& e = *r.value;
   EXPECT_TRUE(e.flag);
@@ -166,56 +166,56 @@ TEST(Types, EveryKindDecodesAndRoundTrips) {
   ASSERT_TRUE(e.sparse.has_value());
   EXPECT_FALSE((*e.sparse)[1].has_value());
 
-  auto again = covenant::decode<Everything>(covenant::to_json(e));
+  auto again = covenant::try_decode<Everything>(covenant::to_json(e));
   ASSERT_TRUE(again) << covenant::render_feedback(again.issues);
   EXPECT_EQ(covenant::to_json(*again.value), covenant::to_json(e));
   EXPECT_NE(covenant::to_json(e).find(R"("priority":"HIGH")"), std::string::npos);
 }
 
 TEST(Types, EnumsAcceptAliasesAndRejectUnknownValues) {
-  auto ok = covenant::decode<Everything>(
+  auto ok = covenant::try_decode<Everything>(
       R"({"flag": false, "priority": "urgent", "points": [], "counts": {}, "tags": {}, "choice": 1, "maybe_number": 2.5, "extra": null})");
   ASSERT_TRUE(ok) << covenant::render_feedback(ok.issues);
   EXPECT_EQ(ok.value->priority, Priority::high);
-  auto bad = covenant::decode<Everything>(
+  auto bad = covenant::try_decode<Everything>(
       R"({"flag": false, "priority": "critical", "points": [], "counts": {}, "tags": {}, "choice": 1, "maybe_number": null, "extra": null})");
   ASSERT_EQ(bad.issues.size(), 1u);
   EXPECT_EQ(bad.issues[0].to_string(), R"(priority: must be one of "low", "medium", "HIGH" (got "critical"))");
 }
 
 TEST(Types, VariantPicksFirstFittingAlternativeAndReportsOnceWhenNoneFits) {
-  auto s = covenant::decode<Everything>(
+  auto s = covenant::try_decode<Everything>(
       R"({"flag": false, "priority": "low", "points": [], "counts": {}, "tags": {}, "choice": "text", "maybe_number": null, "extra": 0})");
   ASSERT_TRUE(s);
   EXPECT_EQ(std::get<std::string>(s.value->choice), "text");
-  auto bad = covenant::decode<Everything>(
+  auto bad = covenant::try_decode<Everything>(
       R"({"flag": false, "priority": "low", "points": [], "counts": {}, "tags": {}, "choice": [1], "maybe_number": null, "extra": 0})");
   ASSERT_EQ(bad.issues.size(), 1u);
   EXPECT_EQ(bad.issues[0].to_string(), "choice: expected integer or string or object (Point) (got [1])");
-  auto partial = covenant::decode<Everything>(
+  auto partial = covenant::try_decode<Everything>(
       R"({"flag": false, "priority": "low", "points": [], "counts": {}, "tags": {}, "choice": {"x": 1}, "maybe_number": null, "extra": 0})");
   ASSERT_EQ(partial.issues.size(), 1u);
   EXPECT_EQ(partial.issues[0].to_string(), "choice.y: required field is missing");
 }
 
 TEST(Types, MapValuesHaveKeyedPaths) {
-  auto r = covenant::decode<Everything>(
+  auto r = covenant::try_decode<Everything>(
       R"({"flag": false, "priority": "low", "points": [], "counts": {"odd key": "x"}, "tags": {}, "choice": 1, "maybe_number": null, "extra": 0})");
   ASSERT_EQ(r.issues.size(), 1u);
   EXPECT_EQ(r.issues[0].to_string(), R"(counts["odd key"]: expected integer (got "x"))");
 }
 
 TEST(Types, RecursiveTypesDecode) {
-  auto r = covenant::decode<Node>(R"({"name": "root", "children": [{"name": "a", "children": [{"name": "b", "children": []}]}]})");
+  auto r = covenant::try_decode<Node>(R"({"name": "root", "children": [{"name": "a", "children": [{"name": "b", "children": []}]}]})");
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.value->children.at(0).children.at(0).name, "b");
-  auto bad = covenant::decode<Node>(R"({"name": "root", "children": [{"name": "a", "children": [{"children": []}]}]})");
+  auto bad = covenant::try_decode<Node>(R"({"name": "root", "children": [{"name": "a", "children": [{"children": []}]}]})");
   ASSERT_EQ(bad.issues.size(), 1u);
   EXPECT_EQ(bad.issues[0].to_string(), "children[0].children[0].name: required field is missing");
 }
 
 TEST(Types, DefaultedAndOptionalFieldsKeepTheirInitializers) {
-  auto r = covenant::decode<WithDefaults>(R"({"full_name": "x"})");
+  auto r = covenant::try_decode<WithDefaults>(R"({"full_name": "x"})");
   ASSERT_TRUE(r) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.value->retries, 3);
   EXPECT_EQ(r.value->max_snippets, 3);
@@ -225,7 +225,7 @@ TEST(Types, DefaultedAndOptionalFieldsKeepTheirInitializers) {
   EXPECT_EQ(*obj.fields[1].default_value, boost::json::value(3));
   EXPECT_FALSE(obj.fields[1].required);
   EXPECT_EQ(obj.fields[0].key, "full_name");
-  auto bad = covenant::decode<WithDefaults>(R"({"name": "x", "retries": 11})");
+  auto bad = covenant::try_decode<WithDefaults>(R"({"name": "x", "retries": 11})");
   ASSERT_EQ(bad.issues.size(), 2u) << covenant::render_feedback(bad.issues);
   EXPECT_EQ(bad.issues[0].to_string(), "retries: must be <= 10 (got 11)");
   EXPECT_EQ(bad.issues[1].to_string(), "full_name: required field is missing");

@@ -115,7 +115,7 @@ const covenant::schema::model& people_model() {
 TEST(UnfinishedItem, DynamicInnermostItemFirst) {
   // Cut inside the second part of the second person: that part misses its label and goes; the
   // person reads without it and stays.
-  const auto r = covenant::read_dynamic(
+  const auto r = covenant::try_read_dynamic(
       R"({"people": [{"name": "Ada", "age": 36, "parts": []}, {"name": "Alan", "age": 41, "parts": [{"id": 1, "label": "a"}, {"id": 2, "lab)",
       people_model());
   ASSERT_TRUE(r.ok()) << rendered(r.issues);
@@ -127,7 +127,7 @@ TEST(UnfinishedItem, DynamicInnermostItemFirst) {
 
 TEST(UnfinishedItem, DynamicTheListBoundsStillApply) {
   // Dropping the cut person leaves one: the list's own minimum is the issue now.
-  const auto r = covenant::read_dynamic(
+  const auto r = covenant::try_read_dynamic(
       R"({"people": [{"name": "Ada", "age": 36, "parts": []}, {"name": "Alan", "ag)", people_model());
   ASSERT_FALSE(r.ok());
   ASSERT_EQ(r.issues.size(), 1u) << rendered(r.issues);
@@ -139,7 +139,7 @@ TEST(UnfinishedItem, DynamicTheListBoundsStillApply) {
 TEST(UnfinishedItem, PartialModeKeepsTheItemAsItStreams) {
   covenant::read_options o;
   o.partial = true;
-  const auto r = covenant::read_dynamic(
+  const auto r = covenant::try_read_dynamic(
       R"({"people": [{"name": "Ada", "age": 36, "parts": []}, {"name": "Alan", "ag)", people_model(), o);
   ASSERT_TRUE(r.value.is_object());
   ASSERT_EQ(r.value.at("people").as_array().size(), 2u);

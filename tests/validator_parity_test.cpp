@@ -108,9 +108,9 @@ void expect_parity(const std::string& type_name, const std::string& schema_file,
   for (const std::string& v : values) {
     const std::string doc = R"({"v": )" + v + "}";
     SCOPED_TRACE(doc);
-    const std::string typed = render(covenant::decode<T>(doc).issues);
-    EXPECT_EQ(render(covenant::decode_dynamic(doc, from_json_schema).issues), typed) << "JSON Schema round trip";
-    EXPECT_EQ(render(covenant::decode_dynamic(doc, from_file).issues), typed) << "schema file";
+    const std::string typed = render(covenant::try_decode<T>(doc).issues);
+    EXPECT_EQ(render(covenant::try_decode_dynamic(doc, from_json_schema).issues), typed) << "JSON Schema round trip";
+    EXPECT_EQ(render(covenant::try_decode_dynamic(doc, from_file).issues), typed) << "schema file";
     (typed.empty() ? some_accepted : some_rejected) = true;
   }
   EXPECT_TRUE(some_accepted && some_rejected) << "each row is tested with a good and a bad value";
@@ -195,9 +195,9 @@ TEST(ValidatorParity, TheNewSpellingsAlsoWorkAsExpressions) {
       "class Tags {\n  v string[] @assert({{ this|unique|length == this|length or this|length > 3 }})\n"
       "  site string @assert({{ this|format(\"uri\") or this == \"none\" }})\n}\n");
   const covenant::schema::model m = file.model("Tags");
-  EXPECT_TRUE(covenant::decode_dynamic(R"({"v": ["a", "a", "b", "c"], "site": "none"})", m).ok());
-  EXPECT_FALSE(covenant::decode_dynamic(R"({"v": ["a", "a"], "site": "none"})", m).ok());
-  EXPECT_FALSE(covenant::decode_dynamic(R"({"v": [], "site": "nowhere"})", m).ok());
+  EXPECT_TRUE(covenant::try_decode_dynamic(R"({"v": ["a", "a", "b", "c"], "site": "none"})", m).ok());
+  EXPECT_FALSE(covenant::try_decode_dynamic(R"({"v": ["a", "a"], "site": "none"})", m).ok());
+  EXPECT_FALSE(covenant::try_decode_dynamic(R"({"v": [], "site": "nowhere"})", m).ok());
   // Unknown format names are load errors.
   EXPECT_THROW((void)covenant::schema_set::parse("class X {\n  v string @assert({{ this|format(\"zip\") }})\n}\n"),
                covenant::schema_error);

@@ -97,7 +97,7 @@ std::string with(const std::string& field, const std::string& value) {
 // The one rendered issue of decoding the valid document with one field replaced.
 std::string only_issue(const std::string& field, const std::string& value,
                        covenant::issue_code code = covenant::issue_code::constraint_violation) {
-  auto r = covenant::decode<Everything>(with(field, value));
+  auto r = covenant::try_decode<Everything>(with(field, value));
   if (r.issues.size() != 1) return "expected one issue, got:\n" + covenant::render_feedback(r.issues);
   EXPECT_EQ(r.issues[0].code, code) << r.issues[0].to_string();
   EXPECT_EQ(r.issues[0].path.to_string(), field);
@@ -105,7 +105,7 @@ std::string only_issue(const std::string& field, const std::string& value,
 }
 
 TEST(Validators, TheValidDocumentPasses) {
-  auto r = covenant::decode<Everything>(with("", ""));
+  auto r = covenant::try_decode<Everything>(with("", ""));
   EXPECT_TRUE(r.ok()) << covenant::render_feedback(r.issues);
 }
 
@@ -118,8 +118,8 @@ TEST(Validators, MultipleOfAndExclusiveBounds) {
   EXPECT_EQ(only_issue("step", "0.75"), "step: must be a multiple of 0.5 (got 0.75)");
   EXPECT_EQ(only_issue("open_low", "0"), "open_low: must be > 0 (got 0)");
   EXPECT_EQ(only_issue("open_high", "10"), "open_high: must be < 10 (got 10)");
-  EXPECT_TRUE(covenant::decode<Everything>(with("open_high", "9.99")).ok());
-  EXPECT_TRUE(covenant::decode<Everything>(with("open_low", "0.01")).ok());
+  EXPECT_TRUE(covenant::try_decode<Everything>(with("open_high", "9.99")).ok());
+  EXPECT_TRUE(covenant::try_decode<Everything>(with("open_low", "0.01")).ok());
 }
 
 TEST(Validators, PatternIsASearchUnlessAnchored) {
@@ -142,7 +142,7 @@ TEST(Validators, UniqueItemsAndUniqueBy) {
   EXPECT_EQ(only_issue("items", R"([{"id": "a", "n": 1}, {"id": "a", "n": 2}])"),
             R"(items: id values must be unique ("a" appears at [0] and [1]))");
   // Equal values of another member do not count.
-  EXPECT_TRUE(covenant::decode<Everything>(with("items", R"([{"id": "a", "n": 1}, {"id": "b", "n": 1}])")).ok());
+  EXPECT_TRUE(covenant::try_decode<Everything>(with("items", R"([{"id": "a", "n": 1}, {"id": "b", "n": 1}])")).ok());
 }
 
 TEST(Validators, CustomPredicateWithItsMessage) {
@@ -156,14 +156,14 @@ TEST(Validators, Uint16AndInt32OutOfRangeAreErrorsNeverNarrowed) {
               ::testing::StartsWith("port: must be an integer between 0 and 65535"));
   EXPECT_THAT(only_issue("delta", "2147483648", covenant::issue_code::type_mismatch),
               ::testing::StartsWith("delta: must be an integer between -2147483648 and 2147483647"));
-  auto r = covenant::decode<Everything>(with("port", "65535"));
+  auto r = covenant::try_decode<Everything>(with("port", "65535"));
   ASSERT_TRUE(r.ok()) << covenant::render_feedback(r.issues);
   EXPECT_EQ(r.value->port, 65535);
 }
 
 TEST(Issues, LongActualValuesAreElided) {
   const std::string long_value(200, 'x');
-  auto r = covenant::decode<Everything>(with("color", "\"" + long_value + "\""));
+  auto r = covenant::try_decode<Everything>(with("color", "\"" + long_value + "\""));
   ASSERT_EQ(r.issues.size(), 1u);
   EXPECT_LT(r.issues[0].actual.size(), 60u);
   EXPECT_THAT(r.issues[0].actual, ::testing::StartsWith("\"xxxx"));

@@ -321,7 +321,7 @@ class answer_validator {
 
     // The raw answer, read the way contracts read replies (fences, repairs, coercions).
     const auto read_start = std::chrono::steady_clock::now();
-    covenant::read_result first = covenant::read_dynamic(raw_answer, *schema->model);
+    covenant::read_result first = covenant::try_read_dynamic(raw_answer, *schema->model);
     out.attempts.push_back({std::string(raw_answer), to_validation_errors(first.issues)});
     const std::string id = query_id.empty() ? covenant::make_query_id() : std::string(query_id);
     const std::string version(schema_version);

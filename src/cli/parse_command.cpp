@@ -81,7 +81,7 @@ int run_parse(const std::vector<std::string>& args) {
   const std::string input = read_input(a.positional.empty() ? std::string("-") : a.positional.front(),
                                        options.decode.max_input_bytes);
 
-  const read_result r = read_dynamic(input, m, options);
+  const read_result r = try_read_dynamic(input, m, options);
   auto print = [&](const boost::json::value& v) { std::cout << (compact ? json_text(v) : json_pretty(v)) << "\n"; };
   if (as_report) {
     print(report(r));

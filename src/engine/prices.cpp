@@ -115,7 +115,7 @@ price_table_result price_table::try_parse(std::string_view json) {
   price_table_result out;
   decode_options o;
   o.reject_unknown_fields = true;  // a misspelt price must not pass as absent
-  decoded<detail::price_file> d = decode<detail::price_file>(json, o);
+  decoded<detail::price_file> d = try_decode<detail::price_file>(json, o);
   out.issues = std::move(d.issues);
   if (d.value) {
     for (const auto& [model, price] : d.value->models) {

@@ -528,8 +528,8 @@ boost::json::value detail::read_dynamic_value(json_reader& r, const schema::type
   return d.read(t, ctx, at);
 }
 
-dynamic_result decode_dynamic(std::string_view text, const schema::model& m, const decode_options& options,
-                              output_keys keys) {
+dynamic_result try_decode_dynamic(std::string_view text, const schema::model& m, const decode_options& options,
+                                  output_keys keys) {
   dynamic_result result;
   detail::decode_context ctx{m, options, result.issues};
   if (text.size() > options.max_input_bytes) {
@@ -549,8 +549,20 @@ dynamic_result decode_dynamic(std::string_view text, const schema::model& m, con
   return result;
 }
 
-dynamic_result validate_value(const boost::json::value& value, const schema::model& m, const decode_options& options,
-                              output_keys keys) {
+boost::json::value decode_dynamic(std::string_view text, const schema::model& m, const decode_options& options,
+                                  output_keys keys) {
+  dynamic_result r = try_decode_dynamic(text, m, options, keys);
+  if (!r.ok()) throw decode_error(std::move(r.issues));
+  return std::move(r.value);
+}
+
+dynamic_result try_validate_value(const boost::json::value& value, const schema::model& m,
+                                  const decode_options& options, output_keys keys) {
+  return try_decode_dynamic(json_text(value), m, options, keys);
+}
+
+boost::json::value validate_value(const boost::json::value& value, const schema::model& m,
+                                  const decode_options& options, output_keys keys) {
   return decode_dynamic(json_text(value), m, options, keys);
 }
 

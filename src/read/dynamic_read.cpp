@@ -13,7 +13,7 @@
 
 namespace covenant {
 
-read_result read_dynamic(std::string_view text, const schema::model& m, const read_options& options) {
+read_result try_read_dynamic(std::string_view text, const schema::model& m, const read_options& options) {
   lenient_options reading;
   reading.level = options.level;
   reading.partial = options.partial;
@@ -25,7 +25,7 @@ read_result read_dynamic(std::string_view text, const schema::model& m, const re
   decoded<boost::json::value> r = detail::read_reply_with<boost::json::value>(
       text, options.decode, reading, notes, parse_time, validate_time, {},
       [&](std::string_view t, const decode_options& o) {
-        dynamic_result d = decode_dynamic(t, m, o, keys);
+        dynamic_result d = try_decode_dynamic(t, m, o, keys);
         decoded<boost::json::value> out;
         out.issues = std::move(d.issues);
         out.notes = std::move(d.notes);
@@ -54,6 +54,12 @@ read_result read_dynamic(std::string_view text, const schema::model& m, const re
     }
   }
   return result;
+}
+
+boost::json::value read_dynamic(std::string_view text, const schema::model& m, const read_options& options) {
+  read_result r = try_read_dynamic(text, m, options);
+  if (!r.ok()) throw decode_error(std::move(r.issues));
+  return std::move(r.value);
 }
 
 }  // namespace covenant

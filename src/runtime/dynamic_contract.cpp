@@ -78,7 +78,7 @@ class dynamic_reader final : public detail::reply_reader {
     decoded<boost::json::value> r = detail::read_reply_with<boost::json::value>(
         a.text, options_->decode, reading, a.notes, parse_time, validate_time, options_->clock,
         [&](std::string_view t, const decode_options& o) {
-          dynamic_result d = decode_dynamic(t, *model_, o);
+          dynamic_result d = try_decode_dynamic(t, *model_, o);
           decoded<boost::json::value> out;
           out.issues = std::move(d.issues);
           out.notes = std::move(d.notes);
@@ -164,7 +164,7 @@ class dynamic_call final : public detail::call_steps {
     bool media_refused = false;  // a media that cannot be sent is no text the model could repair
     current_ = input_;
     if (task.input) {
-      dynamic_result v = validate_value(*input_, *task.input);
+      dynamic_result v = try_validate_value(*input_, *task.input);
       input_issues = std::move(v.issues);
       const bool valid = input_issues.empty();
       if (valid) {
@@ -277,7 +277,7 @@ class dynamic_call final : public detail::call_steps {
       const schema::model& m = c_->task.output;
       if (!issues.empty() &&
           detail::apply_filters(detail::value_ref{&out, &detail::json_ops()}, m, issues, notes)) {
-        for (issue& i : validate_value(out, m, c_->options.decode).issues) issues.push_back(std::move(i));
+        for (issue& i : try_validate_value(out, m, c_->options.decode).issues) issues.push_back(std::move(i));
       }
     };
   }

@@ -53,4 +53,10 @@ schema_document try_load_schema_document(const std::filesystem::path& path) {
   return out;
 }
 
+schema_document load_schema_document(const std::filesystem::path& path) {
+  schema_document d = try_load_schema_document(path);
+  if (!d.ok()) throw schema_error(std::move(d.issues));
+  return d;
+}
+
 }  // namespace covenant

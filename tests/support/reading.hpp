@@ -53,14 +53,14 @@ covenant::decoded<T> read_typed(std::string_view reply, covenant::strictness lev
   return r;
 }
 
-/// read_dynamic() of `reply` against `model` at `level`, final or partial.
+/// try_read_dynamic() of `reply` against `model` at `level`, final or partial.
 inline covenant::read_result read_against(std::string_view reply, const covenant::schema::model& model,
                                           covenant::strictness level = covenant::strictness::coerce,
                                           bool partial = false) {
   covenant::read_options o;
   o.level = level;
   o.partial = partial;
-  return covenant::read_dynamic(reply, model, o);
+  return covenant::try_read_dynamic(reply, model, o);
 }
 
 /// The violations a stream reader of `text` stops on, fed `piece` bytes at a time (0: whole).
@@ -91,7 +91,7 @@ inline covenant::strictness stream_level(const covenant::decode_options& o) {
 
 template <class T>
 readings<T> readers_of(std::string_view text, const covenant::decode_options& o = {}) {
-  readings<T> r{covenant::decode<T>(text, o), covenant::decode_dynamic(text, covenant::schema_of<T>(), o), {}, {}, {}, {}};
+  readings<T> r{covenant::try_decode<T>(text, o), covenant::try_decode_dynamic(text, covenant::schema_of<T>(), o), {}, {}, {}, {}};
   covenant::decode_options so = o;
   so.coerce = false;  // the stream readers set it from their level
   for (std::size_t piece : {std::size_t{1}, std::size_t{0}}) {
@@ -119,7 +119,7 @@ inline std::string violations_text(const covenant::issue_list& vs) {
   return s;
 }
 
-/// Checks that the three readers of T agree on `text`: decode<T> and decode_dynamic on
+/// Checks that the three readers of T agree on `text`: try_decode<T> and try_decode_dynamic on
 /// schema_of<T>() report the same issues and notes and, when the text reads, the same value; the
 /// typed and the dynamic stream stop on the same violations, and each one is an issue of the final
 /// reading. Returns what they read, for checks of the rule itself.

@@ -1,14 +1,17 @@
 // covenant/decode.hpp - JSON text (or a boost::json::value) into a C++ type, with every issue.
-// decode<T>(text) and from_value<T>(boost::json::value).
+// try_decode<T>(text) and try_from_value<T>(boost::json::value) return the issues; decode<T> and
+// from_value<T> return the value and throw covenant::decode_error carrying them.
 //
-//     auto r = covenant::decode<FinalAnswer>(text);
+//     auto r = covenant::try_decode<FinalAnswer>(text);
 //     if (!r) std::cerr << covenant::render_feedback(r.issues);   // one line per issue
 //     else use(*r.value);
+//
+//     FinalAnswer a = covenant::decode<FinalAnswer>(text);        // or throws decode_error
 //
 // Decoding reads the text straight into the struct (no intermediate DOM), checks every
 // constraint and cross-field rule of the schema model as it goes, and collects every issue with
 // its path instead of stopping at the first. Malformed JSON yields one parse_error issue with
-// line and column; nothing throws unless you call decode_or_throw().
+// line and column; the try_ forms never throw for bad input.
 #pragma once
 
 #include <boost/json/serialize.hpp>
@@ -729,7 +732,8 @@ COVENANT_ALWAYS_INLINE void read_value(json_reader& r, T& out, const schema::typ
 /// Returns every issue; `out` holds a best-effort value when there are issues. Coercions
 /// (decode_options::coerce) are appended to `notes` when given.
 template <class T>
-issue_list decode_into(std::string_view json, T& out, const decode_options& options = {}, note_list* notes = nullptr) {
+issue_list try_decode_into(std::string_view json, T& out, const decode_options& options = {},
+                           note_list* notes = nullptr) {
   const schema::model& s = schema_of<T>();
   issue_list issues;
   detail::decode_context ctx{s, options, issues, notes};
@@ -750,28 +754,44 @@ issue_list decode_into(std::string_view json, T& out, const decode_options& opti
   return issues;
 }
 
+/// Decodes `json` into `out` as try_decode_into does, or throws covenant::decode_error carrying
+/// every issue (`out` then holds the best-effort value).
+template <class T>
+void decode_into(std::string_view json, T& out, const decode_options& options = {}, note_list* notes = nullptr) {
+  issue_list issues = try_decode_into(json, out, options, notes);
+  if (!issues.empty()) throw decode_error(std::move(issues));
+}
+
 /// Decodes `json` into a new T. The value is present only when there are no issues.
 template <class T>
-decoded<T> decode(std::string_view json, const decode_options& options = {}) {
+decoded<T> try_decode(std::string_view json, const decode_options& options = {}) {
   decoded<T> result;
   result.value.emplace();  // decoded in place: no copy or move of the value
-  result.issues = decode_into(json, *result.value, options, &result.notes);
+  result.issues = try_decode_into(json, *result.value, options, &result.notes);
   if (!result.issues.empty()) result.value.reset();
   return result;
 }
 
-/// Decodes a boost::json::value into a new T (the inverse of covenant::to_value).
+/// Decodes `json` into a new T, or throws covenant::decode_error carrying every issue.
 template <class T>
-decoded<T> from_value(const boost::json::value& json, const decode_options& options = {}) {
-  return decode<T>(std::string_view(boost::json::serialize(json)), options);
-}
-
-/// Decodes `json` or throws covenant::decode_error carrying every issue.
-template <class T>
-T decode_or_throw(std::string_view json, const decode_options& options = {}) {
-  auto r = decode<T>(json, options);
+T decode(std::string_view json, const decode_options& options = {}) {
+  auto r = try_decode<T>(json, options);
   if (!r.ok()) throw decode_error(std::move(r.issues));
   return std::move(*r.value);
+}
+
+/// Decodes a boost::json::value into a new T (the inverse of covenant::to_value). The value is
+/// present only when there are no issues.
+template <class T>
+decoded<T> try_from_value(const boost::json::value& json, const decode_options& options = {}) {
+  return try_decode<T>(std::string_view(boost::json::serialize(json)), options);
+}
+
+/// Decodes a boost::json::value into a new T, or throws covenant::decode_error carrying every
+/// issue.
+template <class T>
+T from_value(const boost::json::value& json, const decode_options& options = {}) {
+  return decode<T>(std::string_view(boost::json::serialize(json)), options);
 }
 
 }  // namespace covenant

@@ -3,9 +3,15 @@
 // boost::json::value instead of a C++ struct.
 //
 //     covenant::schema::model m = covenant::schema_set::parse(text).model("FinalAnswer");
-//     covenant::dynamic_result r = covenant::decode_dynamic(model_output, m);
+//     covenant::dynamic_result r = covenant::try_decode_dynamic(model_output, m);
 //     if (!r) std::cerr << covenant::render_feedback(r.issues);
 //     else use(r.value);                       // validated; keys as in the schema
+//
+//     boost::json::value v = covenant::decode_dynamic(model_output, m);   // or throws decode_error
+//
+// Each reader has a try_ form, which returns the value with every issue and never throws for bad
+// input, and a plain form, which returns the value or throws covenant::decode_error carrying the
+// issues of the try_ form.
 //
 // The issues are exactly those the typed decoder (decode.hpp) reports for an equivalent C++
 // type: same paths, codes, expected/actual texts, messages and order, from the same constraint
@@ -60,25 +66,37 @@ struct dynamic_result {
 };
 
 /// Reads JSON `text` against the model's root type.
-COVENANT_API dynamic_result decode_dynamic(std::string_view text, const schema::model& m,
-                                           const decode_options& options = {}, output_keys keys = output_keys::json);
+COVENANT_API dynamic_result try_decode_dynamic(std::string_view text, const schema::model& m,
+                                               const decode_options& options = {},
+                                               output_keys keys = output_keys::json);
+/// Reads JSON `text` against the model's root type: the value, or throws decode_error carrying
+/// every issue.
+COVENANT_API boost::json::value decode_dynamic(std::string_view text, const schema::model& m,
+                                               const decode_options& options = {},
+                                               output_keys keys = output_keys::json);
 
 /// Checks a JSON value against the model's root type (the value is read as its compact JSON
 /// text, so the issues are those decode_dynamic reports for that text). `value` of the result is
 /// the normalized value.
-COVENANT_API dynamic_result validate_value(const boost::json::value& value, const schema::model& m,
-                                           const decode_options& options = {}, output_keys keys = output_keys::json);
+COVENANT_API dynamic_result try_validate_value(const boost::json::value& value, const schema::model& m,
+                                               const decode_options& options = {},
+                                               output_keys keys = output_keys::json);
+/// Checks a JSON value against the model's root type: the normalized value, or throws
+/// decode_error carrying every issue.
+COVENANT_API boost::json::value validate_value(const boost::json::value& value, const schema::model& m,
+                                               const decode_options& options = {},
+                                               output_keys keys = output_keys::json);
 
 // ---- reading model text ---------------------------------------------------------------------
 
-/// How read_dynamic() reads a model's reply.
+/// How read_dynamic() and try_read_dynamic() read a model's reply.
 struct read_options {
   /// strict: the text must be the JSON value; repair: also extraction (fences, prose, reasoning
   /// blocks) and syntax repairs; coerce (default): also schema-guided conversions.
   strictness level = strictness::coerce;
   /// The text is an unfinished stream (a prefix of a reply still being written): an unfinished
   /// value at the end is kept and noted as incomplete, and what only the rest of the stream can
-  /// settle is not an issue (see read_dynamic). The schema's streaming attributes apply
+  /// settle is not an issue (see try_read_dynamic). The schema's streaming attributes apply
   /// (@stream.done, @stream.not_null; docs/runtime-schemas.md), and an enum value or string
   /// literal is read only from a finished string.
   bool partial = false;
@@ -88,11 +106,11 @@ struct read_options {
   output_keys keys = output_keys::json;
 };
 
-/// What read_dynamic() found.
+/// What try_read_dynamic() found.
 struct read_result {
   /// The validated value; null when the reply could not be read as one (see `issues`).
   boost::json::value value;
-  /// Every problem, as decode_dynamic reports them (a parse error when nothing could be read).
+  /// Every problem, as try_decode_dynamic reports them (a parse error when nothing could be read).
   issue_list issues;
   /// Every extraction, repair, coercion, truncation, unfinished value and failed soft check, in
   /// that order.
@@ -119,6 +137,11 @@ struct read_result {
 /// written) become `incomplete` notes instead of issues, so the value so far is returned as valid.
 /// Values written completely are checked in full: a wrong type or a finished field out of range
 /// is still an issue. Text that is complete JSON is read as in final mode.
-COVENANT_API read_result read_dynamic(std::string_view text, const schema::model& m, const read_options& options = {});
+COVENANT_API read_result try_read_dynamic(std::string_view text, const schema::model& m,
+                                          const read_options& options = {});
+/// Reads a model's reply as try_read_dynamic does: the value, or throws decode_error carrying
+/// every issue (the notes and `truncated` are in try_read_dynamic's result only).
+COVENANT_API boost::json::value read_dynamic(std::string_view text, const schema::model& m,
+                                             const read_options& options = {});
 
 }  // namespace covenant

@@ -8,7 +8,7 @@
 //
 //     auto cands = covenant::extract_candidates(reply);       // strictness::coerce by default
 //     for (const auto& c : cands) {
-//       auto r = covenant::decode<Answer>(c.json);             // strict decoder on the candidate
+//       auto r = covenant::try_decode<Answer>(c.json);         // strict decoder on the candidate
 //       if (r) { use(*r.value, c.notes); break; }              // (decoders rank: fewest issues)
 //     }
 //

@@ -3,7 +3,7 @@
 // tool drives prompts, JSON Schema export and validation (dynamic.hpp) like a C++ type.
 //
 //     covenant::schema::model m = covenant::import_json_schema(boost::json::parse(text));
-//     auto r = covenant::decode_dynamic(model_output, m);
+//     auto r = covenant::try_decode_dynamic(model_output, m);
 //
 // Supported: `type` (one name or an array; "null" in it makes the type nullable), `properties`,
 // `required`, `additionalProperties` (a schema: a map; `propertyNames` gives its key type),
@@ -96,5 +96,8 @@ COVENANT_API bool is_json_schema_document(std::string_view file, std::string_vie
 /// is_json_schema_document), at most COVENANT_SCHEMA_MAX_BYTES, without throwing. Every problem
 /// is in `issues`, a file that cannot be read included (io_error, limit_exceeded).
 COVENANT_API schema_document try_load_schema_document(const std::filesystem::path& file);
+/// Loads `file` as try_load_schema_document does; throws schema_error with every problem (the
+/// returned document's `issues` are empty).
+COVENANT_API schema_document load_schema_document(const std::filesystem::path& file);
 
 }  // namespace covenant

@@ -108,7 +108,7 @@ class called_tool_with_matcher {
           why += "were not read (" + std::string(to_string(r.status)) + ")";
           continue;
         }
-        decoded<Args> d = covenant::decode<Args>(r.arguments);
+        decoded<Args> d = covenant::try_decode<Args>(r.arguments);
         if (!d) {
           why += "do not decode:";
           for (const issue& i : d.issues) why += " " + i.to_string() + ";";
@@ -191,7 +191,7 @@ std::vector<Args> tool_arguments(const outcome_base& o, std::string_view tool) {
   std::vector<Args> out;
   for (const tool_run* r : o.tool_runs()) {
     if (r->call.name != tool || r->arguments.empty()) continue;
-    decoded<Args> d = covenant::decode<Args>(r->arguments);
+    decoded<Args> d = covenant::try_decode<Args>(r->arguments);
     if (!d) {
       std::string why = "covenant::testing::tool_arguments: the arguments of " + r->call.name + " call " + r->call.id +
                         " (" + r->arguments + ") do not decode:";

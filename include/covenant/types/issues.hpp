@@ -166,7 +166,8 @@ COVENANT_API void render_feedback(const issue_list& issues, std::string& out);
 COVENANT_API std::ostream& operator<<(std::ostream& os, const issue& i);
 COVENANT_API std::ostream& operator<<(std::ostream& os, const path& p);
 
-/// Thrown only by the `*_or_throw` entry points; carries every issue.
+/// Thrown by the readers' plain forms (decode, decode_into, from_value, decode_dynamic,
+/// validate_value, read_dynamic); carries every issue their try_ forms return.
 class COVENANT_API decode_error : public std::runtime_error {
  public:
   explicit decode_error(issue_list issues);

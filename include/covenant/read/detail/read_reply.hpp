@@ -38,15 +38,15 @@ COVENANT_API std::size_t settled_issues(const issue_list& issues, const note_lis
 COVENANT_API bool drop_unfinished_item(std::string_view json, const note_list& candidate_notes,
                                        const issue_list& issues, std::string& out, note& dropped);
 
-/// The decoder of read_reply<T>: decode<T>, also in place into a reading's storage (strings and
+/// The decoder of read_reply<T>: try_decode<T>, also in place into a reading's storage (strings and
 /// lists keep their capacity from one candidate to the next).
 template <class T>
 struct typed_decode {
-  decoded<T> operator()(std::string_view t, const decode_options& o) const { return decode<T>(t, o); }
+  decoded<T> operator()(std::string_view t, const decode_options& o) const { return try_decode<T>(t, o); }
   void operator()(decoded<T>& d, std::string_view t, const decode_options& o) const {
     d.notes.clear();
     if (!d.value) d.value.emplace();
-    d.issues = decode_into(t, *d.value, o, &d.notes);
+    d.issues = try_decode_into(t, *d.value, o, &d.notes);
     if (!d.issues.empty()) d.value.reset();
   }
 };

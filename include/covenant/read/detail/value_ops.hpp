@@ -1,7 +1,7 @@
 // covenant/read/detail/value_ops.hpp - a C++ value as the readers see it: one small table of
 // functions per type (built at compile time from the type's shape) through which the stream
 // reader (detail/stream_reader.hpp) writes a streamed reply piece by piece. Types without a table
-// of their own (variants, maps, ...) are filled once their whole JSON value is there (from_value).
+// of their own (variants, maps, ...) are filled once their whole JSON value is there (try_from_value).
 // The on-fail filter (detail/filter.hpp) and the tool checks walk a value already read through it.
 #pragma once
 
@@ -176,7 +176,7 @@ value_ops make_ops() noexcept {
   } else if constexpr (std::is_enum_v<T>) {
     o.kind = value_kind::enumeration;
     o.set_enum = [](void* p, std::string_view json, const decode_options& options, issue_list& issues) {
-      auto r = decode<T>(json, options);
+      auto r = try_decode<T>(json, options);
       if (r.value) *static_cast<T*>(p) = *r.value;
       issues = std::move(r.issues);
     };
@@ -214,7 +214,7 @@ value_ops make_ops() noexcept {
   } else {
     o.kind = value_kind::opaque;
     o.assign = [](void* p, const boost::json::value& v, const decode_options& options) {
-      auto r = from_value<T>(v, options);
+      auto r = try_from_value<T>(v, options);
       if (!r.value) return false;
       *static_cast<T*>(p) = std::move(*r.value);
       return true;
