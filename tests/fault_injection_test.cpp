@@ -139,7 +139,7 @@ covenant::contract_options contract_options(const fault_client& c) {
   o.retry.tries = c.tries;
   o.retry.delay = std::chrono::duration<double>(c.remedy_delay);
   o.retry.jitter = 0;
-  o.retry.graceful = true;
+  o.graceful = true;
   return o;
 }
 

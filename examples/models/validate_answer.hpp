@@ -359,7 +359,7 @@ class answer_validator {
     co.retry.backoff = options_.backoff;
     co.retry.max_delay = options_.max_delay;
     co.retry.jitter = 0;
-    co.retry.graceful = true;
+    co.graceful = true;
     co.accumulate_errors = true;
     co.sleep = options_.sleep;
     // Observers see the raw answer's rejection as attempt 1, then the contract's calls as retries.

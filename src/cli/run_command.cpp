@@ -526,7 +526,7 @@ int run_run(const std::vector<std::string>& args) {
   options.retry.backoff = number_named(a, "--backoff", 2.0, 1.0, 100.0);
   options.retry.max_delay = std::chrono::duration<double>(seconds_named(a, "--max-delay", 15.0));
   options.retry.jitter = number_named(a, "--jitter", 0.1, 0.0, 1.0);
-  options.retry.graceful = true;
+  options.graceful = true;
   options.strictness = strictness_of(a.get("--strictness").value_or("coerce"));
   if (const auto m = a.get("--mode")) {
     const std::optional<output_mode> mode = parse_output_mode(*m);

@@ -56,7 +56,7 @@ bool needs_attention(const outcome_base& o) noexcept {
 /// What the caller of a failed call gets, after the summary.
 std::string_view what_follows(const contract_core& core, call_via via, bool forward_threw) noexcept {
   if (forward_threw) return "; forward threw, and the caller gets its exception";
-  const bool graceful = core.options.retry.graceful;
+  const bool graceful = core.options.graceful;
   if (core.has_forward) {
     switch (via) {
       case call_via::run: return "; forward ran with the failure and run() returns the failed outcome";

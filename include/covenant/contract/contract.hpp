@@ -368,9 +368,9 @@ class contract {
   contract& operator=(contract&&) noexcept = default;
   ~contract() = default;
 
-  /// Runs the contract and returns forward's value. When the contract failed and the retry
-  /// policy is not graceful, throws covenant::contract_failure<result_type> (carrying forward's
-  /// value and the outcome) after forward has run.
+  /// Runs the contract and returns forward's value. When the contract failed and
+  /// contract_options::graceful is false, throws covenant::contract_failure<result_type> (carrying
+  /// forward's value and the outcome) after forward has run.
   result_type operator()(const input_type& input) const {
     return value_of(run_as(input, nullptr, detail::call_via::call_operator));
   }
@@ -696,7 +696,7 @@ class contract {
   }
 
   result_type value_of(call_result&& r) const {
-    if (!r.outcome.success && !core_->options.retry.graceful)
+    if (!r.outcome.success && !core_->options.graceful)
       throw contract_failure<result_type>(static_cast<outcome_base&>(r.outcome), std::move(r.value));
     return std::move(r.value);
   }

@@ -78,6 +78,13 @@ struct contract_options {
   bool verbose = false;
   /// How many times to ask again, and when (see covenant/engine/retry.hpp for the exact semantics).
   retry_policy retry{};
+  /// What the call operator does when tries run out (forward runs either way and the outcome
+  /// keeps the full attempt history):
+  ///   false (default): after forward has produced its fallback, the call operator throws
+  ///     covenant::contract_failure<R> carrying that fallback value and the outcome;
+  ///   true: no exception; the call operator returns forward's value (a dynamic contract's: null).
+  /// run(), run_async() and stream() never throw for a failed contract, whatever it says.
+  bool graceful = false;
   /// How replies are read: strict (JSON only), repair (also extraction from prose and fences and
   /// syntax repairs), coerce (also schema-guided conversions such as "0.9" -> 0.9; the default).
   /// Whatever was repaired or coerced is recorded as notes on the attempt and the outcome.

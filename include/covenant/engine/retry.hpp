@@ -7,12 +7,7 @@
 //        base(k)  = min(max_delay, delay * backoff^(k-1))
 //        delay(k) = clamp(base(k) * (1 + u), 0, max_delay),  u drawn uniformly from [-jitter, +jitter]
 //    There is no wait before the first generation, and no call and no wait after the last try.
-//  * `graceful` decides what the call operator does when tries run out (forward runs either way
-//    and the outcome keeps the full attempt history):
-//      graceful = false (default): after forward has produced its fallback, the call operator
-//        throws covenant::contract_failure<R> carrying that fallback value and the outcome.
-//      graceful = true: no exception; the call operator returns forward's value.
-//    contract::run() never throws for a failed contract, whatever `graceful` says.
+//    What a contract does when tries run out is contract_options::graceful, not part of the schedule.
 #pragma once
 
 #include <chrono>
@@ -27,7 +22,6 @@ struct COVENANT_API retry_policy {
   double backoff = 2.0;
   std::chrono::duration<double> max_delay{15.0};
   double jitter = 0.1;
-  bool graceful = false;
 
   /// min(max_delay, delay * backoff^(k-1)) for remedy attempt k >= 1 (no jitter).
   [[nodiscard]] std::chrono::nanoseconds base_delay(int k) const;

@@ -93,7 +93,7 @@ class COVENANT_API dynamic_contract {
       boost::json::value input, std::function<void(const stream_update<boost::json::value>&)> on_update,
       call_options options = {}) const;
 
-  /// The validated output. When the contract failed: null if the retry policy is graceful, else
+  /// The validated output. When the contract failed: null if contract_options::graceful, else
   /// throws covenant::contract_failure<boost::json::value> (fallback null) with the outcome.
   boost::json::value operator()(const boost::json::value& input) const;
 
