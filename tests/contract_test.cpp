@@ -179,7 +179,7 @@ TEST(RemedyLoop, EverySchemaIssueOfAnAttemptIsFedBackAtOnce) {
 TEST(RemedyLoop, MakesAtMostOnePlusTriesCallsAndNoSleepAfterTheLast) {
   scripted_engine model{unsure, unsure, unsure, unsure, unsure, good};
   fake_sleeper sleeper;
-  covenant::retry_policy policy{.tries = 3, .delay = std::chrono::milliseconds(100), .backoff = 2.0,
+  covenant::retry_options policy{.tries = 3, .delay = std::chrono::milliseconds(100), .backoff = 2.0,
                                 .max_delay = std::chrono::seconds(10), .jitter = 0.0};
   covenant::contract<QA> qa{model, instant(policy, &sleeper)};
   auto r = qa.run(question);

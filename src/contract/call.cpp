@@ -268,7 +268,7 @@ attempt remedy_phase::new_attempt() {
 }
 
 bool remedy_phase::within_budget(const attempt& a, std::string_view correction) const {
-  const call_budget& cap = core_->options.budget;
+  const budget_options& cap = core_->options.budget;
   if (cap.max_tokens == 0 && cap.max_cost_usd == 0) return true;
   auto stop = [&](auto&& say) {  // says why at info level (a logger that throws is ignored)
     try {

@@ -201,7 +201,7 @@ struct http_shared {
       if (!asked && retry_after) asked = detail::parse_retry_after(*retry_after, std::chrono::system_clock::now());
       if (asked) return std::min(*asked, cap);
     }
-    retry_policy p;
+    retry_options p;
     p.tries = options.max_retries;
     p.delay = options.initial_backoff;
     p.backoff = 2.0;

@@ -14,7 +14,7 @@ std::chrono::nanoseconds to_ns(double seconds) {
 }
 }  // namespace
 
-std::chrono::nanoseconds retry_policy::base_delay(int k) const {
+std::chrono::nanoseconds retry_options::base_delay(int k) const {
   if (k < 1) return std::chrono::nanoseconds(0);
   const double cap = max_delay.count();
   // delay * backoff^(k-1), computed without overflow: stop growing once past the cap.
@@ -23,7 +23,7 @@ std::chrono::nanoseconds retry_policy::base_delay(int k) const {
   return to_ns(std::min(cap, d));
 }
 
-std::chrono::nanoseconds retry_policy::delay_before(int k, double u01) const {
+std::chrono::nanoseconds retry_options::delay_before(int k, double u01) const {
   if (k < 1) return std::chrono::nanoseconds(0);
   const double base = std::chrono::duration<double>(base_delay(k)).count();
   const double u = jitter * (2.0 * u01 - 1.0);
@@ -31,8 +31,8 @@ std::chrono::nanoseconds retry_policy::delay_before(int k, double u01) const {
   return to_ns(d);
 }
 
-void retry_policy::check() const {
-  auto bad = [](const std::string& what) { throw std::invalid_argument("covenant::retry_policy: " + what); };
+void retry_options::check() const {
+  auto bad = [](const std::string& what) { throw std::invalid_argument("covenant::retry_options: " + what); };
   if (tries < 0) bad("tries must be >= 0 (got " + std::to_string(tries) + ")");
   if (!(delay.count() >= 0)) bad("delay must be >= 0");
   if (!(max_delay.count() >= 0)) bad("max_delay must be >= 0");

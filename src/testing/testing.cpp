@@ -276,7 +276,7 @@ double seeded_random::operator()() {
   return std::uniform_real_distribution<double>(0.0, 1.0)(gen_);
 }
 
-contract_options instant(retry_policy retry, fake_sleeper* sleeper, std::uint64_t seed) {
+contract_options instant(retry_options retry, fake_sleeper* sleeper, std::uint64_t seed) {
   contract_options o;
   o.retry = retry;
   if (sleeper != nullptr) o.sleep = [sleeper](std::chrono::nanoseconds d) { (*sleeper)(d); };

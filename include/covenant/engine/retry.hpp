@@ -16,7 +16,7 @@
 
 namespace covenant {
 
-struct COVENANT_API retry_policy {
+struct COVENANT_API retry_options {
   int tries = 5;
   std::chrono::duration<double> delay{0.5};
   double backoff = 2.0;

@@ -68,7 +68,7 @@ class COVENANT_API dynamic_contract {
   using call_result = contract_result<boost::json::value, boost::json::value>;
 
   /// `model` must outlive the contract's blocking calls (see covenant/engine/engine.hpp for asynchronous
-  /// calls). Throws std::invalid_argument for an invalid retry policy.
+  /// calls). Throws std::invalid_argument for invalid options (contract_options::check).
   dynamic_contract(engine& model, dynamic_task task, contract_options options = {});
   /// A copy is a contract of its own, with statistics of its own (as contract's copies are).
   dynamic_contract(const dynamic_contract& other);

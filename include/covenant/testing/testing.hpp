@@ -193,9 +193,9 @@ class COVENANT_API log_capture {
   std::unique_ptr<state> state_;
 };
 
-/// Contract options for tests: the given retry policy, no real sleeping (waits are recorded in
+/// Contract options for tests: the given retry options, no real sleeping (waits are recorded in
 /// `sleeper` when given), seeded jitter.
-COVENANT_API contract_options instant(retry_policy retry = {}, fake_sleeper* sleeper = nullptr,
+COVENANT_API contract_options instant(retry_options retry = {}, fake_sleeper* sleeper = nullptr,
                                       std::uint64_t seed = 42);
 
 }  // namespace covenant::testing
