@@ -886,7 +886,7 @@ TEST(Cassette, TheApiKeyAndHeadersOfAnHttpEngineAreNeverWritten) {
     o.api_key = key;
     o.model = "loopback";
     o.headers = {{"OpenAI-Organization", "org-hidden-456"}};
-    o.max_retries = 0;
+    o.retry.tries = 0;
     covenant::http_engine http{o};
     cassette_engine tape{{.path = path, .mode = cassette_mode::record, .redact = {key}}, http};
     covenant::contract<QA> qa{tape, instant()};

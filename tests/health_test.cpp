@@ -535,8 +535,8 @@ TEST_F(Health, AProbeOnTheIoLoopsThreadFailsInsteadOfBlockingIt) {
 TEST_F(Health, EngineOptionsTheEngineRefusesAreFailedChecks) {
   EXPECT_THAT(engine_check({.base_url = "http://127.0.0.1:1/v1", .ca_file = (dir_ / "nope.pem").string()}).detail,
               AllOf(StartsWith("the engine's options are invalid: "), HasSubstr("ca_file")));
-  EXPECT_THAT(engine_check({.base_url = "http://127.0.0.1:1/v1", .max_retries = -1}).detail,
-              HasSubstr("max_retries must be >= 0"));
+  EXPECT_THAT(engine_check({.base_url = "http://127.0.0.1:1/v1", .retry = {.tries = -1}}).detail,
+              HasSubstr("retry.tries must be >= 0"));
   EXPECT_THAT(engine_check({.provider = covenant::provider::anthropic, .base_url = "http://127.0.0.1:1",
                             .api_key = "sk-ant-1\nX: y"})
                   .detail,

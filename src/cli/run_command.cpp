@@ -616,10 +616,10 @@ int run_run(const std::vector<std::string>& args) {
     if (const auto v = a.get("--model")) eo.model = *v;
     if (a.has("--timeout"))
       eo.request_timeout = std::chrono::milliseconds(std::llround(seconds_named(a, "--timeout", 120) * 1000.0));
-    eo.max_retries = static_cast<int>(whole_number_named(a, "--retries", static_cast<std::uint64_t>(eo.max_retries), 0,
+    eo.retry.tries = static_cast<int>(whole_number_named(a, "--retries", static_cast<std::uint64_t>(eo.retry.tries), 0,
                                                          100, "a whole number from 0 to 100"));
     if (a.has("--retry-delay"))
-      eo.initial_backoff = std::chrono::milliseconds(std::llround(seconds_named(a, "--retry-delay", 0.5) * 1000.0));
+      eo.retry.delay = std::chrono::milliseconds(std::llround(seconds_named(a, "--retry-delay", 0.5) * 1000.0));
     // Anthropic: the system prompt (task, schema, rules: the same for every record) is marked for
     // the prompt cache unless --no-prompt-cache.
     eo.cache_system_prompt = !a.has("--no-prompt-cache");
@@ -634,7 +634,7 @@ int run_run(const std::vector<std::string>& args) {
       throw usage_error("--thinking-budget must be at least 1024 tokens, the API's minimum (got " +
                         std::to_string(eo.thinking_budget) + ")");
     if (a.has("--retry-max-delay"))
-      eo.max_backoff = std::chrono::milliseconds(std::llround(seconds_named(a, "--retry-max-delay", 30) * 1000.0));
+      eo.retry.max_delay = std::chrono::milliseconds(std::llround(seconds_named(a, "--retry-max-delay", 30) * 1000.0));
     engine = std::make_unique<http_engine>(eo);
   } catch (const std::invalid_argument& e) {
     // The library names itself in its messages; the tool's user wants the setting and the flag.

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "retry_check.hpp"
+
 namespace covenant {
 
 namespace {
@@ -32,15 +34,21 @@ std::chrono::nanoseconds retry_options::delay_before(int k, double u01) const {
 }
 
 void retry_options::check() const {
-  auto bad = [](const std::string& what) { throw std::invalid_argument("covenant::retry_options: " + what); };
-  if (tries < 0) bad("tries must be >= 0 (got " + std::to_string(tries) + ")");
-  if (!(delay.count() >= 0)) bad("delay must be >= 0");
-  if (!(max_delay.count() >= 0)) bad("max_delay must be >= 0");
-  if (!(backoff >= 1.0)) bad("backoff must be >= 1");
-  if (!(jitter >= 0.0 && jitter <= 1.0)) bad("jitter must be in [0, 1]");
+  if (std::string problem = detail::retry_problem(*this, ""); !problem.empty())
+    throw std::invalid_argument("covenant::retry_options: " + problem);
 }
 
 namespace detail {
+
+std::string retry_problem(const retry_options& r, std::string_view prefix) {
+  auto bad = [&](const std::string& what) { return std::string(prefix) + what; };
+  if (r.tries < 0) return bad("tries must be >= 0 (got " + std::to_string(r.tries) + ")");
+  if (!(r.delay.count() >= 0)) return bad("delay must be >= 0");
+  if (!(r.max_delay.count() >= 0)) return bad("max_delay must be >= 0");
+  if (!(r.backoff >= 1.0)) return bad("backoff must be >= 1");
+  if (!(r.jitter >= 0.0 && r.jitter <= 1.0)) return bad("jitter must be in [0, 1]");
+  return {};
+}
 
 double default_random() {
   thread_local std::mt19937_64 gen{std::random_device{}()};

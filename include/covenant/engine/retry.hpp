@@ -1,13 +1,21 @@
-// covenant/engine/retry.hpp - the remedy schedule: how many times a contract asks again, and when.
+// covenant/engine/retry.hpp - a retry schedule: how many times to try again, and when. One
+// vocabulary for both kinds of retry: a contract's remedy (contract_options::retry: asking the
+// model again after a rejected reply) and the HTTP engine's transport retries
+// (http_engine_options::retry: sending the request again after a 429, a 5xx, a refused connection
+// or a timeout), each with its own defaults.
 //
 // Exact semantics:
-//  * `tries` is the number of remedy attempts after the first generation: a remedy phase makes
-//    at most 1 + tries model calls. tries = 0 means no re-ask.
-//  * Before remedy attempt k (k = 1..tries) the contract waits
+//  * `tries` is the number of retries after the first attempt: at most 1 + tries attempts (a
+//    remedy phase makes at most 1 + tries model calls; an engine call at most 1 + tries HTTP
+//    requests). tries = 0 means no retry.
+//  * Before retry k (k = 1..tries) the wait is
 //        base(k)  = min(max_delay, delay * backoff^(k-1))
 //        delay(k) = clamp(base(k) * (1 + u), 0, max_delay),  u drawn uniformly from [-jitter, +jitter]
-//    There is no wait before the first generation, and no call and no wait after the last try.
-//    What a contract does when tries run out is contract_options::graceful, not part of the schedule.
+//    There is no wait before the first attempt, and no attempt and no wait after the last try.
+//    (The transport waits as long as a server's Retry-After says instead, when it sends one,
+//    capped at max_delay.)
+//  * What a contract does when its tries run out is contract_options::graceful, not part of the
+//    schedule.
 #pragma once
 
 #include <chrono>
@@ -23,9 +31,9 @@ struct COVENANT_API retry_options {
   std::chrono::duration<double> max_delay{15.0};
   double jitter = 0.1;
 
-  /// min(max_delay, delay * backoff^(k-1)) for remedy attempt k >= 1 (no jitter).
+  /// min(max_delay, delay * backoff^(k-1)) for retry k >= 1 (no jitter).
   [[nodiscard]] std::chrono::nanoseconds base_delay(int k) const;
-  /// The wait before remedy attempt k given a uniform draw u01 in [0, 1).
+  /// The wait before retry k given a uniform draw u01 in [0, 1).
   [[nodiscard]] std::chrono::nanoseconds delay_before(int k, double u01) const;
   /// Throws std::invalid_argument when a value is out of range (negative tries, delays, jitter
   /// outside [0, 1], backoff below 1...).
