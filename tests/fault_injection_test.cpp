@@ -137,7 +137,7 @@ covenant::http_engine_options engine_options(const fault_server& server, const f
 covenant::contract_options contract_options(const fault_client& c) {
   covenant::contract_options o;  // no injected sleep: remedy waits are the runtime's timers
   o.retry.tries = c.tries;
-  o.retry.delay = std::chrono::duration<double>(c.remedy_delay);
+  o.retry.delay = c.remedy_delay;
   o.retry.jitter = 0;
   o.graceful = true;
   return o;

@@ -68,6 +68,12 @@ double seconds_named(const arguments& a, std::string_view name, double fallback)
   return d;
 }
 
+/// seconds_named() as a setting's milliseconds, rounded (past about 31 years, clamped there: far
+/// from overflow).
+std::chrono::milliseconds milliseconds_named(const arguments& a, std::string_view name, double fallback) {
+  return std::chrono::milliseconds(std::llround(std::min(seconds_named(a, name, fallback), 1e9) * 1000.0));
+}
+
 double number_named(const arguments& a, std::string_view name, double fallback, double min, double max) {
   const auto v = a.get(name);
   if (!v) return fallback;
@@ -522,9 +528,9 @@ int run_run(const std::vector<std::string>& args) {
     if (!quiet) warn_if_stale(*prices_file, options.prices->taken());
   }
   options.retry.tries = static_cast<int>(number_named(a, "--tries", 2, 0, 100));
-  options.retry.delay = std::chrono::duration<double>(seconds_named(a, "--delay", 0.5));
+  options.retry.delay = milliseconds_named(a, "--delay", 0.5);
   options.retry.backoff = number_named(a, "--backoff", 2.0, 1.0, 100.0);
-  options.retry.max_delay = std::chrono::duration<double>(seconds_named(a, "--max-delay", 15.0));
+  options.retry.max_delay = milliseconds_named(a, "--max-delay", 15.0);
   options.retry.jitter = number_named(a, "--jitter", 0.1, 0.0, 1.0);
   options.graceful = true;
   options.strictness = strictness_of(a.get("--strictness").value_or("coerce"));
@@ -614,12 +620,11 @@ int run_run(const std::vector<std::string>& args) {
     if (provider) eo.provider = *provider;
     if (const auto v = a.get("--base-url")) eo.base_url = *v;
     if (const auto v = a.get("--model")) eo.model = *v;
-    if (a.has("--timeout"))
-      eo.request_timeout = std::chrono::milliseconds(std::llround(seconds_named(a, "--timeout", 120) * 1000.0));
+    if (a.has("--timeout")) eo.request_timeout = milliseconds_named(a, "--timeout", 120);
     eo.retry.tries = static_cast<int>(whole_number_named(a, "--retries", static_cast<std::uint64_t>(eo.retry.tries), 0,
                                                          100, "a whole number from 0 to 100"));
     if (a.has("--retry-delay"))
-      eo.retry.delay = std::chrono::milliseconds(std::llround(seconds_named(a, "--retry-delay", 0.5) * 1000.0));
+      eo.retry.delay = milliseconds_named(a, "--retry-delay", 0.5);
     // Anthropic: the system prompt (task, schema, rules: the same for every record) is marked for
     // the prompt cache unless --no-prompt-cache.
     eo.cache_system_prompt = !a.has("--no-prompt-cache");
@@ -634,7 +639,7 @@ int run_run(const std::vector<std::string>& args) {
       throw usage_error("--thinking-budget must be at least 1024 tokens, the API's minimum (got " +
                         std::to_string(eo.thinking_budget) + ")");
     if (a.has("--retry-max-delay"))
-      eo.retry.max_delay = std::chrono::milliseconds(std::llround(seconds_named(a, "--retry-max-delay", 30) * 1000.0));
+      eo.retry.max_delay = milliseconds_named(a, "--retry-max-delay", 30);
     engine = std::make_unique<http_engine>(eo);
   } catch (const std::invalid_argument& e) {
     // The library names itself in its messages; the tool's user wants the setting and the flag.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -11,16 +12,20 @@
 namespace covenant {
 
 namespace {
+/// Seconds as nanoseconds, rounded; within [0, what nanoseconds hold] (a cap of centuries cannot
+/// overflow the wait).
 std::chrono::nanoseconds to_ns(double seconds) {
-  return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
+  constexpr double most = 9.2e9;  // seconds: just under std::chrono::nanoseconds::max()
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(std::clamp(seconds, 0.0, most) * 1e9)));
 }
+double to_seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
 }  // namespace
 
 std::chrono::nanoseconds retry_options::base_delay(int k) const {
   if (k < 1) return std::chrono::nanoseconds(0);
-  const double cap = max_delay.count();
+  const double cap = to_seconds(max_delay);
   // delay * backoff^(k-1), computed without overflow: stop growing once past the cap.
-  double d = delay.count();
+  double d = to_seconds(delay);
   for (int i = 1; i < k && d < cap; ++i) d *= backoff;
   return to_ns(std::min(cap, d));
 }
@@ -29,7 +34,7 @@ std::chrono::nanoseconds retry_options::delay_before(int k, double u01) const {
   if (k < 1) return std::chrono::nanoseconds(0);
   const double base = std::chrono::duration<double>(base_delay(k)).count();
   const double u = jitter * (2.0 * u01 - 1.0);
-  const double d = std::clamp(base * (1.0 + u), 0.0, max_delay.count());
+  const double d = std::clamp(base * (1.0 + u), 0.0, to_seconds(max_delay));
   return to_ns(d);
 }
 

@@ -43,7 +43,7 @@ scripted_engine& scripted_engine::then(step s) {
   return *this;
 }
 
-scripted_engine& scripted_engine::stream_in_chunks(std::size_t bytes, std::chrono::nanoseconds delay) {
+scripted_engine& scripted_engine::stream_in_chunks(std::size_t bytes, std::chrono::milliseconds delay) {
   std::lock_guard lock(mutex_);
   chunk_bytes_ = bytes;
   chunk_delay_ = delay;

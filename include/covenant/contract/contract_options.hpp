@@ -159,7 +159,7 @@ struct call_options {
   std::stop_token stop{};
   /// Total time allowed for the call up to forward (0: none). When it passes, the call ends like a
   /// cancellation at stage `deadline`.
-  std::chrono::nanoseconds timeout{0};
+  std::chrono::milliseconds timeout{0};
   /// The same as an absolute time (the earlier of the two applies).
   std::optional<std::chrono::steady_clock::time_point> deadline{};
   /// Asynchronous calls: runs the call's work (hooks, reading, forward, completion). Default: the

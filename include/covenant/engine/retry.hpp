@@ -25,10 +25,16 @@
 namespace covenant {
 
 struct COVENANT_API retry_options {
+  /// Retries after the first attempt.
   int tries = 5;
-  std::chrono::duration<double> delay{0.5};
+  /// The wait before the first retry (as every duration covenant is given: milliseconds, so
+  /// `500ms`, `2s` and `1min` all convert; 0.5 s is `500ms`).
+  std::chrono::milliseconds delay{500};
+  /// Each further wait is `backoff` times the one before (at least 1).
   double backoff = 2.0;
-  std::chrono::duration<double> max_delay{15.0};
+  /// Cap of every wait.
+  std::chrono::milliseconds max_delay{15'000};
+  /// Relative spread of each wait, in [0, 1].
   double jitter = 0.1;
 
   /// min(max_delay, delay * backoff^(k-1)) for retry k >= 1 (no jitter).

@@ -94,7 +94,7 @@ class COVENANT_API scripted_engine : public engine {
   scripted_engine& then(step s);
   /// Streamed replies arrive in pieces of `bytes` bytes (0: the whole text at once), `delay`
   /// apart. Pieces may split a UTF-8 character, as network reads do.
-  scripted_engine& stream_in_chunks(std::size_t bytes, std::chrono::nanoseconds delay = std::chrono::nanoseconds(0));
+  scripted_engine& stream_in_chunks(std::size_t bytes, std::chrono::milliseconds delay = std::chrono::milliseconds(0));
   /// The runtime whose timers and workers deliver streamed pieces (default runtime::shared()).
   scripted_engine& use_runtime(covenant::runtime& rt);
 
@@ -135,7 +135,7 @@ class COVENANT_API scripted_engine : public engine {
   std::vector<chat_request> requests_;
   std::size_t next_ = 0;
   std::size_t chunk_bytes_ = 0;
-  std::chrono::nanoseconds chunk_delay_{0};
+  std::chrono::milliseconds chunk_delay_{0};
   covenant::runtime* runtime_ = nullptr;
   std::shared_ptr<stream_state> streams_;
 };
