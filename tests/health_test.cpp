@@ -566,7 +566,8 @@ TEST_F(Health, ToJsonParsesAndHasTheFields) {
     EXPECT_EQ(c.at("name").as_string(), r.checks[i].name);
     EXPECT_EQ(c.at("ok").as_bool(), r.checks[i].ok);
     EXPECT_EQ(c.at("detail").as_string(), r.checks[i].detail);
-    EXPECT_EQ(c.at("took_ms").to_number<std::int64_t>(), r.checks[i].took.count());
+    EXPECT_EQ(c.at("took_ms").to_number<std::int64_t>(),
+              std::chrono::duration_cast<std::chrono::milliseconds>(r.checks[i].took).count());
   }
   EXPECT_EQ(checks[2].at("name").as_string(), "endpoint");
   EXPECT_TRUE(checks[2].at("ok").as_bool());

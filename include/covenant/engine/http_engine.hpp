@@ -108,7 +108,7 @@ struct probe_result {
   /// The HTTP status (0: no HTTP response: refused, reset, timed out, an invalid URL, ...).
   int status = 0;
   /// From the start of the exchange to its end (connect, request, answer).
-  std::chrono::milliseconds latency{0};
+  std::chrono::nanoseconds latency{0};
   /// The URL asked, as shown in messages: without user-info, query or fragment.
   std::string url{};
   /// No complete answer within the timeout.
