@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 
@@ -42,8 +43,8 @@ void BM_cache_hit(benchmark::State& state) {
       benchmark::DoNotOptimize(r);
     }
     const auto total = c.stats().of(covenant::perf_stage::total);
-    state.counters["p50_us"] = total.p50 * 1e6;
-    state.counters["p99_us"] = total.p99 * 1e6;
+    state.counters["p50_us"] = std::chrono::duration<double, std::micro>(total.p50).count();
+    state.counters["p99_us"] = std::chrono::duration<double, std::micro>(total.p99).count();
   }
   std::filesystem::remove_all(dir);
 }

@@ -41,8 +41,8 @@ void BM_contract_zero_latency(benchmark::State& state) {
     benchmark::DoNotOptimize(r);
   }
   const auto total = c.stats().of(covenant::perf_stage::total);
-  state.counters["p50_us"] = total.p50 * 1e6;
-  state.counters["p99_us"] = total.p99 * 1e6;
+  state.counters["p50_us"] = std::chrono::duration<double, std::micro>(total.p50).count();
+  state.counters["p99_us"] = std::chrono::duration<double, std::micro>(total.p99).count();
 }
 BENCHMARK(BM_contract_zero_latency)->Name("contract/final_answer_zero_latency");
 
@@ -72,8 +72,8 @@ void run_with_telemetry(benchmark::State& state, bool with_metrics, bool with_au
       benchmark::DoNotOptimize(r);
     }
     const auto total = c.stats().of(covenant::perf_stage::total);
-    state.counters["p50_us"] = total.p50 * 1e6;
-    state.counters["p99_us"] = total.p99 * 1e6;
+    state.counters["p50_us"] = std::chrono::duration<double, std::micro>(total.p50).count();
+    state.counters["p99_us"] = std::chrono::duration<double, std::micro>(total.p99).count();
   }
   o.observers.clear();
   std::filesystem::remove_all(dir);

@@ -126,8 +126,8 @@ int main(int argc, char** argv) {
                    .delay = std::chrono::milliseconds(400),
                    .backoff = 1.8,
                    .max_delay = std::chrono::seconds(4),
-                   .jitter = 0.15,
-                   .graceful = true};
+                   .jitter = 0.15};
+  options.graceful = true;
   covenant::testing::seeded_random jitter{2024};
   if (!online) {
     // Offline: the waits of the retry schedule are recorded on each attempt instead of slept.

@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
                                                                                : "offline, recorded conversation";
 
   covenant::contract_options options;
-  options.retry = {.tries = 2, .delay = std::chrono::milliseconds(500), .graceful = true};
+  options.retry = {.tries = 2, .delay = std::chrono::milliseconds(500)};
+  options.graceful = true;
   if (!online) options.sleep = [](std::chrono::nanoseconds) {};  // offline: no waiting between attempts
 
   const covenant::contract<receipts::ReadReceipt> reader{model, options};

@@ -147,7 +147,8 @@ int main(int argc, char** argv) {
   examples::transcript model{recorder ? *recorder : *source};
 
   covenant::contract_options options;
-  options.retry = {.tries = 3, .delay = std::chrono::milliseconds(500), .graceful = true};
+  options.retry = {.tries = 3, .delay = std::chrono::milliseconds(500)};
+  options.graceful = true;
   options.agent.max_steps = 6;
   if (!online) options.sleep = [](std::chrono::nanoseconds) {};  // offline: no waiting between attempts
 

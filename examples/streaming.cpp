@@ -59,7 +59,8 @@ int main() {
   covenant::engine& model = online ? static_cast<covenant::engine&>(*http) : scripted;
 
   covenant::contract_options options;
-  options.retry = {.tries = 2, .delay = std::chrono::milliseconds(200), .graceful = true};
+  options.retry = {.tries = 2, .delay = std::chrono::milliseconds(200)};
+  options.graceful = true;
   if (!online) options.sleep = [](std::chrono::nanoseconds) {};
   covenant::set_log_level(covenant::log_level::warn);
   const covenant::contract<qa::MultiDocQA> agent{model, options, qa::MultiDocQA{.min_coverage = 0.6}};

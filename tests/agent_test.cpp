@@ -498,7 +498,7 @@ TEST(AgentWaits, EachRequestOfTheLoopTakesItsTurnUnderTheLimiter) {
   // One request a tenth of a second, no burst beyond it: the step's request goes at once, the
   // answer's waits its turn.
   auto limiter = std::make_shared<covenant::rate_limiter>(
-      covenant::rate_limiter_options{.requests_per_minute = 600, .burst_seconds = 0.1});
+      covenant::rate_limiter_options{.requests_per_minute = 600, .burst = std::chrono::milliseconds(100)});
   for (const bool async : {false, true}) {
     auto model = step_then_answers();
     covenant::contract_options o = real_waits();

@@ -53,11 +53,11 @@ covenant::http_engine_options options_for(const loopback_server& s, covenant::te
   o.base_url = root_of(s);
   o.api_key = key;
   o.model = "claude-test";
-  o.max_retries = 2;
+  o.retry.tries = 2;
   o.request_timeout = 5s;
   o.stream_idle_timeout = 2s;
-  o.initial_backoff = 1ms;
-  o.max_backoff = 100ms;
+  o.retry.delay = 1ms;
+  o.retry.max_delay = 100ms;
   // Each wait the engine decides, as it decides it; the waits themselves are real timers.
   if (sleeper != nullptr) o.on_retry = [sleeper](const covenant::transport_retry& r) { (*sleeper)(r.wait); };
   return o;
@@ -193,7 +193,7 @@ TEST(AnthropicEngine, RetriesRateLimitsServerErrorsAndOverloadHonouringRetryAfte
   });
   covenant::testing::fake_sleeper sleeper;
   covenant::http_engine_options o = options_for(server, &sleeper);
-  o.max_retries = 3;
+  o.retry.tries = 3;
   covenant::http_engine engine(o);
   EXPECT_EQ(engine.complete(request_in(output_mode::prompt)).text, answer_json);
   ASSERT_EQ(server.requests(), 4u);
@@ -267,7 +267,7 @@ TEST(AnthropicEngine, ABrokenOrSilentStreamAndABadBodyNeverCrash) {
   });
   covenant::testing::fake_sleeper sleeper;
   covenant::http_engine_options o = options_for(server, &sleeper);
-  o.max_retries = 0;
+  o.retry.tries = 0;
   o.request_timeout = 500ms;
   covenant::http_engine engine(o);
 
@@ -406,7 +406,7 @@ TEST(AnthropicEngine, DestroyingTheEngineEndsItsTransfersAndARefusedConnectionIs
     EXPECT_EQ(e.status(), 0);
     EXPECT_THAT(e.what(), HasSubstr("connection failed"));
   }
-  EXPECT_EQ(sleeper.sleeps().size(), 2u);  // max_retries = 2
+  EXPECT_EQ(sleeper.sleeps().size(), 2u);  // retry.tries = 2
 }
 
 TEST(AnthropicEngine, AContractRunsEndToEndAndAutomaticStartsWithTools) {

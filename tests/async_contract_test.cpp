@@ -409,7 +409,7 @@ TEST(AsyncContract, RemedyWaitIsATimerThatBlocksNoWorker) {
   scripted_engine slow_model{unsure, good};
   scripted_engine fast_model{good};
   covenant::contract_options waits;
-  waits.retry = {.tries = 1, .delay = std::chrono::duration<double>(30.0), .jitter = 0.0};
+  waits.retry = {.tries = 1, .delay = std::chrono::seconds(30), .jitter = 0.0};
   waits.runtime = &rt;
   covenant::contract<QA> slow{slow_model, waits};
   covenant::contract_options quick = instant();
@@ -477,7 +477,7 @@ TEST(AsyncContract, DeadlineDuringTheTransfer) {
 TEST(AsyncContract, DeadlineDuringTheRemedyWait) {
   scripted_engine model{unsure, good};
   covenant::contract_options o;
-  o.retry = {.tries = 1, .delay = std::chrono::duration<double>(60.0), .jitter = 0.0};
+  o.retry = {.tries = 1, .delay = std::chrono::seconds(60), .jitter = 0.0};
   covenant::contract<QA> qa{model, o};
   const auto t0 = std::chrono::steady_clock::now();
   auto r = qa.run_async(question, {.timeout = 100ms}).get();
@@ -529,7 +529,7 @@ TEST(AsyncContract, EngineDestroyedWithCallsInFlight) {
 TEST(AsyncContract, AnEngineDestroyedDuringTheWaitIsNotCalledAgain) {
   auto model = std::make_unique<scripted_engine>(std::initializer_list<covenant::testing::step>{unsure, good});
   covenant::contract_options o;
-  o.retry = {.tries = 1, .delay = std::chrono::duration<double>(0.2), .jitter = 0.0};
+  o.retry = {.tries = 1, .delay = std::chrono::milliseconds(200), .jitter = 0.0};
   covenant::contract<QA> qa{*model, o};
   auto f = qa.run_async(question);
   while (model->calls() < 1) std::this_thread::sleep_for(1ms);

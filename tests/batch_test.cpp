@@ -195,7 +195,7 @@ TEST(Batch, ApplicationCodeThatThrowsEndsEveryCallBeforeTheBatchRethrows) {
     covenant::batch_options o;
     o.concurrency = 4;
     if (what == "progress") {
-      o.progress_every = 1ns;
+      o.progress_every = 1ms;
       o.on_progress = [&](const covenant::batch_progress&) {
         if (model.calls() >= 4) throw std::runtime_error("progress failed");
       };

@@ -456,13 +456,13 @@ TEST(Cassette, AStreamedContractWithAnEarlyStopReplaysTheSameAttempts) {
   const Question q{"capital of France?"};
   struct pace {
     std::size_t bytes;
-    std::chrono::microseconds delay;
+    std::chrono::milliseconds delay;
   };
   std::string corrective;  // the second request, as recorded
   std::string first;       // the first recording (a stream the stop ended)
-  for (const pace p : {pace{8, 1000us}, pace{1, 0us}, pace{3, 200us}, pace{64, 0us}, pace{5000, 0us}}) {
+  for (const pace p : {pace{8, 1ms}, pace{1, 0ms}, pace{3, 1ms}, pace{64, 0ms}, pace{5000, 0ms}}) {
     SCOPED_TRACE("recorded in pieces of " + std::to_string(p.bytes) + " bytes, " + std::to_string(p.delay.count()) +
-                 " us apart");
+                 " ms apart");
     const std::string path = temp_path("recorded." + std::to_string(p.bytes) + ".jsonl");
     if (first.empty()) first = path;
     {
@@ -485,7 +485,7 @@ TEST(Cassette, AStreamedContractWithAnEarlyStopReplaysTheSameAttempts) {
       for (const auto& c : lines[1].at("chunks").as_array()) recorded += json::value_to<std::string>(c.at("text"));
       EXPECT_EQ(recorded, decided);
     }
-    if (p.delay >= 1000us) {
+    if (p.delay >= 1ms) {
       EXPECT_TRUE(lines[1].contains("error"));  // (4 s of stream: stopped long before its end)
     }
     const std::string second = json::serialize(lines[2].at("request"));
@@ -886,7 +886,7 @@ TEST(Cassette, TheApiKeyAndHeadersOfAnHttpEngineAreNeverWritten) {
     o.api_key = key;
     o.model = "loopback";
     o.headers = {{"OpenAI-Organization", "org-hidden-456"}};
-    o.max_retries = 0;
+    o.retry.tries = 0;
     covenant::http_engine http{o};
     cassette_engine tape{{.path = path, .mode = cassette_mode::record, .redact = {key}}, http};
     covenant::contract<QA> qa{tape, instant()};

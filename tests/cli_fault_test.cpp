@@ -75,11 +75,11 @@ class CliFaults : public covenant_test::cli_fixture {
                                   "--jitter",
                                   "0",
                                   "--retries",
-                                  std::to_string(c.max_retries),
+                                  std::to_string(c.transport_tries),
                                   "--retry-delay",
                                   "0.005",
                                   "--retry-max-delay",
-                                  seconds(c.max_backoff),
+                                  seconds(c.transport_max_delay),
                                   "--timeout",
                                   seconds(c.request_timeout),
                                   "--output",
@@ -163,7 +163,7 @@ TEST_P(CliFaultLoad, EveryRecordGetsOneLineWithTheOutcomeOfItsFaults) {
   const auto [d, concurrency, stream] = GetParam();
   fault_client client;
   client.dialect = d;
-  client.max_retries = 2;
+  client.transport_tries = 2;
   client.tries = 1;
   client.remedy_delay = 10ms;
   client.request_timeout = concurrency >= 100 ? 1500ms : concurrency > 1 ? 600ms : 300ms;
@@ -232,7 +232,7 @@ TEST_F(CliFaults, AnExchangeThatTimesOutIsRetriedAndTheRecordEnds) {
 
 TEST_F(CliFaults, ResumeAfterKillNineInTheMiddleOfFaultsGivesEveryRecordOnce) {
   fault_client client;
-  client.max_retries = 2;
+  client.transport_tries = 2;
   client.tries = 1;
   client.request_timeout = 400ms;
   fault_options fo;

@@ -179,8 +179,8 @@ TEST(RemedyLoop, EverySchemaIssueOfAnAttemptIsFedBackAtOnce) {
 TEST(RemedyLoop, MakesAtMostOnePlusTriesCallsAndNoSleepAfterTheLast) {
   scripted_engine model{unsure, unsure, unsure, unsure, unsure, good};
   fake_sleeper sleeper;
-  covenant::retry_policy policy{.tries = 3, .delay = std::chrono::milliseconds(100), .backoff = 2.0,
-                                .max_delay = std::chrono::seconds(10), .jitter = 0.0, .graceful = true};
+  covenant::retry_options policy{.tries = 3, .delay = std::chrono::milliseconds(100), .backoff = 2.0,
+                                .max_delay = std::chrono::seconds(10), .jitter = 0.0};
   covenant::contract<QA> qa{model, instant(policy, &sleeper)};
   auto r = qa.run(question);
   EXPECT_FALSE(r.outcome.success);
@@ -194,7 +194,7 @@ TEST(RemedyLoop, MakesAtMostOnePlusTriesCallsAndNoSleepAfterTheLast) {
 
 TEST(RemedyLoop, ZeroTriesMeansNoReask) {
   scripted_engine model{unsure, good};
-  covenant::contract<QA> qa{model, instant({.tries = 0, .graceful = true})};
+  covenant::contract<QA> qa{model, instant({.tries = 0})};
   EXPECT_FALSE(qa.run(question).outcome.success);
   EXPECT_EQ(model.calls(), 1u);
 }
@@ -204,7 +204,7 @@ TEST(RemedyLoop, DelaysAreCappedByMaxDelay) {
   fake_sleeper sleeper;
   covenant::contract<QA> qa{
       model, instant({.tries = 4, .delay = std::chrono::seconds(1), .backoff = 3.0, .max_delay = std::chrono::seconds(5),
-                      .jitter = 0.0, .graceful = true},
+                      .jitter = 0.0},
                      &sleeper)};
   (void)qa.run(question);
   using std::chrono::seconds;
@@ -217,7 +217,7 @@ TEST(RemedyLoop, JitteredDelaysAreSeededAndWithinBounds) {
     fake_sleeper sleeper;
     covenant::contract<QA> qa{model,
                               instant({.tries = 3, .delay = std::chrono::seconds(1), .backoff = 2.0,
-                                       .max_delay = std::chrono::seconds(3), .jitter = 0.5, .graceful = true},
+                                       .max_delay = std::chrono::seconds(3), .jitter = 0.5},
                                       &sleeper, 7)};
     (void)qa.run(question);
     return sleeper.sleeps();
@@ -257,7 +257,7 @@ TEST(RemedyLoop, AccumulateErrorsListsEveryEarlierAttempt) {
 
 TEST(RemedyLoop, PostRemedyOffFailsWithoutReasking) {
   scripted_engine model{unsure, good};
-  auto options = instant({.graceful = true});
+  auto options = instant();
   options.post_remedy = false;
   covenant::contract<QA> qa{model, options};
   auto r = qa.run(question);
@@ -369,7 +369,7 @@ TEST(Parse, ACutReplyRejectedWithNoTriesLeftLeavesNoResult) {
   // The cut reply reads and validates (its last list item is dropped), but accept_truncated is
   // off: the call fails, and the value read from the rejected reply is not its result.
   scripted_engine model{R"({"answer": "Paris", "confidence": 0.9, "sources": ["atlas", "encyclo)"};
-  auto options = instant({.tries = 0, .graceful = true});
+  auto options = instant({.tries = 0});
   options.accept_truncated = false;
   covenant::contract<QA> qa{model, options};
   auto r = qa.run(question);
@@ -381,7 +381,7 @@ TEST(Parse, ACutReplyRejectedWithNoTriesLeftLeavesNoResult) {
 TEST(Forward, AlwaysRunsAndGetsTheFailureAndOriginalInput) {
   const char* no_sources = R"({"answer": "Paris", "confidence": 0.9, "sources": []})";
   scripted_engine model{no_sources, no_sources};
-  covenant::contract<Picky> picky{model, instant({.tries = 1, .graceful = true})};
+  covenant::contract<Picky> picky{model, instant({.tries = 1})};
   auto r = picky.run(question);
   EXPECT_EQ(r.value, "fallback for What is the capital of France?");
   EXPECT_FALSE(r.outcome.result.has_value());
@@ -393,13 +393,15 @@ TEST(Forward, OnSuccessReceivesTheActModifiedInput) {
   covenant::contract<Normalize> c{model, instant()};
   EXPECT_EQ(c(question), "What is the capital of France? (normalized)");
   scripted_engine failing{"nope", "nope", "nope"};
-  covenant::contract<Normalize> c2{failing, instant({.tries = 2, .graceful = true})};
+  auto options = instant({.tries = 2});
+  options.graceful = true;
+  covenant::contract<Normalize> c2{failing, options};
   EXPECT_EQ(c2(question), "What is the capital of France?");
 }
 
 TEST(Graceful, FalseThrowsAfterForwardWithFallbackAndHistory) {
   scripted_engine model{unsure, unsure};
-  covenant::contract<QA> qa{model, instant({.tries = 1, .graceful = false})};
+  covenant::contract<QA> qa{model, instant({.tries = 1})};
   try {
     (void)qa(question);
     FAIL() << "expected contract_failure";
@@ -413,9 +415,11 @@ TEST(Graceful, FalseThrowsAfterForwardWithFallbackAndHistory) {
 
 TEST(Graceful, TrueReturnsForwardsValueAndRunNeverThrows) {
   scripted_engine model{unsure, unsure, unsure, unsure};
-  covenant::contract<QA> graceful{model, instant({.tries = 1, .graceful = true})};
+  auto options = instant({.tries = 1});
+  options.graceful = true;
+  covenant::contract<QA> graceful{model, options};
   EXPECT_EQ(graceful(question).answer, "I don't know.");
-  covenant::contract<QA> strict{model, instant({.tries = 1, .graceful = false})};
+  covenant::contract<QA> strict{model, instant({.tries = 1})};
   auto r = strict.run(question);
   EXPECT_FALSE(r.outcome.success);
 }
@@ -444,7 +448,7 @@ TEST(Hooks, OtherExceptionsAreRecordedAndTreatedAsViolations) {
 
 TEST(PreRemedy, OffFailsAtPreWithoutCallingTheModel) {
   scripted_engine model{good};
-  covenant::contract<Picky> picky{model, instant({.graceful = true})};
+  covenant::contract<Picky> picky{model, instant()};
   auto r = picky.run(Question{"Capital of France", 10});
   EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::pre));
   EXPECT_EQ(model.calls(), 0u);
@@ -491,7 +495,7 @@ TEST(PreRemedy, InputSchemaViolationsAreRemediedToo) {
 TEST(PreRemedy, AFailedRepairKeepsTheInputsIssuesAndTheLastAttempts) {
   // The input breaks the schema; the repair keeps the text but is still not a question.
   scripted_engine model{R"({"text": "Still no question", "max_words": 10})"};
-  auto options = instant({.tries = 0, .graceful = true});
+  auto options = instant({.tries = 0});
   options.pre_remedy = true;
   covenant::contract<Picky> picky{model, options};
   auto r = picky.run(Question{"Capital of France", 500});
@@ -503,7 +507,7 @@ TEST(PreRemedy, AFailedRepairKeepsTheInputsIssuesAndTheLastAttempts) {
   EXPECT_EQ(r.value, "fallback for Capital of France");
   // Without pre_remedy the input's issues are the call's issues.
   scripted_engine unused;
-  covenant::contract<Picky> off{unused, instant({.graceful = true})};
+  covenant::contract<Picky> off{unused, instant()};
   auto o = off.run(Question{"Capital of France", 10});
   EXPECT_THAT(o.outcome.input_issues, ::testing::ElementsAre(covenant::testing::IssueRendered(
                                           "text: must be a question ending in '?'")));
@@ -512,7 +516,7 @@ TEST(PreRemedy, AFailedRepairKeepsTheInputsIssuesAndTheLastAttempts) {
 
 TEST(InputValidation, InvalidInputFailsWithoutCallingTheModel) {
   scripted_engine model{good};
-  covenant::contract<QA> qa{model, instant({.graceful = true})};
+  covenant::contract<QA> qa{model, instant()};
   auto r = qa.run(Question{"", 0});
   EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::input_validation));
   EXPECT_EQ(r.outcome.issues.size(), 2u);
@@ -521,7 +525,7 @@ TEST(InputValidation, InvalidInputFailsWithoutCallingTheModel) {
 
 TEST(Engine, FailuresAreNotShownToTheModelAsViolations) {
   scripted_engine model{step::failure("quota exceeded", 429), good};
-  covenant::contract<QA> qa{model, instant({.graceful = true})};
+  covenant::contract<QA> qa{model, instant()};
   auto r = qa.run(question);
   EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::engine));
   EXPECT_EQ(model.calls(), 1u);
@@ -540,7 +544,7 @@ class odd_engine : public covenant::engine {
 
 TEST(Engine, AnExceptionOfAnyTypeFailsTheCallAndForwardStillRuns) {
   odd_engine model;
-  covenant::contract<Picky> picky{model, instant({.graceful = true})};
+  covenant::contract<Picky> picky{model, instant()};
   auto r = picky.run(question);
   EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::engine));
   EXPECT_EQ(r.value, "fallback for What is the capital of France?");
@@ -560,7 +564,7 @@ struct OddPre {
 
 TEST(Hooks, AnyThrownValueFromPreIsRecordedAndForwardRuns) {
   scripted_engine model{good};
-  covenant::contract<OddPre> c{model, instant({.graceful = true})};
+  covenant::contract<OddPre> c{model, instant()};
   auto r = c.run(question);
   EXPECT_EQ(r.value, "fallback");
   EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::pre));
@@ -580,7 +584,7 @@ struct ThrowingAct {
 
 TEST(Hooks, AnExceptionFromActFailsAtActAndForwardRuns) {
   scripted_engine model{good};
-  covenant::contract<ThrowingAct> c{model, instant({.graceful = true})};
+  covenant::contract<ThrowingAct> c{model, instant()};
   auto r = c.run(question);
   EXPECT_EQ(r.value, "fallback for What is the capital of France?");
   EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::act));
@@ -594,7 +598,7 @@ TEST(Usage, IsSummedOverEveryAttemptOnSuccessAndFailure) {
   covenant::contract<QA> qa{model, instant()};
   EXPECT_EQ(qa.run(question).outcome.usage, (covenant::usage{22, 11}));
   scripted_engine failing{step(unsure, {10, 5}), step(unsure, {10, 5})};
-  covenant::contract<QA> qa2{failing, instant({.tries = 1, .graceful = true})};
+  covenant::contract<QA> qa2{failing, instant({.tries = 1})};
   EXPECT_EQ(qa2.run(question).outcome.usage, (covenant::usage{20, 10}));
 }
 
@@ -612,7 +616,7 @@ TEST(Act, ContextReachesPostAndPrompt) {
 
 TEST(Outcome, BelongsToItsCallOnly) {
   scripted_engine model{unsure, unsure, good};
-  covenant::contract<QA> qa{model, instant({.tries = 1, .graceful = true})};
+  covenant::contract<QA> qa{model, instant({.tries = 1})};
   auto first = qa.run(question);
   EXPECT_FALSE(first.outcome.success);
   scripted_engine model2{good};
@@ -655,7 +659,7 @@ namespace {
 TEST(Logging, InfoPerResultRetryAndFailureOfTheReplies) {
   covenant::testing::log_capture log;
   scripted_engine model{unsure, good, unsure, unsure};
-  covenant::contract<QA> qa{model, instant({.tries = 1, .graceful = true})};
+  covenant::contract<QA> qa{model, instant({.tries = 1})};
   (void)qa.run(question);
   (void)qa.run(question);
   const std::string text = log.text();

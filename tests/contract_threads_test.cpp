@@ -68,7 +68,7 @@ covenant::chat_response reply(const covenant::chat_request& req, std::size_t) {
 
 TEST(ContractThreads, ConcurrentCallsKeepTheirOwnOutcomes) {
   covenant::testing::scripted_engine model{covenant::testing::scripted_engine::responder(reply)};
-  const covenant::contract<EchoBack> c{model, covenant::testing::instant({.tries = 2, .graceful = true})};
+  const covenant::contract<EchoBack> c{model, covenant::testing::instant({.tries = 2})};
   constexpr int threads = 8;
   constexpr int calls = 60;
   std::atomic<int> mismatches{0};

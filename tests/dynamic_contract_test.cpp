@@ -69,7 +69,7 @@ TEST(DynamicContract, PromptExpectingASchemaFromAFile) {
 TEST(DynamicContract, InvalidInputFailsBeforeTheModel) {
   scripted_engine model{"{}"};
   auto options = instant();
-  options.retry.graceful = true;
+  options.graceful = true;
   const covenant::dynamic_contract review{model, review_task(), options};
   auto o = review.run(boost::json::value{{"source", 1}});
   EXPECT_THAT(o, covenant::testing::FailedAt(covenant::stage::input_validation));

@@ -177,7 +177,7 @@ TEST(EarlyStop, OverHttpTheConnectionIsClosedBeforeTheEndAndFewerTokensArePaidFo
     p.chunk_delay = 10ms;
     return p;
   });
-  covenant::http_engine engine({.base_url = server.base_url(), .initial_backoff = std::chrono::milliseconds(1)});
+  covenant::http_engine engine({.base_url = server.base_url(), .retry = {.tries = 4, .delay = std::chrono::milliseconds(1)}});
   covenant::contract<Ask> c{engine, instant({.tries = 1})};
   auto r = c.stream(Question{"?"}, [](const covenant::stream_update<Answer>&) {}).get();
   ASSERT_TRUE(r.outcome.success) << r.outcome.summary();

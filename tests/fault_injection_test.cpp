@@ -125,9 +125,9 @@ covenant::http_engine_options engine_options(const fault_server& server, const f
   o.provider = c.dialect == dialect::anthropic ? covenant::provider::anthropic : covenant::provider::openai;
   o.base_url = server.base_url();
   o.model = "loopback";
-  o.max_retries = c.max_retries;
-  o.initial_backoff = 5ms;
-  o.max_backoff = c.max_backoff;
+  o.retry.tries = c.transport_tries;
+  o.retry.delay = 5ms;
+  o.retry.max_delay = c.transport_max_delay;
   o.connect_timeout = 2s;
   o.request_timeout = c.request_timeout;
   o.stream_idle_timeout = c.stream_idle_timeout;
@@ -137,9 +137,9 @@ covenant::http_engine_options engine_options(const fault_server& server, const f
 covenant::contract_options contract_options(const fault_client& c) {
   covenant::contract_options o;  // no injected sleep: remedy waits are the runtime's timers
   o.retry.tries = c.tries;
-  o.retry.delay = std::chrono::duration<double>(c.remedy_delay);
+  o.retry.delay = c.remedy_delay;
   o.retry.jitter = 0;
-  o.retry.graceful = true;
+  o.graceful = true;
   return o;
 }
 
@@ -290,7 +290,7 @@ TEST_P(FaultAlone, TheCallEndsWithWhatItsFaultsLeadTo) {
   if (covenant_test::stream_only(f) && how != path::stream) GTEST_SKIP() << "a stream-only fault";
   fault_client client;
   client.dialect = d;
-  client.max_retries = 2;
+  client.transport_tries = 2;
   client.tries = 1;
   client.request_timeout = 300ms;
   client.stream_idle_timeout = 150ms;
@@ -346,8 +346,8 @@ TEST_P(RefusedAlone, ARefusedConnectionIsRetriedThenTheCallFailsAtTheEngine) {
   covenant::http_engine_options o;
   o.provider = d == dialect::anthropic ? covenant::provider::anthropic : covenant::provider::openai;
   o.base_url = "http://127.0.0.1:" + std::to_string(covenant_test::refused_port()) + (d == dialect::openai ? "/v1" : "");
-  o.max_retries = 2;
-  o.initial_backoff = 20ms;
+  o.retry.tries = 2;
+  o.retry.delay = 20ms;
   std::atomic<int> retries{0};
   o.on_retry = [&](const covenant::transport_retry& r) {
     ++retries;
@@ -385,7 +385,7 @@ struct wait_setup {
   fault_client client;
   fault_options server;
   wait_setup() {
-    client.max_retries = 2;
+    client.transport_tries = 2;
     client.tries = 1;
     client.request_timeout = 2s;
     server.answer = answer_for;
@@ -447,7 +447,7 @@ TEST(WaitAlone, AHeldRequestTimesOutAfterAShorterConnectTimeoutWasArmed) {
   covenant::http_engine_options o = engine_options(server, s.client);
   o.connect_timeout = 50ms;
   o.request_timeout = 300ms;
-  o.max_retries = 0;
+  o.retry.tries = 0;
   covenant::http_engine engine(o);
   ledger book;
   const contract_t c{engine, contract_options(s.client), Classify{&book}};
@@ -460,7 +460,7 @@ TEST(WaitAlone, AHeldRequestTimesOutAfterAShorterConnectTimeoutWasArmed) {
 
 TEST(WaitAlone, CancellingDuringARetryWaitEndsTheCallAtOnce) {
   wait_setup s;
-  s.client.max_backoff = 30s;
+  s.client.transport_max_delay = 30s;
   s.server.script = {fault::rate_limited, fault::rate_limited, fault::rate_limited};
   s.server.retry_after = "20";  // a long wait: only the stop can end it soon
   fault_server server(s.server);
@@ -490,7 +490,7 @@ TEST(WaitAlone, CancellingDuringARetryWaitEndsTheCallAtOnce) {
 
 TEST(WaitAlone, ADeadlineDuringARetryWaitEndsTheCall) {
   wait_setup s;
-  s.client.max_backoff = 30s;
+  s.client.transport_max_delay = 30s;
   s.server.script = {fault::rate_limited, fault::rate_limited};
   s.server.retry_after = "20";
   fault_server server(s.server);
@@ -520,7 +520,7 @@ TEST_P(FaultLoad, EveryCallEndsOnceWithItsOutcomeAndNoFaultStallsTheOthers) {
   const auto [how, d, concurrency] = GetParam();
   fault_client client;
   client.dialect = d;
-  client.max_retries = 2;
+  client.transport_tries = 2;
   client.tries = 1;
   client.remedy_delay = 10ms;
   client.request_timeout = concurrency >= 100 ? 1500ms : concurrency > 1 ? 600ms : 300ms;

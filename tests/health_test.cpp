@@ -535,8 +535,8 @@ TEST_F(Health, AProbeOnTheIoLoopsThreadFailsInsteadOfBlockingIt) {
 TEST_F(Health, EngineOptionsTheEngineRefusesAreFailedChecks) {
   EXPECT_THAT(engine_check({.base_url = "http://127.0.0.1:1/v1", .ca_file = (dir_ / "nope.pem").string()}).detail,
               AllOf(StartsWith("the engine's options are invalid: "), HasSubstr("ca_file")));
-  EXPECT_THAT(engine_check({.base_url = "http://127.0.0.1:1/v1", .max_retries = -1}).detail,
-              HasSubstr("max_retries must be >= 0"));
+  EXPECT_THAT(engine_check({.base_url = "http://127.0.0.1:1/v1", .retry = {.tries = -1}}).detail,
+              HasSubstr("retry.tries must be >= 0"));
   EXPECT_THAT(engine_check({.provider = covenant::provider::anthropic, .base_url = "http://127.0.0.1:1",
                             .api_key = "sk-ant-1\nX: y"})
                   .detail,
@@ -566,7 +566,8 @@ TEST_F(Health, ToJsonParsesAndHasTheFields) {
     EXPECT_EQ(c.at("name").as_string(), r.checks[i].name);
     EXPECT_EQ(c.at("ok").as_bool(), r.checks[i].ok);
     EXPECT_EQ(c.at("detail").as_string(), r.checks[i].detail);
-    EXPECT_EQ(c.at("took_ms").to_number<std::int64_t>(), r.checks[i].took.count());
+    EXPECT_EQ(c.at("took_ms").to_number<std::int64_t>(),
+              std::chrono::duration_cast<std::chrono::milliseconds>(r.checks[i].took).count());
   }
   EXPECT_EQ(checks[2].at("name").as_string(), "endpoint");
   EXPECT_TRUE(checks[2].at("ok").as_bool());

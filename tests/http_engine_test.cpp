@@ -171,8 +171,8 @@ http_engine_options options_for(const local_server& server, fake_sleeper& sleepe
   o.model = "test-model";
   o.connect_timeout = 2s;
   o.request_timeout = 5s;
-  o.initial_backoff = 10ms;
-  o.max_backoff = 200ms;
+  o.retry.delay = 10ms;
+  o.retry.max_delay = 200ms;
   // Each wait the engine decides, as it decides it; the waits themselves are real timers.
   o.on_retry = [&sleeper](const covenant::transport_retry& r) { sleeper(r.wait); };
   o.random = [] { return 0.5; };  // no jitter: u = 0
@@ -319,7 +319,7 @@ TEST(HttpEngine, RetryAfterMsAndLongRetryAfterAreCappedAtMaxBackoff) {
     }
   });
   fake_sleeper sleeper;
-  http_engine engine(options_for(server, sleeper));  // max_backoff 200 ms
+  http_engine engine(options_for(server, sleeper));  // retry.max_delay 200 ms
   EXPECT_EQ(engine.complete(simple_request()).text, "ok");
   EXPECT_THAT(sleeper.sleeps(), ElementsAre(std::chrono::nanoseconds(25ms), std::chrono::nanoseconds(200ms)));
 }
@@ -330,7 +330,7 @@ TEST(HttpEngine, GivesUpOn503AfterTheRetryBudgetWithExponentialBackoff) {
   });
   fake_sleeper sleeper;
   http_engine_options o = options_for(server, sleeper);
-  o.max_retries = 3;
+  o.retry.tries = 3;
   http_engine engine(std::move(o));
   const engine_error e = expect_engine_error([&] { (void)engine.complete(simple_request()); });
   EXPECT_EQ(e.status(), 503);
@@ -346,10 +346,10 @@ TEST(HttpEngine, BackoffIsCappedThenJittered) {
   local_server server([](const httplib::Request&, httplib::Response& res, std::size_t) { reply(res, 502, "bad gateway"); });
   fake_sleeper sleeper;
   http_engine_options o = options_for(server, sleeper);
-  o.max_retries = 3;
-  o.initial_backoff = 100ms;
-  o.max_backoff = 150ms;
-  o.jitter = 0.5;
+  o.retry.tries = 3;
+  o.retry.delay = 100ms;
+  o.retry.max_delay = 150ms;
+  o.retry.jitter = 0.5;
   o.random = [] { return 0.0; };  // u = -jitter: x 0.5
   http_engine engine(std::move(o));
   const engine_error e = expect_engine_error([&] { (void)engine.complete(simple_request()); });
@@ -440,7 +440,7 @@ TEST(HttpEngine, RequestTimeoutIsRetriedThenFails) {
   fake_sleeper sleeper;
   http_engine_options o = options_for(server, sleeper);
   o.request_timeout = 60ms;
-  o.max_retries = 1;
+  o.retry.tries = 1;
   http_engine engine(std::move(o));
   const engine_error e = expect_engine_error([&] { (void)engine.complete(simple_request()); });
   EXPECT_EQ(e.status(), 0);
@@ -455,8 +455,8 @@ TEST(HttpEngine, ConnectionRefusedIsRetriedThenFails) {
   fake_sleeper sleeper;
   http_engine_options o;
   o.base_url = "http://127.0.0.1:" + std::to_string(closed_port()) + "/v1";
-  o.max_retries = 2;
-  o.initial_backoff = 10ms;
+  o.retry.tries = 2;
+  o.retry.delay = 10ms;
   o.on_retry = [&sleeper](const covenant::transport_retry& r) { sleeper(r.wait); };
   http_engine engine(std::move(o));
   const engine_error e = expect_engine_error([&] { (void)engine.complete(simple_request()); });
@@ -492,7 +492,7 @@ TEST(HttpEngine, ApiKeyOnlyTravelsInTheAuthorizationHeader) {
     // Credentials in the URL (user-info, query) stay out of messages and logs too.
     http_engine_options o = options_for(server, sleeper);
     o.base_url = "http://user:" + key + "@127.0.0.1:" + std::to_string(closed_port()) + "/v1?api-key=" + key;
-    o.max_retries = 1;
+    o.retry.tries = 1;
     http_engine refused(std::move(o));
     try {
       (void)refused.complete(simple_request());
@@ -534,13 +534,13 @@ TEST(HttpEngine, InvalidOptionsAreRejectedWithoutShowingTheKey) {
   rejects({}, "base_url is empty");
   rejects({.base_url = "ftp://example.com/v1"}, "must start with http:// or https://");
   rejects({.base_url = "http://localhost/v1", .api_key = "sk-SECRET\r\nX-Evil: 1"}, "api_key must not contain line breaks");
-  rejects({.base_url = "http://localhost/v1", .max_retries = -1}, "max_retries");
+  rejects({.base_url = "http://localhost/v1", .retry = {.tries = -1}}, "retry.tries must be >= 0 (got -1)");
   http_engine_options bad_header{.base_url = "http://localhost/v1"};
   bad_header.headers = {{"X-Ok", "SECRET\nInjected: yes"}};
   rejects(bad_header, "must not contain line breaks");
   http_engine_options bad_jitter{.base_url = "http://localhost/v1"};
-  bad_jitter.jitter = 1.5;
-  rejects(bad_jitter, "jitter");
+  bad_jitter.retry.jitter = 1.5;
+  rejects(bad_jitter, "retry.jitter must be in [0, 1]");
   http_engine_options bad_ca{.base_url = "https://localhost/v1"};
   bad_ca.ca_file = "/nonexistent/ca.pem";
   rejects(bad_ca, "ca_file \"/nonexistent/ca.pem\" cannot be read");
@@ -581,12 +581,12 @@ TEST(HttpEngine, FromEnvReadsTheVariablesAndNamesTheMissingOne) {
   ::setenv("COVENANT_API_KEY", secret_key, 1);
   ::setenv("COVENANT_MODEL", "local-model", 1);
   ::setenv("COVENANT_TIMEOUT_S", "2.5", 1);
-  const http_engine e = http_engine::from_env({.max_retries = 1});
+  const http_engine e = http_engine::from_env({.retry = {.tries = 1}});
   EXPECT_EQ(e.options().base_url, "http://127.0.0.1:9/v1");
   EXPECT_EQ(e.options().api_key, secret_key);
   EXPECT_EQ(e.options().model, "local-model");
   EXPECT_EQ(e.options().request_timeout, 2500ms);
-  EXPECT_EQ(e.options().max_retries, 1);
+  EXPECT_EQ(e.options().retry.tries, 1);
   EXPECT_EQ(e.options().ca_file, "");
   ::setenv("COVENANT_CA_FILE", "/etc/hostname", 1);
   EXPECT_EQ(http_engine::options_from_env().ca_file, "/etc/hostname");

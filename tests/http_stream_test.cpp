@@ -59,7 +59,7 @@ covenant::http_engine_options options_for(const loopback_server& server) {
   covenant::http_engine_options o;
   o.base_url = server.base_url();
   o.model = "loopback";
-  o.initial_backoff = 1ms;  // short real waits between transport retries
+  o.retry.delay = 1ms;  // short real waits between transport retries
   return o;
 }
 
@@ -337,7 +337,7 @@ TEST(HttpStream, TransportFailuresBeforeTheFirstContentAreRetried) {
     return sse(openai_stream({"ok"}));
   });
   auto o = options_for(server);
-  o.max_retries = 4;
+  o.retry.tries = 4;
   covenant::http_engine engine(o);
   auto c = std::make_shared<collector>();
   engine.start(streamed_request(), c, {});

@@ -94,8 +94,7 @@ TEST(HttpThreads, ManyCallsWithServerFaultsEachEndInForwardWithTheirOwnOutcome) 
     return p;
   });
   covenant::http_engine engine({.base_url = server.base_url(),
-                                .max_retries = 1,
-                                .initial_backoff = std::chrono::milliseconds(1)});
+                                .retry = {.tries = 1, .delay = std::chrono::milliseconds(1)}});
   const covenant::contract<EchoBack> c{engine, covenant::testing::instant({.tries = 1})};
   using result = covenant::contract<EchoBack>::call_result;
   std::vector<Job> jobs;

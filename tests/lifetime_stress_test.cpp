@@ -148,8 +148,8 @@ TEST(LifetimeStress, CallsOverHttpEndOnceWhateverIsDestroyedFirst) {
     covenant::http_engine_options eo;
     eo.base_url = server.base_url();
     eo.model = "m";
-    eo.max_retries = 1;
-    eo.initial_backoff = 5ms;
+    eo.retry.tries = 1;
+    eo.retry.delay = 5ms;
     eo.request_timeout = 400ms;  // (a held request ends here, when no deadline came first)
     eo.stream_idle_timeout = 200ms;
     auto doomed = std::make_unique<covenant::http_engine>(eo);  // destroyed with calls in flight

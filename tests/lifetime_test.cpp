@@ -228,7 +228,7 @@ TEST(Lifetime, CallsStoppedBeforeTheyBeganLeaveNothingInTheEngine) {
   covenant::http_engine_options eo;
   eo.base_url = server.base_url();
   eo.model = "m";
-  eo.max_retries = 0;
+  eo.retry.tries = 0;
   covenant::http_engine engine{eo};
   std::stop_source stopped;
   stopped.request_stop();

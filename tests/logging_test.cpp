@@ -177,8 +177,9 @@ TEST(LogLevel, AFailedCallSaysWhatItsCallerGets) {
   covenant::testing::log_capture capture;
   covenant::testing::scripted_engine model{bad, bad, bad, bad, bad, bad};
   const covenant::contract<logging_test::Picky> strict{model, covenant::testing::instant({.tries = 0})};
-  const covenant::contract<logging_test::Picky> graceful{model,
-                                                          covenant::testing::instant({.tries = 0, .graceful = true})};
+  covenant::contract_options graceful_options = covenant::testing::instant({.tries = 0});
+  graceful_options.graceful = true;
+  const covenant::contract<logging_test::Picky> graceful{model, graceful_options};
 
   (void)strict.run({"q"});
   EXPECT_THAT(capture.text(), HasSubstr("; forward ran with the failure and run() returns the failed outcome\n"));

@@ -245,7 +245,7 @@ std::unique_ptr<covenant::http_engine> offline_engine(covenant::provider p) {
   o.base_url = "http://127.0.0.1:1";
   o.api_key = "sk-test";
   o.model = "m";
-  o.max_retries = 0;
+  o.retry.tries = 0;
   return std::make_unique<covenant::http_engine>(o);
 }
 

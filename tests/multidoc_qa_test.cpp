@@ -62,7 +62,7 @@ TEST(MultiDocQA, ActRetrievesTheBestDocumentsAndSentences) {
 
 TEST(MultiDocQA, PreRejectsABlankQueryAndNoDocumentsAtOnce) {
   scripted_engine model;
-  const covenant::contract<qa::MultiDocQA> agent{model, instant({.graceful = true})};
+  const covenant::contract<qa::MultiDocQA> agent{model, instant()};
   auto r = agent.run(qa::MultiDocQAInput{"   ", {}, 3});
   EXPECT_THAT(r.outcome, covenant::testing::FailedAt(covenant::stage::pre));
   EXPECT_THAT(r.outcome.issues,
@@ -146,7 +146,7 @@ TEST(MultiDocQA, CutOffReplyThenPostViolationFedBackThenValidAnswer) {
 
 TEST(MultiDocQA, FallbackCitesTheBestSentenceOfTheCorpus) {
   scripted_engine model{R"({"answer": "x", "evidence": [], "coverage_score": 0.1})"};
-  const covenant::contract<qa::MultiDocQA> agent{model, instant({.tries = 0, .graceful = true})};
+  const covenant::contract<qa::MultiDocQA> agent{model, instant({.tries = 0})};
   auto [answer, outcome] = agent.run(question);
   EXPECT_THAT(outcome, covenant::testing::FailedAt(covenant::stage::post));
   EXPECT_EQ(answer.coverage_score, 0.0);

@@ -141,7 +141,7 @@ observed run_dynamic(kind k, fail_action a) {
   task.prompt = "Give a document.";
   task.output = m;
   covenant::contract_options o = instant();
-  o.retry.graceful = true;
+  o.graceful = true;
   const covenant::dynamic_contract c{model, task, o};
   const auto r = c.run(boost::json::object{{"text", "q"}}).outcome;
   observed out;

@@ -38,7 +38,7 @@ covenant::http_engine_options options_for(const loopback_server& server) {
   o.base_url = server.base_url();
   o.api_key = "sk-modes";
   o.model = "m";
-  o.max_retries = 0;
+  o.retry.tries = 0;
   return o;
 }
 

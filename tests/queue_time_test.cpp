@@ -194,7 +194,7 @@ covenant::http_engine_options options_for(const loopback_server& server) {
   covenant::http_engine_options o;
   o.base_url = server.base_url();
   o.model = "loopback";
-  o.max_retries = 2;
+  o.retry.tries = 2;
   return o;
 }
 
@@ -280,7 +280,7 @@ TEST(HttpEngineQueueTime, AContractsAttemptHasTheRetryAfterWaitAsQueueTimeNotLat
 TEST(HttpEngineQueueTime, AnAttemptWhoseEngineGaveUpHasItsWaitsAsQueueTime) {
   loopback_server server(refusing({0, 1, 2}));
   auto eo = options_for(server);
-  eo.max_retries = 1;
+  eo.retry.tries = 1;
   covenant::http_engine engine(eo);
   const covenant::contract<Ask> ask{engine, covenant::testing::instant()};
   const covenant::outcome<A> blocking = ask.run(Q{"q"}).outcome;

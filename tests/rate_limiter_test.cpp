@@ -241,7 +241,7 @@ TEST_F(RateLimiter, OnTheRealClockARequestHeldByABackOffIsGrantedWhenItEnds) {
 
 TEST_F(RateLimiter, OnTheRealClockARequestWaitingForTheRefillIsGrantedWhenItComes) {
   // 20 per second with the smallest bucket (one request): the second waits 50 ms.
-  covenant::rate_limiter limits{{.requests_per_minute = 1200, .burst_seconds = 0}};
+  covenant::rate_limiter limits{{.requests_per_minute = 1200, .burst = std::chrono::milliseconds(0)}};
   const grants g;
   limits.acquire(0, g.go(0));
   limits.acquire(0, g.go(1));

@@ -468,7 +468,7 @@ http_engine_options openai_options(const loopback_server& server) {
   http_engine_options o;
   o.base_url = server.base_url();
   o.model = "loopback";
-  o.initial_backoff = 1ms;
+  o.retry.delay = 1ms;
   return o;
 }
 
@@ -478,7 +478,7 @@ http_engine_options anthropic_options(const loopback_server& server) {
   o.base_url = "http://127.0.0.1:" + std::to_string(server.port());
   o.api_key = "sk-ant-test";
   o.model = "claude-test";
-  o.initial_backoff = 1ms;
+  o.retry.delay = 1ms;
   return o;
 }
 

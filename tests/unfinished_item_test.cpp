@@ -59,7 +59,7 @@ std::string all(const covenant::note_list& notes) {
 TEST(UnfinishedItem, TypedTheCutItemIsDroppedAndTheRestKept) {
   // The cut removes the unfinished age, so the last person misses a required field.
   scripted_engine model{R"({"source": "register", "people": [{"name": "Ada", "age": 36}, {"name": "Alan", "ag)"};
-  covenant::contract<Extract> c{model, instant({.tries = 0, .graceful = true})};
+  covenant::contract<Extract> c{model, instant({.tries = 0})};
   auto r = c.run(Doc{"..."});
   ASSERT_TRUE(r.outcome.success) << covenant::render_feedback(r.outcome.attempts.back().issues);
   ASSERT_EQ(r.value.people.size(), 1u);
@@ -74,7 +74,7 @@ TEST(UnfinishedItem, TypedTheCutItemIsDroppedAndTheRestKept) {
 TEST(UnfinishedItem, ACutItemThatReadsIsKept) {
   // Only the optional text after the last complete field was cut: the item reads, it stays.
   scripted_engine model{R"({"source": "register", "people": [{"name": "Ada", "age": 36}, {"age": 41, "name": "Alan")"};
-  covenant::contract<Extract> c{model, instant({.tries = 0, .graceful = true})};
+  covenant::contract<Extract> c{model, instant({.tries = 0})};
   auto r = c.run(Doc{"..."});
   ASSERT_TRUE(r.outcome.success);
   ASSERT_EQ(r.value.people.size(), 2u);
@@ -84,7 +84,7 @@ TEST(UnfinishedItem, ACutItemThatReadsIsKept) {
 TEST(UnfinishedItem, AFinishedItemWithAnIssueIsNeverDropped) {
   // The reply is cut after the list: its items are finished, the missing age stays an issue.
   scripted_engine model{R"({"people": [{"name": "Ada", "age": 36}, {"name": "Alan"}], "source": "regi)"};
-  covenant::contract<Extract> c{model, instant({.tries = 0, .graceful = true})};
+  covenant::contract<Extract> c{model, instant({.tries = 0})};
   auto r = c.run(Doc{"..."});
   ASSERT_FALSE(r.outcome.success);
   const auto& issues = r.outcome.attempts.back().issues;

@@ -255,9 +255,9 @@ class validation_observer final : public covenant::observer {
 
 struct validator_options {
   /// Wait before the first retry; each later one waits `backoff` times longer, at most max_delay.
-  std::chrono::duration<double> first_delay{1.0};
+  std::chrono::milliseconds first_delay{1000};
   double backoff = 2.0;
-  std::chrono::duration<double> max_delay{8.0};
+  std::chrono::milliseconds max_delay{8000};
   /// Sleeps between retries (default: std::this_thread::sleep_for); tests record instead.
   std::function<void(std::chrono::nanoseconds)> sleep{};
   /// Told about every validation (covenant::metrics, covenant::audit_log, tracing): one call per
@@ -355,11 +355,11 @@ class answer_validator {
     // (after first_delay), later ones are its remedy attempts (after 2 s, 4 s, ...).
     covenant::contract_options co;
     co.retry.tries = max_retries - 1;
-    co.retry.delay = options_.first_delay * options_.backoff;
+    co.retry.delay = std::chrono::duration_cast<std::chrono::milliseconds>(options_.first_delay * options_.backoff);
     co.retry.backoff = options_.backoff;
     co.retry.max_delay = options_.max_delay;
     co.retry.jitter = 0;
-    co.retry.graceful = true;
+    co.graceful = true;
     co.accumulate_errors = true;
     co.sleep = options_.sleep;
     // Observers see the raw answer's rejection as attempt 1, then the contract's calls as retries.
@@ -421,8 +421,8 @@ class answer_validator {
   }
 
  private:
-  void sleep(std::chrono::duration<double> d) const {
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d);
+  void sleep(std::chrono::milliseconds d) const {
+    const std::chrono::nanoseconds ns = d;
     if (options_.sleep) options_.sleep(ns);
     else std::this_thread::sleep_for(ns);
   }

@@ -106,12 +106,12 @@ void apply_flags(const engine_flags& flags, http_engine_options& eo) {
   if (flags.base_url) eo.base_url = *flags.base_url;
   if (flags.model) eo.model = *flags.model;
   if (flags.request_timeout) eo.request_timeout = *flags.request_timeout;
-  if (flags.max_retries) eo.max_retries = *flags.max_retries;
-  if (flags.initial_backoff) eo.initial_backoff = *flags.initial_backoff;
+  if (flags.retries) eo.retry.tries = *flags.retries;
+  if (flags.retry_delay) eo.retry.delay = *flags.retry_delay;
   eo.cache_system_prompt = flags.cache_system_prompt;
   if (flags.reasoning_effort) eo.reasoning_effort = *flags.reasoning_effort;
   eo.thinking_budget = flags.thinking_budget;
-  if (flags.max_backoff) eo.max_backoff = *flags.max_backoff;
+  if (flags.retry_max_delay) eo.retry.max_delay = *flags.retry_max_delay;
 }
 
 /// The response cache in DIR/responses.sqlite, its entries kept apart by endpoint, model and

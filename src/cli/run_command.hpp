@@ -42,9 +42,9 @@ struct engine_flags {
   std::optional<std::string> base_url;                       ///< --base-url
   std::optional<std::string> model;                          ///< --model
   std::optional<std::chrono::milliseconds> request_timeout;  ///< --timeout
-  std::optional<int> max_retries;                            ///< --retries
-  std::optional<std::chrono::milliseconds> initial_backoff;  ///< --retry-delay
-  std::optional<std::chrono::milliseconds> max_backoff;      ///< --retry-max-delay
+  std::optional<int> retries;                                ///< --retries (transport retry.tries)
+  std::optional<std::chrono::milliseconds> retry_delay;      ///< --retry-delay (retry.delay)
+  std::optional<std::chrono::milliseconds> retry_max_delay;  ///< --retry-max-delay (retry.max_delay)
   bool cache_system_prompt = true;                           ///< not --no-prompt-cache
   std::optional<std::string> reasoning_effort;               ///< --reasoning-effort
   std::uint32_t thinking_budget = 0;                         ///< --thinking-budget (0: none)
@@ -53,7 +53,7 @@ struct engine_flags {
 /// --cache DIR: the response cache.
 struct response_cache_flags {
   std::string dir;
-  std::chrono::seconds max_age{0};  ///< --cache-max-age (0: no limit)
+  std::chrono::milliseconds max_age{0};  ///< --cache-max-age, whole seconds (0: no limit)
   std::uint64_t max_bytes = 0;      ///< --cache-max-mb, in bytes (0: no limit)
 };
 

@@ -32,7 +32,8 @@ double seconds_named(const arguments& a, std::string_view name, double fallback)
 
 /// Whole milliseconds of a number of seconds.
 std::chrono::milliseconds milliseconds_named(const arguments& a, std::string_view name, double fallback) {
-  return std::chrono::milliseconds(std::llround(seconds_named(a, name, fallback) * 1000.0));
+  // (past about 31 years, clamped there: far from overflow)
+  return std::chrono::milliseconds(std::llround(std::min(seconds_named(a, name, fallback), 1e9) * 1000.0));
 }
 
 double number_named(const arguments& a, std::string_view name, double fallback, double min, double max) {
@@ -152,11 +153,11 @@ void read_contract(const arguments& a, run_config& c) {
   if (c.prices_file && c.prices_file->empty()) throw usage_error("--prices takes a file name");
   contract_options& options = c.contract;
   options.retry.tries = static_cast<int>(number_named(a, "--tries", 2, 0, 100));
-  options.retry.delay = std::chrono::duration<double>(seconds_named(a, "--delay", 0.5));
+  options.retry.delay = milliseconds_named(a, "--delay", 0.5);
   options.retry.backoff = number_named(a, "--backoff", 2.0, 1.0, 100.0);
-  options.retry.max_delay = std::chrono::duration<double>(seconds_named(a, "--max-delay", 15.0));
+  options.retry.max_delay = milliseconds_named(a, "--max-delay", 15.0);
   options.retry.jitter = number_named(a, "--jitter", 0.1, 0.0, 1.0);
-  options.retry.graceful = true;
+  options.graceful = true;
   options.strictness = strictness_of(a.get("--strictness").value_or("coerce"));
   if (const auto m = a.get("--mode")) {
     const std::optional<output_mode> mode = parse_output_mode(*m);
@@ -206,8 +207,8 @@ void read_engine(const arguments& a, engine_flags& e) {
   e.model = a.get("--model");
   if (a.has("--timeout")) e.request_timeout = milliseconds_named(a, "--timeout", 120);
   if (a.has("--retries"))
-    e.max_retries = static_cast<int>(whole_number_named(a, "--retries", 0, 0, 100, "a whole number from 0 to 100"));
-  if (a.has("--retry-delay")) e.initial_backoff = milliseconds_named(a, "--retry-delay", 0.5);
+    e.retries = static_cast<int>(whole_number_named(a, "--retries", 0, 0, 100, "a whole number from 0 to 100"));
+  if (a.has("--retry-delay")) e.retry_delay = milliseconds_named(a, "--retry-delay", 0.5);
   // Anthropic: the system prompt (task, schema, rules: the same for every record) is marked for
   // the prompt cache unless --no-prompt-cache.
   e.cache_system_prompt = !a.has("--no-prompt-cache");
@@ -221,7 +222,7 @@ void read_engine(const arguments& a, engine_flags& e) {
   if (e.thinking_budget != 0 && e.thinking_budget < 1024)
     throw usage_error("--thinking-budget must be at least 1024 tokens, the API's minimum (got " +
                       std::to_string(e.thinking_budget) + ")");
-  if (a.has("--retry-max-delay")) e.max_backoff = milliseconds_named(a, "--retry-max-delay", 30);
+  if (a.has("--retry-max-delay")) e.retry_max_delay = milliseconds_named(a, "--retry-max-delay", 30);
 }
 
 // The response cache: a request seen before (in this scope) is answered from DIR.
@@ -230,7 +231,7 @@ void read_cache(const arguments& a, run_config& c) {
     if (dir->empty()) throw usage_error("--cache takes a directory");
     response_cache_flags& cache = c.cache.emplace();
     cache.dir = *dir;
-    cache.max_age = std::chrono::seconds(std::llround(number_named(a, "--cache-max-age", 0, 0, 3.2e9)));
+    cache.max_age = std::chrono::seconds(std::llround(number_named(a, "--cache-max-age", 0, 0, 3.2e9)));  // (whole seconds)
     cache.max_bytes = static_cast<std::uint64_t>(number_named(a, "--cache-max-mb", 0, 0, 1e9) * 1024 * 1024);
   } else if (a.has("--cache-max-age") || a.has("--cache-max-mb")) {
     throw usage_error(std::string(a.has("--cache-max-age") ? "--cache-max-age" : "--cache-max-mb") + " needs --cache DIR");

@@ -243,7 +243,7 @@ remedy_phase::next remedy_phase::tools_done(std::vector<tool_run> runs) {
     }
   }
   // The call's budget bounds the whole loop: no more model calls once it is spent.
-  const call_budget& cap = core_->options.budget;
+  const budget_options& cap = core_->options.budget;
   std::optional<issue> spent;
   if (cap.max_tokens != 0 && oc_->usage.total() >= cap.max_tokens)
     spent = limit_issue("the call has spent " + std::to_string(oc_->usage.total()) + " tokens of its budget of " +

@@ -56,7 +56,7 @@ bool needs_attention(const outcome_base& o) noexcept {
 /// What the caller of a failed call gets, after the summary.
 std::string_view what_follows(const contract_core& core, call_via via, bool forward_threw) noexcept {
   if (forward_threw) return "; forward threw, and the caller gets its exception";
-  const bool graceful = core.options.retry.graceful;
+  const bool graceful = core.options.graceful;
   if (core.has_forward) {
     switch (via) {
       case call_via::run: return "; forward ran with the failure and run() returns the failed outcome";
@@ -268,7 +268,7 @@ attempt remedy_phase::new_attempt() {
 }
 
 bool remedy_phase::within_budget(const attempt& a, std::string_view correction) const {
-  const call_budget& cap = core_->options.budget;
+  const budget_options& cap = core_->options.budget;
   if (cap.max_tokens == 0 && cap.max_cost_usd == 0) return true;
   auto stop = [&](auto&& say) {  // says why at info level (a logger that throws is ignored)
     try {

@@ -3,11 +3,15 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <string>
+
+#include "engine/retry_check.hpp"
 
 namespace covenant {
 
 void contract_options::check() const {
-  retry.check();
+  if (std::string problem = detail::retry_problem(retry, "retry."); !problem.empty())
+    throw std::invalid_argument("covenant::contract_options: " + problem);
   if (!std::isfinite(budget.max_cost_usd) || budget.max_cost_usd < 0)
     throw std::invalid_argument("covenant::contract_options: budget.max_cost_usd must be a finite number of dollars, 0 "
                                 "or more (0: no cap)");

@@ -41,6 +41,12 @@ void bucket_range(std::size_t b, double& lo, double& width) noexcept {
   lo = base + static_cast<double>(sub) * width;
 }
 
+/// Seconds (as the accumulators sum them) as the nanoseconds stage_stats reports.
+std::chrono::nanoseconds to_ns(double seconds) noexcept {
+  constexpr double most = 9.2e9;  // seconds: just under std::chrono::nanoseconds::max()
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(std::clamp(seconds, -most, most) * 1e9)));
+}
+
 }  // namespace
 
 void perf_stats::accumulator::add(std::int64_t ns) {
@@ -120,14 +126,14 @@ stage_stats perf_stats::accumulator::stats(std::string_view name, double grand) 
   stage_stats s;
   s.name = name;
   s.count = count;
-  s.total = sum;
-  s.mean = mean;
-  s.stddev = count > 1 ? std::sqrt(m2 / static_cast<double>(count - 1)) : 0.0;
-  s.min = min;
-  s.max = max;
-  s.p50 = percentile(0.50);
-  s.p95 = percentile(0.95);
-  s.p99 = percentile(0.99);
+  s.total = to_ns(sum);
+  s.mean = to_ns(mean);
+  s.stddev = to_ns(count > 1 ? std::sqrt(m2 / static_cast<double>(count - 1)) : 0.0);
+  s.min = to_ns(min);
+  s.max = to_ns(max);
+  s.p50 = to_ns(percentile(0.50));
+  s.p95 = to_ns(percentile(0.95));
+  s.p99 = to_ns(percentile(0.99));
   s.share = grand > 0 ? sum / grand : 0.0;
   return s;
 }
@@ -156,7 +162,8 @@ stage_stats perf_stats::per_attempt(perf_stage s) const {
 }
 
 namespace {
-std::string human(double seconds) {
+std::string human(std::chrono::nanoseconds d) {
+  const double seconds = std::chrono::duration<double>(d).count();
   if (seconds == 0) return "0";
   const double a = std::fabs(seconds);
   if (a < 1e-6) return fmt::format("{:.0f} ns", seconds * 1e9);
@@ -179,14 +186,15 @@ void append_row(std::string& out, const stage_stats& r) {
 boost::json::object json_of(const stage_stats& r) {
   boost::json::object o;
   o["count"] = r.count;
-  o["total_s"] = r.total;
-  o["mean_s"] = r.mean;
-  o["std_s"] = r.stddev;
-  o["min_s"] = r.min;
-  o["max_s"] = r.max;
-  o["p50_s"] = r.p50;
-  o["p95_s"] = r.p95;
-  o["p99_s"] = r.p99;
+  auto seconds = [](std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); };
+  o["total_s"] = seconds(r.total);
+  o["mean_s"] = seconds(r.mean);
+  o["std_s"] = seconds(r.stddev);
+  o["min_s"] = seconds(r.min);
+  o["max_s"] = seconds(r.max);
+  o["p50_s"] = seconds(r.p50);
+  o["p95_s"] = seconds(r.p95);
+  o["p99_s"] = seconds(r.p99);
   o["share"] = r.share;
   return o;
 }

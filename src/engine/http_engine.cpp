@@ -32,6 +32,7 @@
 #include "exchange_decision.hpp"
 #include "http_transport.hpp"
 #include "log.hpp"
+#include "retry_check.hpp"
 #include "wire_dialect.hpp"
 #include "wire_text.hpp"
 
@@ -193,7 +194,7 @@ struct http_shared {
 
   [[nodiscard]] std::chrono::nanoseconds wait_before(int retry, const std::optional<std::string>& retry_after,
                                                      const std::optional<std::string>& retry_after_ms) const {
-    const auto cap = std::chrono::duration_cast<std::chrono::nanoseconds>(options.max_backoff);
+    const auto cap = std::chrono::duration_cast<std::chrono::nanoseconds>(options.retry.max_delay);
     if (options.honour_retry_after) {
       std::optional<std::chrono::nanoseconds> asked;
       if (retry_after_ms) {
@@ -202,14 +203,8 @@ struct http_shared {
       if (!asked && retry_after) asked = detail::parse_retry_after(*retry_after, std::chrono::system_clock::now());
       if (asked) return std::min(*asked, cap);
     }
-    retry_policy p;
-    p.tries = options.max_retries;
-    p.delay = options.initial_backoff;
-    p.backoff = 2.0;
-    p.max_delay = options.max_backoff;
-    p.jitter = options.jitter;
     const double u = options.random ? options.random() : detail::default_random();
-    return p.delay_before(retry, std::clamp(u, 0.0, 1.0));
+    return options.retry.delay_before(retry, std::clamp(u, 0.0, 1.0));
   }
 };
 
@@ -426,7 +421,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     std::shared_ptr<exchange> keep = std::move(current_);
     const exchange_result& r = x.result;
     const std::string where = "http_engine: POST " + s_->shown_url;
-    const int attempts = 1 + s_->options.max_retries;
+    const int attempts = 1 + s_->options.retry.tries;
     const double ms = std::chrono::duration<double, std::milli>(r.elapsed).count();
     try {
       if (r.code == CURLE_OK)
@@ -471,12 +466,12 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     const std::chrono::nanoseconds wait = s_->wait_before(attempt_, r.retry_after, r.retry_after_ms);
     if (limiter_ && (status == 429 || r.retry_after || r.retry_after_ms)) limiter_->back_off(wait);
     detail::log_warn("{} failed ({}); transport retry {}/{} in {:.3f} s", where, reason, attempt_,
-                     s_->options.max_retries, std::chrono::duration<double>(wait).count());
+                     s_->options.retry.tries, std::chrono::duration<double>(wait).count());
     reset_stream_state();
     between_since_ = x.started + r.elapsed;  // the exchange's end: the wait counts from there
     if (s_->options.on_retry) {
       try {
-        s_->options.on_retry(transport_retry{attempt_, s_->options.max_retries, wait, status, reason});
+        s_->options.on_retry(transport_retry{attempt_, s_->options.retry.tries, wait, status, reason});
       } catch (...) {
         detail::log_error("{}: on_retry threw (ignored)", where);
       }
@@ -835,12 +830,9 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
   if (has_crlf(base) || base.find(' ') != std::string::npos) bad("base_url must not contain spaces or line breaks");
   if (has_crlf(options.api_key)) bad("api_key must not contain line breaks");
   if (has_crlf(options.user_agent)) bad("user_agent must not contain line breaks");
-  if (options.max_retries < 0) bad("max_retries must be >= 0");
+  if (std::string problem = detail::retry_problem(options.retry, "retry."); !problem.empty()) bad(problem);
   if (options.connect_timeout.count() <= 0) bad("connect_timeout must be positive");
   if (options.request_timeout.count() <= 0) bad("request_timeout must be positive");
-  if (options.initial_backoff.count() < 0) bad("initial_backoff must be >= 0");
-  if (options.max_backoff.count() < 0) bad("max_backoff must be >= 0");
-  if (!(options.jitter >= 0.0 && options.jitter <= 1.0)) bad("jitter must be in [0, 1]");
   if (options.max_response_bytes == 0) bad("max_response_bytes must be positive");
   if (options.max_tokens_field.empty()) bad("max_tokens_field is empty");
   if (options.stream_idle_timeout.count() < 0) bad("stream_idle_timeout must be >= 0");

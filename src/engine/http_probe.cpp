@@ -111,8 +111,8 @@ class probe_transfer final : public http_transfer {
   }
   static std::size_t on_header(char*, std::size_t size, std::size_t count, void*) { return size * count; }
 
-  [[nodiscard]] std::chrono::milliseconds elapsed() const noexcept {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
+  [[nodiscard]] std::chrono::nanoseconds elapsed() const noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started_);
   }
 
   std::shared_ptr<probe_state> state_;

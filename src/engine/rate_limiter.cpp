@@ -122,8 +122,7 @@ rate_limiter::rate_limiter(rate_limiter_options o) : impl_(std::make_shared<impl
   if (!(o.requests_per_minute >= 0) || !(o.tokens_per_minute >= 0) || !std::isfinite(o.requests_per_minute) ||
       !std::isfinite(o.tokens_per_minute))
     throw std::invalid_argument("rate_limiter: requests_per_minute and tokens_per_minute must be finite and >= 0");
-  if (!(o.burst_seconds >= 0) || !std::isfinite(o.burst_seconds))
-    throw std::invalid_argument("rate_limiter: burst_seconds must be finite and >= 0");
+  if (o.burst.count() < 0) throw std::invalid_argument("rate_limiter: burst must be >= 0");
   impl& s = *impl_;
   s.opts = o;
   s.rt = o.runtime != nullptr ? o.runtime : &covenant::runtime::shared();
@@ -131,8 +130,9 @@ rate_limiter::rate_limiter(rate_limiter_options o) : impl_(std::make_shared<impl
   constexpr double ns_per_minute = 60e9;
   s.req_per_ns = o.requests_per_minute / ns_per_minute;
   s.tok_per_ns = o.tokens_per_minute / ns_per_minute;
-  s.req_cap = std::max(1.0, o.requests_per_minute / 60.0 * o.burst_seconds);
-  s.tok_cap = std::max(1.0, o.tokens_per_minute / 60.0 * o.burst_seconds);
+  const double burst_seconds = std::chrono::duration<double>(o.burst).count();
+  s.req_cap = std::max(1.0, o.requests_per_minute / 60.0 * burst_seconds);
+  s.tok_cap = std::max(1.0, o.tokens_per_minute / 60.0 * burst_seconds);
   // Start full: the first burst goes at once.
   s.req_level = s.req_cap;
   s.tok_level = s.tok_cap;

@@ -181,7 +181,10 @@ struct cached_engine::state {
     const std::int64_t created = sqlite3_column_int64(get, 1);
     std::optional<chat_response> r = response_of(stored_text);
     sqlite3_reset(get);
-    const bool expired = options.max_age.count() > 0 && now_seconds() - created > options.max_age.count();
+    // Entries are stamped in whole seconds: an entry is older than max_age when its age in those
+    // seconds is.
+    const bool expired =
+        options.max_age.count() > 0 && std::chrono::seconds(now_seconds() - created) > options.max_age;
     if (expired || !r) {  // an old entry, or one this version cannot read: a miss, and dropped
       sqlite3_reset(drop);
       sqlite3_bind_text(drop, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);

@@ -375,7 +375,7 @@ boost::json::value dynamic_contract::operator()(const boost::json::value& input)
   call_result r = run_as(live(), input, nullptr, detail::call_via::call_operator);
   outcome<boost::json::value>& o = r.outcome;
   if (o.success) return std::move(r.value);
-  if (!core_->options.retry.graceful)
+  if (!core_->options.graceful)
     throw contract_failure<boost::json::value>(static_cast<outcome_base&>(o), boost::json::value());
   return nullptr;
 }

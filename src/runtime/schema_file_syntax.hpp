@@ -154,7 +154,7 @@ struct ref_site {
 
 struct parse_state {
   std::string file;
-  schema_load_limits limits;
+  schema_limit_options limits;
   schema::model* all = nullptr;
   std::vector<def_info>* info = nullptr;
   std::vector<std::vector<schema::constraint>>* enum_rules = nullptr;

@@ -36,8 +36,13 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-std::chrono::milliseconds since(clock_type::time_point start) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - start);
+std::chrono::nanoseconds since(clock_type::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start);
+}
+
+/// A measured time as the whole milliseconds reports show.
+std::int64_t whole_ms(std::chrono::nanoseconds d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
 std::string count(std::size_t n, std::string_view one, std::string_view many) {
@@ -256,7 +261,7 @@ void probe_endpoint(const http_engine& engine, std::chrono::milliseconds timeout
     c.detail = "GET " + r.url + " failed: " + safe(r.message);
     return;
   }
-  c.detail = "HTTP " + std::to_string(r.status) + " in " + std::to_string(r.latency.count()) + " ms";
+  c.detail = "HTTP " + std::to_string(r.status) + " in " + std::to_string(whole_ms(r.latency)) + " ms";
   if (r.ok) {
     c.ok = true;
     return;
@@ -341,7 +346,7 @@ std::string health_report::to_json() const {
     items.push_back(boost::json::object{{"name", valid_utf8(c.name)},
                                         {"ok", c.ok},
                                         {"detail", valid_utf8(c.detail)},
-                                        {"took_ms", static_cast<std::int64_t>(c.took.count())}});
+                                        {"took_ms", whole_ms(c.took)}});
   }
   return boost::json::serialize(boost::json::object{{"healthy", healthy}, {"checks", std::move(items)}});
 }
@@ -361,7 +366,7 @@ std::string health_report::to_text() const {
     out += names[i];
     out.append(width - names[i].size() + 2, ' ');
     out += printable(c.detail);
-    out += " (" + std::to_string(c.took.count()) + " ms)\n";
+    out += " (" + std::to_string(whole_ms(c.took)) + " ms)\n";
   }
   return out;
 }

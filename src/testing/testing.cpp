@@ -43,7 +43,7 @@ scripted_engine& scripted_engine::then(step s) {
   return *this;
 }
 
-scripted_engine& scripted_engine::stream_in_chunks(std::size_t bytes, std::chrono::nanoseconds delay) {
+scripted_engine& scripted_engine::stream_in_chunks(std::size_t bytes, std::chrono::milliseconds delay) {
   std::lock_guard lock(mutex_);
   chunk_bytes_ = bytes;
   chunk_delay_ = delay;
@@ -276,7 +276,7 @@ double seeded_random::operator()() {
   return std::uniform_real_distribution<double>(0.0, 1.0)(gen_);
 }
 
-contract_options instant(retry_policy retry, fake_sleeper* sleeper, std::uint64_t seed) {
+contract_options instant(retry_options retry, fake_sleeper* sleeper, std::uint64_t seed) {
   contract_options o;
   o.retry = retry;
   if (sleeper != nullptr) o.sleep = [sleeper](std::chrono::nanoseconds d) { (*sleeper)(d); };

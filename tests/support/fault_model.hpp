@@ -19,11 +19,11 @@ namespace covenant_test {
 /// The client's settings the model needs.
 struct fault_client {
   covenant_test::dialect dialect = covenant_test::dialect::openai;
-  int max_retries = 2;  ///< the engine's transport retries per model call
+  int transport_tries = 2;  ///< the engine's transport retries per model call (http_engine_options::retry.tries)
   int tries = 1;        ///< the contract's remedy attempts
   std::chrono::milliseconds request_timeout{1000};
   std::chrono::milliseconds stream_idle_timeout{500};
-  std::chrono::milliseconds max_backoff{100};
+  std::chrono::milliseconds transport_max_delay{100};  ///< http_engine_options::retry.max_delay
   std::chrono::milliseconds trickle{200};  ///< the longest a trickled answer takes
   std::chrono::milliseconds remedy_delay{0};  ///< the longest wait before a remedy attempt
 };
@@ -51,7 +51,7 @@ inline fault_expectation expect_outcome(const std::vector<fault>& served, const 
   for (int attempt = 0;; ++attempt) {
     // One model call: the engine's exchanges until one answers, fails for good, or the budget ends.
     enum class ended { reply, unreadable, failed } how = ended::failed;
-    for (int r = 0; r <= c.max_retries; ++r) {
+    for (int r = 0; r <= c.transport_tries; ++r) {
       const fault f = next();
       if (f == fault::close_reused) {  // libcurl sent it again on a new connection: the same exchange
         --r;
@@ -77,11 +77,11 @@ inline fault_expectation expect_outcome(const std::vector<fault>& served, const 
         default: retry = true; break;  // 429s, 5xx, a closed connection, a cut body
       }
       if (!retry) break;
-      if (r == c.max_retries) {
+      if (r == c.transport_tries) {
         how = ended::failed;
         break;
       }
-      e.budget += c.max_backoff;
+      e.budget += c.transport_max_delay;
     }
     if (how == ended::reply) {
       e.ok = true;

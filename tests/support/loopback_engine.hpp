@@ -18,7 +18,7 @@ inline covenant::http_engine_options loopback_engine_options(const loopback_serv
   o.base_url = provider == covenant::provider::anthropic ? "http://127.0.0.1:" + std::to_string(s.port()) : s.base_url();
   o.api_key = "sk-test";
   o.model = std::move(model);
-  o.max_retries = 0;
+  o.retry.tries = 0;
   o.request_timeout = std::chrono::seconds(5);
   return o;
 }

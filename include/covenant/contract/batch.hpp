@@ -124,7 +124,7 @@ struct batch_options {
   std::uint64_t max_tokens = 0;
   double max_cost_usd = 0;
   /// Total time for the batch (0: none), and/or an absolute deadline.
-  std::chrono::nanoseconds timeout{0};
+  std::chrono::milliseconds timeout{0};
   std::optional<std::chrono::steady_clock::time_point> deadline{};
   /// Cancels the batch (the calls in flight end cancelled and are delivered).
   std::stop_token stop{};
@@ -144,7 +144,7 @@ struct batch_options {
   bool work_on_batch_thread = true;
   /// Called on the calling thread every `progress_every` and once at the end.
   std::function<void(const batch_progress&)> on_progress{};
-  std::chrono::nanoseconds progress_every = std::chrono::seconds(1);
+  std::chrono::milliseconds progress_every{1000};
   /// The number of inputs, for progress and ETA when the source cannot tell.
   std::optional<std::size_t> total{};
   /// Called when a call's forward threw (the record has no result); default: the first such

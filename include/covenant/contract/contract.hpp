@@ -29,7 +29,7 @@
 //   5. any issue and post_remedy: the rejected reply (as the assistant's turn) and a corrective
 //      message listing every issue of that attempt (with accumulate_errors, also every earlier
 //      attempt's issues and a short excerpt of its reply) are appended, the contract waits per the
-//      retry policy (covenant/engine/retry.hpp) and asks again, at most retry.tries times.
+//      retry options (covenant/engine/retry.hpp) and asks again, at most retry.tries times.
 //   6. forward ALWAYS runs: on success with the (remedied, act-modified when act returns the input
 //      type) input and an outcome holding the validated result; on failure with the original input
 //      and an outcome holding every issue and the attempt history. Its return value is the call's.
@@ -345,8 +345,8 @@ class contract {
   using call_result = contract_result<result_type, output_type>;
 
   /// `model` must outlive the contract's blocking calls; asynchronous calls in flight when it is
-  /// destroyed end cancelled (covenant/engine/engine.hpp). Throws std::invalid_argument for an invalid
-  /// retry policy.
+  /// destroyed end cancelled (covenant/engine/engine.hpp). Throws std::invalid_argument for invalid
+  /// options (contract_options::check).
   explicit contract(engine& model, contract_options options = {}, Expr expression = Expr{})
       : core_(std::make_shared<core>(model, std::move(options), std::move(expression))) {}
 
@@ -368,9 +368,9 @@ class contract {
   contract& operator=(contract&&) noexcept = default;
   ~contract() = default;
 
-  /// Runs the contract and returns forward's value. When the contract failed and the retry
-  /// policy is not graceful, throws covenant::contract_failure<result_type> (carrying forward's
-  /// value and the outcome) after forward has run.
+  /// Runs the contract and returns forward's value. When the contract failed and
+  /// contract_options::graceful is false, throws covenant::contract_failure<result_type> (carrying
+  /// forward's value and the outcome) after forward has run.
   result_type operator()(const input_type& input) const {
     return value_of(run_as(input, nullptr, detail::call_via::call_operator));
   }
@@ -696,7 +696,7 @@ class contract {
   }
 
   result_type value_of(call_result&& r) const {
-    if (!r.outcome.success && !core_->options.retry.graceful)
+    if (!r.outcome.success && !core_->options.graceful)
       throw contract_failure<result_type>(static_cast<outcome_base&>(r.outcome), std::move(r.value));
     return std::move(r.value);
   }

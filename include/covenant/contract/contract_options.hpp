@@ -31,7 +31,7 @@ class price_table;
 /// the corrective message it adds (4 bytes a token), and the largest output so far. When what the
 /// call has spent plus that estimate would pass a cap, it does not ask: the call fails with
 /// outcome::reason "budget" (forward runs). The first model call of a call is always made.
-struct call_budget {
+struct budget_options {
   std::uint64_t max_tokens = 0;  ///< input and output tokens (usage::total()) over the call's attempts
   /// US dollars over the call's attempts (needs contract_options::prices; an attempt whose cost is
   /// unknown stops the asking, as its cost cannot be kept under the cap).
@@ -77,7 +77,14 @@ struct contract_options {
   /// Log prompts and corrective messages (at debug level of the "covenant" logger).
   bool verbose = false;
   /// How many times to ask again, and when (see covenant/engine/retry.hpp for the exact semantics).
-  retry_policy retry{};
+  retry_options retry{};
+  /// What the call operator does when tries run out (forward runs either way and the outcome
+  /// keeps the full attempt history):
+  ///   false (default): after forward has produced its fallback, the call operator throws
+  ///     covenant::contract_failure<R> carrying that fallback value and the outcome;
+  ///   true: no exception; the call operator returns forward's value (a dynamic contract's: null).
+  /// run(), run_async() and stream() never throw for a failed contract, whatever it says.
+  bool graceful = false;
   /// How replies are read: strict (JSON only), repair (also extraction from prose and fences and
   /// syntax repairs), coerce (also schema-guided conversions such as "0.9" -> 0.9; the default).
   /// Whatever was repaired or coerced is recorded as notes on the attempt and the outcome.
@@ -120,11 +127,11 @@ struct contract_options {
   /// cost (attempt::cost_usd, outcome::cost_usd); without them the cost is unknown.
   std::shared_ptr<const covenant::price_table> prices{};
   /// Caps on what one call may spend (docs/cost.md, "Budgets").
-  call_budget budget{};
+  budget_options budget{};
   /// The agent loop's limits (Expressions with tools; docs/agents.md).
   agent_options agent{};
 
-  /// Throws std::invalid_argument for options that cannot work: an invalid retry policy, a
+  /// Throws std::invalid_argument for options that cannot work: invalid retry options, a
   /// negative or non-finite cost cap, a cost cap without prices.
   COVENANT_API void check() const;
 };
@@ -152,7 +159,7 @@ struct call_options {
   std::stop_token stop{};
   /// Total time allowed for the call up to forward (0: none). When it passes, the call ends like a
   /// cancellation at stage `deadline`.
-  std::chrono::nanoseconds timeout{0};
+  std::chrono::milliseconds timeout{0};
   /// The same as an absolute time (the earlier of the two applies).
   std::optional<std::chrono::steady_clock::time_point> deadline{};
   /// Asynchronous calls: runs the call's work (hooks, reading, forward, completion). Default: the

@@ -59,7 +59,7 @@ struct attempt {
   /// (backoff, a server's Retry-After) and their turns under the limiter (chat_response::queued,
   /// engine_error::queued). Not part of `latency`.
   std::chrono::nanoseconds queued{};
-  /// The remedy delay slept before this attempt (retry_policy: after a rejected reply); neither
+  /// The remedy delay slept before this attempt (retry_options: after a rejected reply); neither
   /// latency nor queue time.
   std::chrono::nanoseconds waited{};
   covenant::usage usage;                   ///< tokens of this call

@@ -45,18 +45,18 @@ inline constexpr std::size_t perf_stage_count = 14;
 
 COVENANT_API std::string_view to_string(perf_stage s) noexcept;
 
-/// Statistics of one stage. Times in seconds.
+/// Statistics of one stage: times as measured durations (nanoseconds, rounded).
 struct stage_stats {
   std::string_view name;
   std::uint64_t count = 0;
-  double total = 0;
-  double mean = 0;
-  double stddev = 0;
-  double min = 0;
-  double max = 0;
-  double p50 = 0;
-  double p95 = 0;
-  double p99 = 0;
+  std::chrono::nanoseconds total{0};
+  std::chrono::nanoseconds mean{0};
+  std::chrono::nanoseconds stddev{0};
+  std::chrono::nanoseconds min{0};
+  std::chrono::nanoseconds max{0};
+  std::chrono::nanoseconds p50{0};
+  std::chrono::nanoseconds p95{0};
+  std::chrono::nanoseconds p99{0};
   double share = 0;  ///< total / total of stage `total` (0..1)
 };
 

@@ -17,11 +17,13 @@
 // the Anthropic Messages API instead (POST {base_url}/v1/messages). See docs/engines.md.
 //
 // Transport retries (never shown to the model): HTTP 408, 429, 500, 502, 503, 504, 529 (see
-// `retry_statuses`), connection failures and timeouts are retried up to `max_retries` times.
-// The wait before retry k (k = 1..max_retries) is
+// `retry_statuses`), connection failures and timeouts are retried up to `retry.tries` times, on
+// the schedule of covenant/engine/retry.hpp (the same retry_options a contract's remedy uses).
+// The wait before retry k (k = 1..retry.tries) is
 //     Retry-After (retry-after-ms, or Retry-After in seconds or as an HTTP-date) when the server
-//     sent one and `honour_retry_after` is on, capped at max_backoff; otherwise
-//     min(max_backoff, initial_backoff * 2^(k-1)) * (1 + U(-jitter, +jitter)), within [0, max_backoff].
+//     sent one and `honour_retry_after` is on, capped at retry.max_delay; otherwise
+//     retry.delay_before(k, u): min(max_delay, delay * backoff^(k-1)) * (1 + U(-jitter, +jitter)),
+//     within [0, max_delay].
 // When the budget is spent: engine_error(message, status, retryable = true) (status 0 when there
 // was no HTTP response). Any other HTTP error fails at once with engine_error(message, status,
 // retryable = false) quoting the server's error message (trimmed, elided when long). A 2xx reply
@@ -61,6 +63,7 @@
 #include <vector>
 
 #include "covenant/engine/engine.hpp"
+#include "covenant/engine/retry.hpp"
 #include "covenant/types/config.hpp"
 
 namespace covenant {
@@ -90,9 +93,9 @@ COVENANT_API std::string_view to_string(provider p) noexcept;
 
 /// A transport retry the engine is about to make (http_engine_options::on_retry).
 struct transport_retry {
-  int retry = 0;        ///< 1..max_retries
-  int max_retries = 0;  ///< the budget
-  /// The wait before it: the server's Retry-After (capped at max_backoff) or the backoff.
+  int retry = 0;  ///< 1..tries
+  int tries = 0;  ///< the budget (http_engine_options::retry.tries)
+  /// The wait before it: the server's Retry-After (capped at retry.max_delay) or the backoff.
   std::chrono::nanoseconds wait{0};
   int status = 0;       ///< the HTTP status that failed (0: no response: refused, reset, timed out)
   std::string reason{};  ///< what failed, as in the log ("HTTP 429: Rate limit reached", "timed out: ...")
@@ -105,7 +108,7 @@ struct probe_result {
   /// The HTTP status (0: no HTTP response: refused, reset, timed out, an invalid URL, ...).
   int status = 0;
   /// From the start of the exchange to its end (connect, request, answer).
-  std::chrono::milliseconds latency{0};
+  std::chrono::nanoseconds latency{0};
   /// The URL asked, as shown in messages: without user-info, query or fragment.
   std::string url{};
   /// No complete answer within the timeout.
@@ -137,15 +140,16 @@ struct http_engine_options {
   std::chrono::milliseconds connect_timeout{10'000};
   /// Time allowed for one whole attempt (connect, send, wait, receive).
   std::chrono::milliseconds request_timeout{120'000};
-  /// Transport retries after the first attempt: at most 1 + max_retries requests per complete().
-  int max_retries = 4;
-  /// Wait before the first transport retry; doubles for each further retry.
-  std::chrono::milliseconds initial_backoff{500};
-  /// Cap of every wait, including a server's Retry-After.
-  std::chrono::milliseconds max_backoff{30'000};
-  /// Relative spread of the computed backoff: x (1 + U(-jitter, +jitter)), jitter in [0, 1].
-  double jitter = 0.2;
-  /// Wait as long as the server's Retry-After / retry-after-ms says (capped at max_backoff).
+  /// Transport retries, in the words of a contract's remedy schedule (covenant/engine/retry.hpp):
+  /// `tries` retries after the first attempt (at most 1 + tries requests per complete()), the
+  /// wait before retry k min(max_delay, delay * backoff^(k-1)) spread by x (1 + U(-jitter,
+  /// +jitter)); max_delay also caps a server's Retry-After. The defaults are the transport's
+  /// (4 tries, 500 ms doubling, at most 30 s, jitter 0.2), not retry_options' own: a whole
+  /// retry_options assigned here (`.retry = {.tries = 2}`) gives the fields it leaves out
+  /// retry_options' defaults; set one field (`o.retry.tries = 2`) to keep the others.
+  retry_options retry{.tries = 4, .delay = std::chrono::milliseconds(500), .backoff = 2.0,
+                      .max_delay = std::chrono::seconds(30), .jitter = 0.2};
+  /// Wait as long as the server's Retry-After / retry-after-ms says (capped at retry.max_delay).
   bool honour_retry_after = true;
   /// HTTP statuses retried as transient.
   std::vector<int> retry_statuses{408, 429, 500, 502, 503, 504, 529};
@@ -207,8 +211,9 @@ struct http_engine_options {
 /// An engine speaking the OpenAI Chat Completions protocol over HTTP(S), with transport retries.
 class COVENANT_API http_engine final : public engine {
  public:
-  /// Throws std::invalid_argument for invalid options (missing or non-http(s) base_url, negative
-  /// retries or waits, jitter outside [0, 1], CR/LF in a header or the API key).
+  /// Throws std::invalid_argument for invalid options (missing or non-http(s) base_url, invalid
+  /// `retry` (negative tries or delays, backoff below 1, jitter outside [0, 1]), non-positive
+  /// timeouts, CR/LF in a header or the API key).
   explicit http_engine(http_engine_options options);
   ~http_engine() override;
   /// Neither copied nor moved (see covenant::engine): contracts refer to it. from_env() returns

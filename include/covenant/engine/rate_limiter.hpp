@@ -6,7 +6,7 @@
 //     covenant::call_options o;  o.limiter = limits;     // or batch_options::limiter
 //
 // Two token buckets refill continuously: requests per minute and (estimated) tokens per minute.
-// Each bucket holds at most `burst` seconds' worth (default 1 s: a steady pace rather than a
+// Each bucket holds at most `burst`'s worth of its rate (default 1 s: a steady pace rather than a
 // minute's quota at once). A request waits, first come first served, until both buckets have
 // room; its tokens are estimated before it is sent (request text bytes / 4 for the input, plus the
 // mean output of the replies settled so far, or max_tokens when set) and corrected with the usage
@@ -44,8 +44,9 @@ struct rate_limiter_options {
   double requests_per_minute = 0;
   /// Estimated tokens (input + output) per minute (0: unlimited).
   double tokens_per_minute = 0;
-  /// Seconds' worth of each rate a bucket holds (the largest burst); at least one request.
-  double burst_seconds = 1.0;
+  /// How much of each rate a bucket holds, as the time its rate takes to fill it (the largest
+  /// burst: at 600 requests a minute, 1 s holds 10 requests); at least one request.
+  std::chrono::milliseconds burst{1000};
   /// Where waits are timed and grants run (null: runtime::shared()).
   covenant::runtime* runtime = nullptr;
   /// The time the buckets and back-offs are measured in (empty: std::chrono::steady_clock::now).
@@ -65,7 +66,7 @@ struct rate_limiter_stats {
 
 class COVENANT_API rate_limiter {
  public:
-  /// Throws std::invalid_argument for negative rates or a burst below 0.
+  /// Throws std::invalid_argument for negative rates or a negative burst.
   explicit rate_limiter(rate_limiter_options o);
   rate_limiter();
   ~rate_limiter();

@@ -39,7 +39,7 @@ struct response_cache_options {
   /// answer for another model.
   std::string scope{};
   /// Entries older than this are misses (and dropped); 0: no limit.
-  std::chrono::seconds max_age{0};
+  std::chrono::milliseconds max_age{0};
   /// The file's size at most, in bytes (0: no limit): past it, the oldest entries are dropped.
   std::uint64_t max_bytes = 0;
   /// How long a lookup or a write waits for another process's lock before it gives up (a miss,

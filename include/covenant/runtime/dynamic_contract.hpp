@@ -68,7 +68,7 @@ class COVENANT_API dynamic_contract {
   using call_result = contract_result<boost::json::value, boost::json::value>;
 
   /// `model` must outlive the contract's blocking calls (see covenant/engine/engine.hpp for asynchronous
-  /// calls). Throws std::invalid_argument for an invalid retry policy.
+  /// calls). Throws std::invalid_argument for invalid options (contract_options::check).
   dynamic_contract(engine& model, dynamic_task task, contract_options options = {});
   /// A copy is a contract of its own, with statistics of its own (as contract's copies are).
   dynamic_contract(const dynamic_contract& other);
@@ -93,7 +93,7 @@ class COVENANT_API dynamic_contract {
       boost::json::value input, std::function<void(const stream_update<boost::json::value>&)> on_update,
       call_options options = {}) const;
 
-  /// The validated output. When the contract failed: null if the retry policy is graceful, else
+  /// The validated output. When the contract failed: null if contract_options::graceful, else
   /// throws covenant::contract_failure<boost::json::value> (fallback null) with the outcome.
   boost::json::value operator()(const boost::json::value& input) const;
 

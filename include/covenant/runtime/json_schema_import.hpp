@@ -50,7 +50,7 @@ struct json_schema_import_options {
   /// Shown in diagnostics.
   std::string file;
   /// max_bytes (text form), max_depth (subschema nesting), max_types, max_fields, max_errors.
-  schema_load_limits limits{};
+  schema_limit_options limits{};
 };
 
 struct json_schema_import_result {

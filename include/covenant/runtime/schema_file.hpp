@@ -55,7 +55,7 @@ namespace covenant {
 
 /// Limits that keep a hostile schema from exhausting memory, stack or time. Exceeding one is a
 /// limit_exceeded diagnostic, never a crash.
-struct schema_load_limits {
+struct schema_limit_options {
   std::size_t max_bytes = COVENANT_SCHEMA_MAX_BYTES;    ///< size of the text
   std::size_t max_depth = COVENANT_SCHEMA_MAX_DEPTH;    ///< nesting of types, inline objects, expressions
   std::size_t max_types = COVENANT_SCHEMA_MAX_TYPES;    ///< named types declared
@@ -66,7 +66,7 @@ struct schema_load_limits {
 struct schema_load_options {
   /// Name shown in diagnostics and recorded in definitions' source locations.
   std::string file;
-  schema_load_limits limits{};
+  schema_limit_options limits{};
 };
 
 /// A BAML streaming attribute (@stream.done, @stream.not_null, @stream.with_state, or the @@
@@ -148,7 +148,7 @@ class COVENANT_API schema_set {
   std::vector<std::vector<schema::constraint>> enum_rules_;  // @@assert/@@check of enums, by index
   schema_diagnostics notes_;
   std::vector<stream_hint> stream_hints_;
-  schema_load_limits limits_;
+  schema_limit_options limits_;
 };
 
 struct schema_load_result {

@@ -51,7 +51,7 @@ struct health_check {
   std::string name{};  ///< "schema:answer.baml", "registry", "endpoint"
   bool ok = false;
   std::string detail{};  ///< "3 types loaded", "HTTP 200 in 12 ms", "timed out after 2000 ms", ...
-  std::chrono::milliseconds took{0};
+  std::chrono::nanoseconds took{0};  ///< the check's time (in the text and JSON: whole milliseconds)
 };
 
 struct COVENANT_API health_report {

@@ -94,7 +94,7 @@ class COVENANT_API scripted_engine : public engine {
   scripted_engine& then(step s);
   /// Streamed replies arrive in pieces of `bytes` bytes (0: the whole text at once), `delay`
   /// apart. Pieces may split a UTF-8 character, as network reads do.
-  scripted_engine& stream_in_chunks(std::size_t bytes, std::chrono::nanoseconds delay = std::chrono::nanoseconds(0));
+  scripted_engine& stream_in_chunks(std::size_t bytes, std::chrono::milliseconds delay = std::chrono::milliseconds(0));
   /// The runtime whose timers and workers deliver streamed pieces (default runtime::shared()).
   scripted_engine& use_runtime(covenant::runtime& rt);
 
@@ -135,7 +135,7 @@ class COVENANT_API scripted_engine : public engine {
   std::vector<chat_request> requests_;
   std::size_t next_ = 0;
   std::size_t chunk_bytes_ = 0;
-  std::chrono::nanoseconds chunk_delay_{0};
+  std::chrono::milliseconds chunk_delay_{0};
   covenant::runtime* runtime_ = nullptr;
   std::shared_ptr<stream_state> streams_;
 };
@@ -193,9 +193,9 @@ class COVENANT_API log_capture {
   std::unique_ptr<state> state_;
 };
 
-/// Contract options for tests: the given retry policy, no real sleeping (waits are recorded in
+/// Contract options for tests: the given retry options, no real sleeping (waits are recorded in
 /// `sleeper` when given), seeded jitter.
-COVENANT_API contract_options instant(retry_policy retry = {}, fake_sleeper* sleeper = nullptr,
+COVENANT_API contract_options instant(retry_options retry = {}, fake_sleeper* sleeper = nullptr,
                                       std::uint64_t seed = 42);
 
 }  // namespace covenant::testing

@@ -6,10 +6,10 @@
 //   loaders, the length of an issue's `actual`) are fixed when covenant is built: they are CMake
 //   options of the same names, written into the generated covenant/build_config.hpp. The library
 //   and every file that includes its headers must see the same values (a default member
-//   initializer of decode_options or schema_load_limits is part of a type the library compiled),
+//   initializer of decode_options or schema_limit_options is part of a type the library compiled),
 //   so a program cannot redefine them: defining one before this header is an error. Change a
 //   limit per call with the options structs instead (decode_options::max_depth,
-//   lenient_options::max_input_bytes, schema_load_limits, ...), or rebuild covenant with
+//   lenient_options::max_input_bytes, schema_limit_options, ...), or rebuild covenant with
 //   e.g. -DCOVENANT_SCHEMA_MAX_DEPTH=32.
 //
 //     COVENANT_DEFAULT_MAX_DEPTH        128     nesting the decoders and the lenient reader accept
