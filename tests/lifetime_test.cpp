@@ -333,7 +333,7 @@ TEST(Lifetime, AStreamingCheckThatThrowsDecidesTheCallAndACallbackThatThrowsDoes
                 throw std::runtime_error("display failed");
               }).get();
     EXPECT_TRUE(r.outcome.success) << r.outcome.summary();
-    EXPECT_GT(updates, 2);  // every update was made, each threw
+    EXPECT_GE(updates, 2);  // the attempt's start and at least one partial: each threw
     EXPECT_THAT(log.text(), ::testing::HasSubstr("the streaming callback (on_update) threw (display failed); ignored"));
   }
 }
