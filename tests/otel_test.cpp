@@ -232,7 +232,7 @@ TEST(OtelSpans, APlainCallIsACallSpanWithAChatClientSpanUnderIt) {
   EXPECT_EQ(call->parent_span_id, "");
   EXPECT_EQ(call->kind, 1);  // INTERNAL
   EXPECT_EQ(chat->kind, 3);  // CLIENT
-  EXPECT_EQ(call->flags & 0xffu, 1u);  // sampled
+  EXPECT_EQ(call->flags, 0x101u);  // sampled, no parent (known local)
   EXPECT_LE(call->start, chat->start);
   EXPECT_LE(chat->start, chat->end);
   EXPECT_LE(chat->end, call->end);
@@ -571,7 +571,7 @@ TEST(OtelContext, AParentGivenToTheCallMakesItsSpansChildrenOfIt) {
   EXPECT_EQ(s->trace_id, "0af7651916cd43dd8448eb211c80319c");
   EXPECT_EQ(s->parent_span_id, "b7ad6b7169203331");
   EXPECT_EQ(s->trace_state, "vendor=abc");
-  EXPECT_EQ(s->flags & 0x300u, 0x300u);  // the parent is known to be remote
+  EXPECT_EQ(s->flags & 0x1ffu, 0x01u);  // sampled; whether the parent is remote is not known
   const received_request req = model.server.request(0);
   EXPECT_THAT(req.headers.at("traceparent"), HasSubstr("0af7651916cd43dd8448eb211c80319c"));
   EXPECT_EQ(req.headers.at("tracestate"), "vendor=abc");

@@ -84,7 +84,8 @@ struct span {
   std::array<std::uint8_t, 8> span_id{};
   std::array<std::uint8_t, 8> parent_span_id{};
   bool has_parent = false;
-  /// The parent came from outside this tracer (a traceparent handed in): Span.flags bit 9.
+  /// The parent came from outside (a trace context handed in): whether it is remote is not known,
+  /// so Span.flags bit 8 stays clear; otherwise the parent is local (bit 8 set, bit 9 clear).
   bool parent_remote = false;
   std::uint8_t trace_flags = 0;
   std::string trace_state{};

@@ -127,10 +127,11 @@ void json_scope_close(std::string& out, const origin& o) {
 }
 
 std::uint32_t span_flags(const span& s) {
-  // Bits 0-7: the W3C trace flags; bit 8: whether the parent is known remote or not; bit 9: remote.
+  // Bits 0-7: the W3C trace flags; bit 8: whether the parent is known to be local or remote (bit
+  // 9). A parent handed in as a trace context (call_options::trace, a traceparent) may be either:
+  // bit 8 stays clear for it.
   std::uint32_t f = s.trace_flags;
-  f |= 0x100u;
-  if (s.has_parent && s.parent_remote) f |= 0x200u;
+  if (!(s.has_parent && s.parent_remote)) f |= 0x100u;
   return f;
 }
 
