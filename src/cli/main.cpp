@@ -178,6 +178,12 @@ options:
                      delete audit files older than N days (default 30; 0 keeps them all)
   --audit-include-reply
                      also write each raw reply in the audit lines (API keys redacted)
+  --otlp-endpoint URL
+                     OpenTelemetry traces and metrics over OTLP/HTTP to URL/v1/traces and
+                     URL/v1/metrics (e.g. http://localhost:4318; also on when
+                     OTEL_EXPORTER_OTLP_ENDPOINT is set): a run span, a span per record, the
+                     calls' GenAI spans under it; TRACEPARENT makes the run a child of that span;
+                     result and audit lines carry trace_id and span_id
   --no-prompt-cache  Anthropic: do not mark the system prompt (the same for every record) for the
                      provider's prompt cache (marked by default; OpenAI caches it by itself)
   --cache DIR        answer a request seen before (same prompt, record, schema, model, endpoint)
@@ -207,7 +213,8 @@ off unless COVENANT_LOG_LEVEL is set (warn also shows transport retries).
 exit status: 0 every record succeeded; 1 some records failed (or the run was interrupted); 3 the
 budget was reached (records may be left: --resume with a new budget goes on); 2
 usage, schema, input-file, output or telemetry errors (an audit directory that cannot be created,
-a metrics file that cannot be written, a port that cannot be listened on; a bad input line is
+a metrics file that cannot be written, a port that cannot be listened on, OTEL_* variables that
+cannot work; a bad input line is
 reported with its line number and skipped; the other records still run).
 )";
 

@@ -10,6 +10,7 @@
 #include <covenant/engine/logging.hpp>
 #include <covenant/engine/prices.hpp>
 #include <covenant/engine/response_cache.hpp>
+#include <covenant/telemetry/otel.hpp>
 
 #include <unistd.h>
 
@@ -210,15 +211,17 @@ struct run_totals {
 
 /// --stream: one record at a time, each changed partial value written as it comes.
 run_totals run_streaming(const dynamic_contract& contract, record_reader& records, result_writer& out,
-                         const covenant::batch_options& batch) {
+                         const covenant::batch_options& batch, run_telemetry& telemetry) {
   run_totals totals;
   covenant::batch_progress& summary = totals.summary;
   const auto started = std::chrono::steady_clock::now();
   while (auto input = records.next()) {
     const std::size_t index = records.last_index();
-    const pending_record& record = *records.pending(index);
+    pending_record& record = *records.pending(index);
+    otel_span span = telemetry.record_span(record);
     call_options this_call;
     this_call.query_id = record.query_id;
+    this_call.trace = telemetry.record_parent(span);
     auto f = contract.stream(
         std::move(*input),
         [&out](const stream_update<json::value>& u) {
@@ -227,6 +230,7 @@ run_totals run_streaming(const dynamic_contract& contract, record_reader& record
         std::move(this_call));
     outcome<json::value> o = f.get().outcome;
     out.result(record, o);
+    run_telemetry::end_record_span(span, o);
     records.forget(index);
     ++summary.started;
     summary.count(o);
@@ -244,18 +248,25 @@ run_totals run_streaming(const dynamic_contract& contract, record_reader& record
 /// The records as a batch, `batch.concurrency` in flight, each result line written as its record
 /// finishes.
 run_totals run_batched(const dynamic_contract& contract, record_reader& records, result_writer& out,
-                       covenant::batch_options batch) {
+                       covenant::batch_options batch, run_telemetry& telemetry) {
   run_totals totals;
   // Each record's calls carry its query id: its result line and its audit lines join on it.
   batch.query_id = [&records](std::size_t index) -> call_id {
     const pending_record* record = records.pending(index);
     return record == nullptr ? call_id() : call_id(record->query_id);
   };
+  // A traced run: each record's span, the parent of its call's spans.
+  batch.trace = [&records, &telemetry](std::size_t index) -> trace_context {
+    pending_record* record = records.pending(index);
+    if (record == nullptr) return {};
+    record->span = std::make_shared<otel_span>(telemetry.record_span(*record));
+    return telemetry.record_parent(*record->span);
+  };
   totals.summary = run_batch(
       contract, [&records] { return records.next(); },
       [&](std::size_t index, dynamic_contract::call_result&& r) {
         const outcome<json::value>& o = r.outcome;
-        const pending_record* record = records.pending(index);
+        pending_record* record = records.pending(index);
         if (record == nullptr) return;
         if (o.failed_stage == stage::cancelled && interrupted.load()) {
           records.forget(index);  // not finished: a run with --resume does it again
@@ -263,6 +274,7 @@ run_totals run_batched(const dynamic_contract& contract, record_reader& records,
         }
         if (!o.success) ++totals.failed;
         out.result(*record, o);
+        if (record->span) run_telemetry::end_record_span(*record->span, o);
         records.forget(index);
       },
       batch);
@@ -381,8 +393,8 @@ int run_run(const std::vector<std::string>& args) {
   {
     const interrupt_watch watch;
     batch.stop = watch.token();
-    totals = config.stream ? run_streaming(contract, records, out, batch)
-                           : run_batched(contract, records, out, std::move(batch));
+    totals = config.stream ? run_streaming(contract, records, out, batch, telemetry)
+                           : run_batched(contract, records, out, std::move(batch), telemetry);
   }
   out.close();
   const bool metrics_written = telemetry.finish();

@@ -29,6 +29,8 @@
 
 namespace covenant {
 class metrics;
+class otel_tracer;
+class otel_span;
 }
 
 namespace covenant::cli {
@@ -85,6 +87,9 @@ struct run_config {
   std::optional<std::string> audit_dir;         ///< --audit-log
   unsigned audit_retention_days = 30;           ///< --audit-retention-days
   bool audit_include_reply = false;             ///< --audit-include-reply
+  /// --otlp-endpoint URL: traces and metrics over OTLP/HTTP to URL/v1/traces and URL/v1/metrics
+  /// (also on with OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set).
+  std::optional<std::string> otlp_endpoint;
 
   // The calls: the contract's options (retries, strictness, mode; the run adds prices and
   // observers), the batch's (concurrency, rate limits, budget; the run adds the rest) and the
@@ -103,8 +108,10 @@ run_config parse_run_config(const std::vector<std::string>& args);
 
 class metrics_file_writer;
 class metrics_server;
+struct pending_record;
 
-/// The run's metrics (--metrics-file, --metrics-port) and audit log (--audit-log).
+/// The run's metrics (--metrics-file, --metrics-port), audit log (--audit-log) and traces
+/// (--otlp-endpoint, OTEL_EXPORTER_OTLP_*: a run span, a span per record, the calls' spans under it).
 class run_telemetry {
  public:
   /// Adds the metrics and the audit log to the contract's observers, and writes --metrics-file
@@ -117,12 +124,27 @@ class run_telemetry {
 
   /// Serves the metrics on --metrics-port (saying where) and starts rewriting --metrics-file.
   void start();
-  /// Stops serving and writes --metrics-file a last time; false (after saying why) when that
-  /// write failed.
+  /// Stops serving and writes --metrics-file a last time, ends the run span and sends the spans
+  /// and metrics still queued (within a few seconds); false (after saying why) when the metrics
+  /// file could not be written.
   bool finish();
 
+  /// A record's span under the run's span (not recording when the run is not traced); its context
+  /// goes to the record's call (call_options::trace).
+  [[nodiscard]] otel_span record_span(const pending_record& record);
+  /// The record's span after its result: the outcome on it, then ended.
+  static void end_record_span(otel_span& span, const outcome<boost::json::value>& o);
+  /// The trace context a record's call is given: its span's, else TRACEPARENT's (untraced run).
+  [[nodiscard]] trace_context record_parent(const otel_span& span) const;
+
  private:
+  /// The Prometheus page: the metrics, and the tracer's own counters when the run is traced.
+  [[nodiscard]] std::string render() const;
+
   std::shared_ptr<covenant::metrics> metrics_;
+  std::shared_ptr<covenant::otel_tracer> tracer_;
+  std::unique_ptr<otel_span> run_span_;
+  trace_context parent_;  ///< TRACEPARENT of a run that is not traced itself
   std::unique_ptr<metrics_file_writer> writer_;
 #ifdef COVENANT_CLI_HTTPLIB
   std::optional<int> port_;
@@ -137,6 +159,7 @@ struct pending_record {
   boost::json::value id;
   std::size_t line = 0;
   std::string query_id;  ///< the record's calls' (the same in every run for the same id)
+  std::shared_ptr<otel_span> span{};  ///< traced runs: the record's span, ended with its result
 };
 
 /// The input's records, read one line at a time: blank lines are passed over; lines that are not
@@ -156,6 +179,7 @@ class record_reader {
   [[nodiscard]] std::size_t last_index() const noexcept { return next_index_ - 1; }
   /// The pending record of a batch index, or nullptr.
   [[nodiscard]] const pending_record* pending(std::size_t index) const;
+  [[nodiscard]] pending_record* pending(std::size_t index);
   /// The record of `index` is done (or will be done again by a run with --resume).
   void forget(std::size_t index) { in_flight_.erase(index); }
 

@@ -142,6 +142,13 @@ void read_telemetry(const arguments& a, run_config& c) {
   c.audit_retention_days = static_cast<unsigned>(whole_number_named(
       a, "--audit-retention-days", 30, 0, 36500, "a whole number of days from 0 (keep every file) to 36500"));
   c.audit_include_reply = a.has("--audit-include-reply");
+  c.otlp_endpoint = a.get("--otlp-endpoint");
+  if (c.otlp_endpoint) {
+    const std::string& url = *c.otlp_endpoint;
+    if (!url.starts_with("http://") && !url.starts_with("https://"))
+      throw usage_error("--otlp-endpoint takes the collector's OTLP/HTTP URL, e.g. http://localhost:4318 (got \"" +
+                        printable(url) + "\")");
+  }
 }
 
 // The contract's options: token prices, asking again, reading replies, the output mode.
@@ -256,6 +263,7 @@ run_config parse_run_config(const std::vector<std::string>& args) {
                                              {"--audit-log", true},
                                              {"--audit-retention-days", true},
                                              {"--audit-include-reply", false},
+                                             {"--otlp-endpoint", true},
                                              {"--provider", true},
                                              {"--mode", true},
                                              {"--prices", true},

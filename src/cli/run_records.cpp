@@ -180,6 +180,11 @@ const pending_record* record_reader::pending(std::size_t index) const {
   return it == in_flight_.end() ? nullptr : &it->second;
 }
 
+pending_record* record_reader::pending(std::size_t index) {
+  const auto it = in_flight_.find(index);
+  return it == in_flight_.end() ? nullptr : &it->second;
+}
+
 std::size_t count_lines(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   std::size_t n = 0;
@@ -234,6 +239,10 @@ void result_writer::result(const pending_record& record, const outcome<json::val
   line["id"] = record.id;
   line["line"] = record.line;
   line["query_id"] = record.query_id;
+  if (o.trace.valid()) {  // the call's trace context, as in its audit lines: from here to its trace
+    line["trace_id"] = o.trace.trace_id_hex();
+    line["span_id"] = o.trace.span_id_hex();
+  }
   line["ok"] = o.success;
   line["value"] = o.success && o.result ? *o.result : json::value(nullptr);
   if (!o.success) line["failed_stage"] = to_string(o.failed_stage);

@@ -114,6 +114,9 @@ remedy_phase::next remedy_phase::begin_step(chat_response&& reply) {
   s.text = std::move(reply.text);
   s.usage = reply.usage;
   s.model = std::move(reply.model);
+  s.response_id = std::move(reply.id);
+  s.finish_reason = std::move(reply.finish_reason);
+  s.transport_retries = std::move(reply.retries);
   if (core_->options.prices) s.cost_usd = reply.from_cache ? 0.0 : core_->options.prices->cost(s.model, s.usage);
   s.queued = turn_ + reply.queued;
   turn_ = std::chrono::nanoseconds(0);

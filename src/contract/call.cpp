@@ -173,7 +173,8 @@ void call_finished(const contract_core& core, const outcome_base& o, const call_
   core.stats.record(times);
   log_call_result(core, o, via, forward_threw);
   if (core.options.observers.empty()) return;
-  const call_info info{core.name, o.query_id, core.schema_version};
+  const call_info info{core.name, o.query_id, core.schema_version, o.trace.valid() ? &o.trace : nullptr,
+                       core.server ? &*core.server : nullptr};
   notify(core, [&](observer& ob) { ob.on_finished(finished_event{info, o, times}); });
 }
 
@@ -209,15 +210,25 @@ void remedy_phase::lap(perf_stage s) {
 void remedy_phase::begin_attempt() {
   ++k_;
   sent_ = mark_;
+  first_chunk_ = std::chrono::nanoseconds(0);
+  // The request's trace context: a span of its own in the call's trace when the call is recorded,
+  // else the call's (the application's) as it is.
+  if (own_trace_) request_.trace = oc_->trace.with_span(new_span_id());
+  else if (oc_->trace.valid()) request_.trace = oc_->trace;
   if (!core_->options.observers.empty()) {
     const call_info info = this->info();
     notify(*core_, [&](observer& o) { o.on_request(request_event{info, kind_, k_ + 1, request_}); });
   }
 }
 
-call_info remedy_phase::info() const noexcept { return call_info{core_->name, oc_->query_id, core_->schema_version}; }
+call_info remedy_phase::info() const noexcept {
+  return call_info{core_->name, oc_->query_id, core_->schema_version, oc_->trace.valid() ? &oc_->trace : nullptr,
+                   core_->server ? &*core_->server : nullptr};
+}
 
 void remedy_phase::on_stream_piece(std::string_view delta) {
+  if (first_chunk_.count() == 0 && !delta.empty())
+    first_chunk_ = std::max(std::chrono::nanoseconds(1), std::chrono::nanoseconds(core_->now() - sent_));
   if (core_->options.observers.empty()) return;
   const call_info info = this->info();
   notify(*core_, [&](observer& o) { o.on_stream(stream_event{info, kind_, k_ + 1, delta}); });
@@ -260,6 +271,7 @@ attempt remedy_phase::new_attempt() {
   a.number = k_ + 1;
   a.waited = waited_;
   a.queued = turn_;
+  a.first_chunk = first_chunk_;
   turn_ = std::chrono::nanoseconds(0);
   if (core_->options.prices) a.cost_usd = 0.0;  // no reply: nothing reported to price
   if (media_)
@@ -352,6 +364,8 @@ remedy_phase::next remedy_phase::on_reply(chat_response&& reply) {
   a.finish_reason = std::move(reply.finish_reason);
   a.reasoning = std::move(reply.reasoning);
   a.queued += reply.queued;
+  a.response_id = std::move(reply.id);
+  a.transport_retries = std::move(reply.retries);
   timed(a, core_->now());
   oc_->usage += a.usage;
   stage failed_at = reader_->read(a, *times_, mark_);
@@ -496,9 +510,11 @@ remedy_phase::next remedy_phase::judge(attempt& a, stage failed_at) {
 void remedy_phase::after_wait() { lap(perf_stage::post_remedy); }
 
 remedy_phase::next remedy_phase::on_engine_error(const std::string& what, int status,
-                                                  std::chrono::nanoseconds queued) {
+                                                  std::chrono::nanoseconds queued,
+                                                  std::vector<transport_retry> retries) {
   const bool repairing = kind_ == attempt_kind::input_repair;
   attempt a = new_attempt();
+  a.transport_retries = std::move(retries);
   a.engine_failed = true;
   issue i;
   i.code = issue_code::engine_error;

@@ -25,11 +25,28 @@ namespace covenant::detail {
 
 namespace {
 
-// What a call's outcome holds before its first step: its id, and with prices a cost of 0.
-void begin_outcome(outcome_base& oc, const contract_core& core, const call_options* options) {
+// What a call's outcome holds before its first step: its id, its trace context, and with prices a
+// cost of 0. The observers hear of the call first here (on_start): a tracing one may give the call a
+// span of its own.
+void begin_outcome(call_steps& steps, const contract_core& core, const call_options* options) {
+  outcome_base& oc = *steps.oc;
   if (options != nullptr && !options->query_id.empty()) oc.query_id = options->query_id.view();
   else if (oc.query_id.empty()) oc.query_id = make_query_id();
   if (core.options.prices) oc.cost_usd = 0.0;
+  const trace_context* parent = options != nullptr ? options->trace.get() : nullptr;
+  steps.own_trace = false;
+  if (!core.options.observers.empty()) {
+    const call_info info{core.name, oc.query_id, core.schema_version, parent, core.server ? &*core.server : nullptr};
+    const start_event e{info, parent};
+    notify(core, [&](observer& o) {
+      std::optional<trace_context> own = o.on_start(e);
+      if (own && own->valid() && !steps.own_trace) {
+        oc.trace = std::move(*own);
+        steps.own_trace = true;
+      }
+    });
+  }
+  if (!steps.own_trace && parent != nullptr) oc.trace = *parent;
 }
 
 }  // namespace
@@ -182,6 +199,7 @@ class call_driver final : public std::enable_shared_from_this<call_driver> {
       int status = 0;
       bool cancelled = false;
       std::chrono::nanoseconds queued{0};
+      std::vector<transport_retry> retries{};
     };
     std::optional<failure> error{};
     stage why = stage::none;
@@ -251,7 +269,7 @@ class call_driver final : public std::enable_shared_from_this<call_driver> {
       try {
         driver_->enqueue(event{event::kind::error, id_, {}, {},
                                event::failure{std::string(error.what()), error.status(), error.cancelled(),
-                                              error.queued()}});
+                                              error.queued(), error.retries()}});
       } catch (...) {
         log_error("contract: out of memory queueing an engine error (dropped)");
       }
@@ -362,7 +380,8 @@ class call_driver final : public std::enable_shared_from_this<call_driver> {
           return stop(stage::cancelled, e.error->what);  // the engine stopped on its own (destroyed)
         }
         state_ = state::idle;
-        return handle(phase_->on_engine_error(e.error->what, e.error->status, e.error->queued));
+        return handle(phase_->on_engine_error(e.error->what, e.error->status, e.error->queued,
+                                              std::move(e.error->retries)));
     }
   }
 
@@ -381,6 +400,7 @@ class call_driver final : public std::enable_shared_from_this<call_driver> {
       steps_->at = stage::pre_remedy;
       phase_.emplace(*core_, attempt_kind::input_repair, true, std::move(messages), *steps_->oc, steps_->times,
                      steps_->input_reader(), core_->now());
+      phase_->own_trace(steps_->own_trace);
       return send();
     }
     if (failed != stage::none) return finish(failed);
@@ -401,6 +421,7 @@ class call_driver final : public std::enable_shared_from_this<call_driver> {
     steps_->at = stage::engine;
     phase_.emplace(*core_, attempt_kind::output, core_->options.post_remedy, std::move(messages), *steps_->oc,
                    steps_->times, steps_->output_reader(), steps_->mark);
+    phase_->own_trace(steps_->own_trace);
     phase_->request().stream = stream_;
     send();
   }
@@ -468,7 +489,7 @@ class call_driver final : public std::enable_shared_from_this<call_driver> {
       try {
         reply.emplace(core_->model->complete(phase_->request()));
       } catch (const engine_error& e) {
-        failed = event::failure{e.what(), e.status(), e.cancelled(), e.queued()};
+        failed = event::failure{e.what(), e.status(), e.cancelled(), e.queued(), e.retries()};
       } catch (const std::exception& e) {
         failed.what = e.what();
       } catch (...) {
@@ -477,7 +498,7 @@ class call_driver final : public std::enable_shared_from_this<call_driver> {
     }
     if (reply) return handle(read(std::move(*reply)));
     if (failed.cancelled) return stop(stage::cancelled, failed.what);  // (the engine was destroyed meanwhile)
-    return handle(phase_->on_engine_error(failed.what, failed.status, failed.queued));
+    return handle(phase_->on_engine_error(failed.what, failed.status, failed.queued, std::move(failed.retries)));
   }
 
   void handle(remedy_phase::next n) {
@@ -628,7 +649,7 @@ class call_driver final : public std::enable_shared_from_this<call_driver> {
 
 void run_blocking(std::shared_ptr<call_steps> steps, std::shared_ptr<const contract_core> core,
                   const call_options* options) {
-  begin_outcome(*steps->oc, *core, options);
+  begin_outcome(*steps, *core, options);
   auto driver = std::make_shared<call_driver>(std::move(steps), std::move(core),
                                               options != nullptr ? *options : call_options{});
   driver->run_here();
@@ -636,7 +657,7 @@ void run_blocking(std::shared_ptr<call_steps> steps, std::shared_ptr<const contr
 
 void start_async(std::shared_ptr<call_steps> steps, std::shared_ptr<const contract_core> core, call_options options,
                  std::stop_token cancel, bool stream) {
-  begin_outcome(*steps->oc, *core, &options);
+  begin_outcome(*steps, *core, &options);
   executor_fn exec = options.executor;
   if (!exec) {
     runtime* rt = core->options.runtime != nullptr ? core->options.runtime : &runtime::shared();

@@ -476,6 +476,7 @@ class anthropic_wire final : public wire_dialect {
     out.reasoning = std::move(reasoning);
     out.finish_reason = finish_reason_of(wire::string_or_empty(*root, "stop_reason"));
     out.model = wire::string_or_empty(*root, "model");
+    out.id = wire::string_or_empty(*root, "id");
     if (const json::object* u = object_at(*root, "usage")) read_usage(*u).apply(out.usage);
     out.mode = form.mode;
     return out;
@@ -510,6 +511,7 @@ class anthropic_wire final : public wire_dialect {
           return out;
         }
         out.model = wire::string_or_empty(*message, "model");
+        out.id = wire::string_or_empty(*message, "id");
         if (const json::object* u = object_at(*message, "usage")) out.usage = read_usage(*u);
       } else if (type == "content_block_start") {
         // A tool_use block starts with "input": {} and its input follows as input_json_delta; a

@@ -74,6 +74,18 @@ std::chrono::nanoseconds seconds_to_ns(double seconds) {
   return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
 }
 
+/// A copy of the engine's header list `base` with the request's trace context added
+/// (`traceparent`, and `tracestate` when it has one that is safe to send as a header line).
+detail::curl_header_list traced_headers(const curl_slist* base, const trace_context& trace) {
+  detail::curl_header_list list;
+  for (const curl_slist* l = base; l != nullptr; l = l->next) detail::append_header(list, l->data);
+  detail::append_header(list, "traceparent: " + trace.traceparent());
+  const std::string& state = trace.tracestate;
+  const bool printable = std::all_of(state.begin(), state.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  if (!state.empty() && printable && state.size() <= 512) detail::append_header(list, "tracestate: " + state);
+  return list;
+}
+
 /// How one HTTP exchange ended.
 struct exchange_result {
   CURLcode code = CURLE_OK;
@@ -90,7 +102,9 @@ struct exchange_result {
 /// One HTTP exchange of a call (a call makes one, plus one per transport retry).
 class exchange final : public detail::http_transfer {
  public:
-  exchange(std::shared_ptr<http_call> call, const http_shared& s, const std::string& body, bool stream);
+  /// `headers`: the request's own header list (a traced request), else null for the engine's.
+  exchange(std::shared_ptr<http_call> call, const http_shared& s, const std::string& body, bool stream,
+           const curl_slist* headers = nullptr);
 
   void on_done(CURLcode code) override;
   /// Aborted: curl no longer runs it (the call was stopped).
@@ -120,14 +134,17 @@ class http_call final : public std::enable_shared_from_this<http_call> {
   /// `automatic`: the request, kept to build its body again in the next mode when the server
   /// refuses `mode` (output_mode::automatic), with the index of `mode` in the engine's modes.
   /// `agent`: the request has tools; `answer_tool`: the answer tool's name in output_mode::tools.
+  /// `trace`: the request's trace context, sent as `traceparent` (and `tracestate`) headers of its
+  /// own list (the engine's lists are shared by every call).
   http_call(std::shared_ptr<http_shared> s, std::string body, bool stream, std::shared_ptr<reply_receiver> receiver,
             std::shared_ptr<rate_limiter> limiter, output_mode mode, std::optional<chat_request> automatic,
-            std::size_t mode_index, std::string answer_tool, bool agent)
+            std::size_t mode_index, std::string answer_tool, bool agent, const trace_context& trace)
       : s_(std::move(s)), body_(std::move(body)), stream_(stream), receiver_(std::move(receiver)),
         limiter_(std::move(limiter)), answer_tool_(std::move(answer_tool)), form_(mode),
         automatic_(std::move(automatic)), mode_index_(mode_index) {
     form_.answer_tool = answer_tool_;
     form_.agent = agent;
+    if (trace.valid()) trace_headers_ = traced_headers(stream ? s_->stream_headers.get() : s_->headers.get(), trace);
   }
 
   /// Every start() ends with exactly one answer to its receiver. A call let go of without one (its
@@ -183,6 +200,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
       return false;
     }
     if (!e.model.empty()) model_ = std::move(e.model);
+    if (!e.id.empty()) id_text_ = std::move(e.id);
     e.usage.apply(usage_);
     if (e.finish_reason) finish_reason_ = std::move(*e.finish_reason);
     reasoning_ += e.reasoning;  // (not content: a retry may still start afresh)
@@ -335,13 +353,15 @@ class http_call final : public std::enable_shared_from_this<http_call> {
                      s_->options.retry.tries, std::chrono::duration<double>(wait).count());
     reset_stream_state();
     between_since_ = x.started + r.elapsed;  // the exchange's end: the wait counts from there
+    transport_retry made{attempt_, s_->options.retry.tries, wait, status, reason, std::chrono::system_clock::now()};
     if (s_->options.on_retry) {
       try {
-        s_->options.on_retry(transport_retry{attempt_, s_->options.retry.tries, wait, status, reason});
+        s_->options.on_retry(made);
       } catch (...) {
         detail::log_error("{}: on_retry threw (ignored)", where);
       }
     }
+    retries_.push_back(std::move(made));
     retry_timer_ = std::make_unique<asio::steady_timer>(s_->loop->io(), wait);
     std::weak_ptr<http_call> self = weak_from_this();
     retry_timer_->async_wait(asio::bind_executor(s_->loop->strand(), [self](const boost::system::error_code& ec) {
@@ -401,7 +421,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     if (s_->closed) return abort(engine_error::cancellation("the engine was destroyed"));
     ++attempt_;
     try {
-      current_ = std::make_shared<exchange>(shared_from_this(), *s_, body_, stream_);
+      current_ = std::make_shared<exchange>(shared_from_this(), *s_, body_, stream_, trace_headers_.get());
     } catch (const std::exception& e) {
       return fail(engine_error(std::string("http_engine: cannot start a transfer: ") + e.what()));
     }
@@ -448,6 +468,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     finish_reason_.clear();
     stream_error_.clear();
     model_.clear();
+    id_text_.clear();
     usage_ = {};
     stream_calls_.clear();
     tool_calls_.clear();
@@ -464,6 +485,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     out.reasoning = std::move(reasoning_);
     out.usage = usage_;
     out.model = std::move(model_);
+    out.id = std::move(id_text_);
     out.finish_reason = std::move(finish_reason_);
     out.cut_off = cut_off;
     out.mode = form_.mode;
@@ -476,6 +498,7 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     const std::shared_ptr<http_call> keep = shared_from_this();  // the engine's table lets go of it
     finish_bookkeeping();
     r.queued = queued_;
+    r.retries = std::move(retries_);
     if (r.model.empty()) r.model = s_->options.model;  // a server that does not say: the model asked for
     receiver_->on_reply(std::move(r));
   }
@@ -485,9 +508,13 @@ class http_call final : public std::enable_shared_from_this<http_call> {
     done_ = true;
     const std::shared_ptr<http_call> keep = shared_from_this();  // the engine's table lets go of it
     finish_bookkeeping();
-    if (queued_.count() == 0) return receiver_->on_error(e);
+    if (queued_.count() == 0 && retries_.empty()) return receiver_->on_error(e);
     engine_error with_wait = e;
     with_wait.set_queued(queued_);
+    try {
+      with_wait.set_retries(std::move(retries_));
+    } catch (...) {  // (out of memory: the error goes without them)
+    }
     receiver_->on_error(with_wait);
   }
 
@@ -528,7 +555,12 @@ class http_call final : public std::enable_shared_from_this<http_call> {
   std::string finish_reason_;
   std::string stream_error_;
   std::string model_;
+  std::string id_text_;  // the reply's id, from the stream's events
   usage usage_;
+  /// The transport retries made so far (chat_response::retries, engine_error::retries).
+  std::vector<transport_retry> retries_;
+  /// The request's own header list when it carries a trace context (else the engine's is used).
+  detail::curl_header_list trace_headers_;
   /// A streamed tool call: the server's index of it, whether it is the answer tool's call, and
   /// else its place in tool_calls_.
   struct stream_call {
@@ -583,7 +615,8 @@ void set_connection_options(CURL* h, const http_shared& s) {
   }
 }
 
-exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const std::string& body, bool want_stream)
+exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const std::string& body, bool want_stream,
+                   const curl_slist* headers)
     : detail::http_transfer(*s.loop), stream(want_stream), owner_(std::move(call)) {
   max_bytes = s.options.max_response_bytes;
   CURL* h = easy();
@@ -600,7 +633,8 @@ exchange::exchange(std::shared_ptr<http_call> call, const http_shared& s, const 
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &exchange::on_header);
   }
   // What differs per exchange.
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, want_stream ? s.stream_headers.get() : s.headers.get());
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER,
+                   headers != nullptr ? headers : (want_stream ? s.stream_headers.get() : s.headers.get()));
   curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
   curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   // A whole reply may come compressed; a stream is read as it comes.
@@ -707,8 +741,14 @@ void start_call(const std::shared_ptr<http_shared>& s, const chat_request& reque
     receiver->on_error(engine_error(std::string("http_engine: cannot build the request: ") + e.what()));
     return;
   }
-  auto call = std::make_shared<http_call>(s, std::move(body), request.stream, std::move(receiver), request.limiter,
-                                          mode, std::move(automatic), index, std::move(answer_tool), agent);
+  std::shared_ptr<http_call> call;
+  try {
+    call = std::make_shared<http_call>(s, std::move(body), request.stream, receiver, request.limiter, mode,
+                                       std::move(automatic), index, std::move(answer_tool), agent, request.trace);
+  } catch (const std::exception& e) {
+    receiver->on_error(engine_error(std::string("http_engine: cannot start the call: ") + e.what()));
+    return;
+  }
   call->watch(std::move(stop));
   asio::post(s->loop->strand(), [s, call] {
     // A stop that came first has already ended the call (its abort was posted before this): it

@@ -164,6 +164,21 @@ http_engine::http_engine(http_engine_options options) : impl_(std::make_unique<i
     if (curl_url_set(u, CURLUPART_URL, s.endpoint.c_str(), 0) != CURLUE_OK) s.url.reset();  // curl reports it
   }
   s.user_agent = options.user_agent.empty() ? "covenant/" + std::string(version()) : options.user_agent;
+  s.info.provider = std::string(s.dialect->name());
+  s.info.model = options.model;
+  if (s.url) {
+    char* host = nullptr;
+    if (curl_url_get(s.url.get(), CURLUPART_HOST, &host, 0) == CURLUE_OK && host != nullptr) {
+      std::string_view h = host;
+      if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);  // an IPv6 literal
+      s.info.server_address = std::string(h);
+    }
+    curl_free(host);
+    char* port = nullptr;
+    if (curl_url_get(s.url.get(), CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK && port != nullptr)
+      s.info.server_port = std::atoi(port);
+    curl_free(port);
+  }
 
   // The environment's proxy for this endpoint, as libcurl itself would read it: https_proxy (or
   // HTTPS_PROXY) for https, http_proxy for http (its upper-case form is not trusted), else
@@ -355,6 +370,8 @@ engine_capabilities http_engine::capabilities() const noexcept { return {true, t
 std::size_t http_engine::calls_in_flight() const noexcept {
   return impl_ && impl_->s ? impl_->s->in_table.load(std::memory_order_relaxed) : 0;
 }
+
+const engine_info* http_engine::info() const noexcept { return impl_ && impl_->s ? &impl_->s->info : nullptr; }
 
 const media_limits* http_engine::accepted_media() const noexcept {
   return impl_ && impl_->s ? &impl_->s->dialect->accepted_media() : nullptr;

@@ -44,6 +44,7 @@ struct http_shared {
   std::string endpoint;   // the real URL
   std::string shown_url;  // the URL as logged and put into messages
   std::string user_agent;
+  covenant::engine_info info;  // provider, model, host and port (telemetry)
   detail::curl_url_ptr url;  // the endpoint parsed once (else curl parses the URL text for every transfer)
   detail::curl_header_list headers;         // for whole replies
   detail::curl_header_list stream_headers;  // for streams

@@ -186,6 +186,7 @@ chat_response read_completion(std::string_view body, const reply_form& form) {
   out.reasoning = reasoning_text(m);
   out.finish_reason = string_or_empty(first.as_object(), "finish_reason");
   out.model = string_or_empty(root, "model");
+  out.id = string_or_empty(root, "id");
   if (const auto* u = root.if_contains("usage"); u != nullptr && u->is_object()) read_usage(u->as_object()).apply(out.usage);
   return out;
 }
@@ -231,6 +232,7 @@ stream_chunk parse_stream_chunk(std::string_view data) {
     return out;
   }
   out.model = string_or_empty(root, "model");
+  out.id = string_or_empty(root, "id");
   if (const auto* u = root.if_contains("usage"); u != nullptr && u->is_object()) out.usage = read_usage(u->as_object());
   const json::value* choices = root.if_contains("choices");
   if (choices == nullptr || !choices->is_array() || choices->as_array().empty()) return out;
@@ -479,6 +481,7 @@ class openai final : public wire_dialect {
     out.malformed = c.malformed;
     out.error = std::move(c.error);
     out.model = std::move(c.model);
+    out.id = std::move(c.id);
     out.finish_reason = std::move(c.finish_reason);
     out.usage = c.usage;
     out.reasoning = std::move(c.reasoning);

@@ -100,6 +100,8 @@ std::vector<std::string> prepare_secrets(const std::vector<std::string>& list) {
   return out;
 }
 
+std::string redact_text(const std::string& text, const std::vector<std::string>& secrets) { return redact(text, secrets); }
+
 void redact_request(normal_request& r, const std::vector<std::string>& secrets) {
   if (secrets.empty()) return;
   for (auto& m : r.messages) {

@@ -75,6 +75,7 @@ struct wire_event {
   std::optional<std::string> finish_reason;   ///< as the chat_response carries it ("stop", "length", ...)
   usage_report usage;                         ///< the token counts the event reports
   std::string model;
+  std::string id;                    ///< the reply's id, when the event carries it
   std::optional<std::string> error;  ///< the server's message of an error event
   bool done = false;                 ///< the end-of-stream marker ([DONE], message_stop)
   bool malformed = false;            ///< not an event of this protocol (ignored)
@@ -155,6 +156,7 @@ struct stream_chunk {
   std::optional<std::string> finish_reason;  ///< choices[0].finish_reason when not null
   usage_report usage;                        ///< the counts of its usage, when it has one
   std::string model;
+  std::string id;                            ///< the completion's id ("" when the chunk has none)
   std::optional<std::string> error;          ///< the server's message of an {"error": ...} chunk
   bool malformed = false;                    ///< not a JSON object
 };

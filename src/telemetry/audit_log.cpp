@@ -643,6 +643,20 @@ std::string_view audit_log::impl::write_line(const attempt_event& e, std::string
   out.iso8601_utc(now);
   out.lit("\",\"query_id\":"sv);
   out.json(e.call.query_id);
+  if (e.call.trace != nullptr) {  // the call's trace context: its span, or the application's
+    static constexpr char hex[] = "0123456789abcdef";
+    out.lit(",\"trace_id\":\""sv);
+    for (std::uint8_t b : e.call.trace->trace_id) {
+      out.ch(hex[b >> 4]);
+      out.ch(hex[b & 15]);
+    }
+    out.lit("\",\"span_id\":\""sv);
+    for (std::uint8_t b : e.call.trace->span_id) {
+      out.ch(hex[b >> 4]);
+      out.ch(hex[b & 15]);
+    }
+    out.ch('"');
+  }
   out.lit(",\"contract\":"sv);
   out.json(e.call.contract);
   out.lit(a.kind == attempt_kind::input_repair ? ",\"kind\":\"input_repair\",\"attempt\":"sv

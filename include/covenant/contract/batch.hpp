@@ -27,7 +27,7 @@
 // taken from the source is delivered exactly once; the summary says how many were started.
 //
 // Exceptions: when the application's code that the batch runs on its thread throws (the source,
-// batch_options::query_id, the sink, on_progress, on_exception), no further call starts, the calls
+// batch_options::query_id or ::trace, the sink, on_progress, on_exception), no further call starts, the calls
 // in flight are cancelled and waited for (their results are not delivered), and then run_batch
 // rethrows that exception. It never returns or throws with a call of its still running. A forward
 // that throws is no such exception: it is the record's result (on_exception, or the first one
@@ -136,6 +136,10 @@ struct batch_options {
   /// them. Called on the calling thread as the input starts; not set or empty: `call.query_id`,
   /// else one generated per call.
   std::function<call_id(std::size_t index)> query_id{};
+  /// The trace context of input `index`'s call (call_options::trace), e.g. the span an application
+  /// started for that record: the call's spans become its children. Called on the calling thread as
+  /// the input starts, after query_id; not set or invalid: `call.trace`.
+  std::function<trace_context(std::size_t index)> trace{};
   /// Where the calls' work runs (input checks, pre, act, rendering, reading, post, forward) when
   /// `call.executor` is not set: true, on the thread that runs the batch, between deliveries, one
   /// piece at a time (no hand-off to another thread and back for each call); false, on the
@@ -353,6 +357,11 @@ batch_progress run_batch(const Contract& contract, Source&& inputs, Sink&& on_re
       if (options.query_id &&
           !guarded([&] {
             if (call_id id = options.query_id(index); !id.empty()) these.query_id = std::move(id);
+          }))
+        break;
+      if (options.trace &&
+          !guarded([&] {
+            if (trace_context t = options.trace(index); t.valid()) these.trace = t;
           }))
         break;
       state.started();

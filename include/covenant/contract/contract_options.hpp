@@ -152,6 +152,22 @@ class call_id {
   std::shared_ptr<const std::string> text_;
 };
 
+/// A call's parent trace context as call_options holds it: shared and immutable, like call_id (no
+/// small-string buffer inside). Made from a trace_context (`call.trace = *parent;`); an invalid one
+/// is no context.
+class call_trace {
+ public:
+  call_trace() = default;
+  call_trace(const trace_context& t)  // NOLINT(google-explicit-constructor)
+      : context_(t.valid() ? std::make_shared<const trace_context>(t) : nullptr) {}
+  /// The context, or null when there is none.
+  [[nodiscard]] const trace_context* get() const noexcept { return context_.get(); }
+  explicit operator bool() const noexcept { return context_ != nullptr; }
+
+ private:
+  std::shared_ptr<const trace_context> context_;
+};
+
 /// What one call may add to its contract's options.
 struct call_options {
   /// A stop request cancels the call: the transfer in progress is aborted at once, no further
@@ -173,6 +189,11 @@ struct call_options {
   /// The call's id in observers' events, audit lines and outcome::query_id (empty: one is
   /// generated, 16 hexadecimal digits).
   call_id query_id{};
+  /// The application's current span (W3C Trace Context, covenant/engine/trace_context.hpp): a
+  /// tracing observer's spans of this call become its children, and each model request carries the
+  /// trace on (chat_request::trace: the HTTP engine's `traceparent` header). None: a tracing
+  /// observer starts a trace of its own.
+  call_trace trace{};
 
   /// The deadline these options set, if any, counted from `start`.
   [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> deadline_from(

@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,6 +37,18 @@ struct call_info {
   std::string_view contract;        ///< the contract's name (its Expression's)
   std::string_view query_id;        ///< call_options::query_id, or one generated for the call
   std::string_view schema_version;  ///< registry-backed dynamic contracts: the version used ("" otherwise)
+  /// The call's trace context (outcome_base::trace): its own span when a tracing observer recorded
+  /// it (on_start), else the application's (call_options::trace); null when there is none.
+  const trace_context* trace = nullptr;
+  /// Where the contract's engine sends its requests (engine::info()); null when it does not say.
+  const engine_info* engine = nullptr;
+};
+
+/// A call starts (before its input is checked): the first event of every call, to every observer.
+struct start_event {
+  const call_info& call;
+  /// The application's trace context (call_options::trace); null when there is none.
+  const trace_context* parent;
 };
 
 /// A request is about to be sent to the engine.
@@ -123,6 +136,13 @@ COVENANT_API std::string make_query_id();
 class COVENANT_API observer {
  public:
   virtual ~observer() = default;
+  /// A call starts. A tracing observer that records the call returns its span's context: in the
+  /// parent's trace when there is one, with a span id of its own and the sampled flag set. The
+  /// first context returned becomes the call's (outcome_base::trace, call_info::trace), each model
+  /// request then gets a span id of its own in that trace (chat_request::trace, seen in
+  /// on_request), and the requests send it on as `traceparent`. When none returns one, the call's
+  /// context is the parent's, sent on unchanged. The default returns nullopt.
+  virtual std::optional<trace_context> on_start(const start_event&) { return std::nullopt; }
   virtual void on_request(const request_event&) {}
   virtual void on_stream(const stream_event&) {}
   virtual void on_attempt(const attempt_event&) {}

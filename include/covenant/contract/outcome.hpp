@@ -74,6 +74,14 @@ struct attempt {
   /// The images, PDFs and audio the request carried (the input's media fields, docs/media.md).
   std::vector<covenant::media> media;
   bool engine_failed = false;              ///< the engine threw; `issues` holds the engine_error
+  /// The server's id of the reply (chat_response::id; "" when it gave none).
+  std::string response_id;
+  /// The transport retries the engine made for this model call (chat_response::retries,
+  /// engine_error::retries): 429 and 5xx answers, connections refused, timeouts, with their waits.
+  std::vector<transport_retry> transport_retries;
+  /// A streamed reply: the time from sending the request to its first piece of text (0 when the
+  /// attempt did not stream, or no text arrived).
+  std::chrono::nanoseconds first_chunk{};
 };
 
 /// How one tool call the model asked for ended (agents, docs/agents.md).
@@ -121,6 +129,9 @@ struct agent_step {
   std::chrono::nanoseconds latency{};      ///< the model call's time, less `queued`
   std::chrono::nanoseconds queued{};       ///< as attempt::queued
   std::chrono::nanoseconds tools_elapsed{};  ///< wall time of running the step's tools (side by side)
+  std::string response_id;                 ///< as attempt::response_id
+  std::string finish_reason;               ///< as the engine reported it ("tool_calls", "tool_use", ...)
+  std::vector<transport_retry> transport_retries;  ///< as attempt::transport_retries
 };
 
 /// Everything about a call except the typed result.
@@ -148,6 +159,10 @@ struct COVENANT_API outcome_base {
   std::optional<double> cost_usd;
   std::chrono::nanoseconds elapsed{};      ///< wall time of the call up to forward()
   std::string query_id;                    ///< call_options::query_id, or the id generated for the call
+  /// The call's W3C trace context: its own span when a tracing observer recorded the call
+  /// (observer::on_start; covenant/telemetry/otel.hpp), else call_options::trace; invalid when
+  /// neither. Audit lines and `covenant run`'s result lines carry its ids.
+  trace_context trace;
 
   explicit operator bool() const noexcept { return success; }
   /// Number of model calls made (answer attempts and agent steps).

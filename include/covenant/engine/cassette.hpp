@@ -144,6 +144,10 @@ class COVENANT_API cassette_engine final : public engine {
   /// Replay: asynchronous and streaming. Otherwise: the inner engine's.
   [[nodiscard]] engine_capabilities capabilities() const noexcept override;
   /// The inner engine's (null without one).
+  [[nodiscard]] const covenant::engine_info* info() const noexcept override {
+    return inner_ != nullptr ? inner_->info() : nullptr;
+  }
+  /// The inner engine's (null without one).
   [[nodiscard]] const covenant::media_limits* accepted_media() const noexcept override {
     return inner_ != nullptr ? inner_->accepted_media() : nullptr;
   }

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "covenant/engine/trace_context.hpp"
 #include "covenant/types/config.hpp"
 #include "covenant/types/media.hpp"
 
@@ -153,6 +154,25 @@ struct chat_request {
   /// waited for the request's turn; an engine that retries a transport failure itself waits for a
   /// turn again before each retry (acquire) and reports a server's 429 / Retry-After (back_off).
   std::shared_ptr<covenant::rate_limiter> limiter;
+  /// The W3C trace context the request carries (http_engine: the `traceparent` and `tracestate`
+  /// headers), so that a gateway or a self-hosted server can join the caller's trace. The contract
+  /// sets it from call_options::trace: the span of this model request when a tracing observer
+  /// records the call, else the application's own context. Invalid (the default): no headers.
+  /// It is no part of what the request asks: cassettes and the response cache leave it out of
+  /// their keys.
+  trace_context trace{};
+};
+
+/// A transport retry an engine made (http_engine_options::on_retry, chat_response::retries).
+struct transport_retry {
+  int retry = 0;  ///< 1..tries
+  int tries = 0;  ///< the budget (http_engine_options::retry.tries)
+  /// The wait before it: the server's Retry-After (capped at retry.max_delay) or the backoff.
+  std::chrono::nanoseconds wait{0};
+  int status = 0;       ///< the HTTP status that failed (0: no response: refused, reset, timed out)
+  std::string reason{};  ///< what failed, as in the log ("HTTP 429: Rate limit reached", "timed out: ...")
+  /// When the retry was decided (the end of the exchange that failed), on the system clock.
+  std::chrono::system_clock::time_point at{};
 };
 
 struct chat_response {
@@ -184,6 +204,12 @@ struct chat_response {
   /// before them. The contract reports it as the attempt's queue time (attempt::queued), apart
   /// from its latency. Engines that never wait leave it 0.
   std::chrono::nanoseconds queued{0};
+  /// The server's id of the reply (OpenAI `id`, e.g. "chatcmpl-123"; Anthropic `id`, "msg_..."); ""
+  /// when it gave none.
+  std::string id{};
+  /// The transport retries the engine made before this reply, in order (429 and 5xx answers,
+  /// connections refused or reset, timeouts); empty when the first exchange answered.
+  std::vector<transport_retry> retries{};
 };
 
 /// The engine could not produce a reply (after its own transport retries), or was stopped.
@@ -207,12 +233,22 @@ class COVENANT_API engine_error : public std::runtime_error {
   /// exchanges (transport-retry waits, its turns under the rate limiter). 0 unless the engine set it.
   [[nodiscard]] std::chrono::nanoseconds queued() const noexcept { return queued_; }
   void set_queued(std::chrono::nanoseconds d) noexcept { queued_ = d; }
+  /// What chat_response::retries is for a reply: the transport retries made before the engine gave
+  /// up (empty unless the engine set them).
+  [[nodiscard]] const std::vector<transport_retry>& retries() const noexcept {
+    static const std::vector<transport_retry> none;
+    return retries_ ? *retries_ : none;
+  }
+  void set_retries(std::vector<transport_retry> r) {
+    retries_ = r.empty() ? nullptr : std::make_shared<const std::vector<transport_retry>>(std::move(r));
+  }
 
  private:
   int status_;
   bool retryable_;
   bool cancelled_ = false;
   std::chrono::nanoseconds queued_{0};
+  std::shared_ptr<const std::vector<transport_retry>> retries_;  // shared: copying the error never throws
 };
 
 /// Receives one reply of an asynchronous engine call, in order: any number of on_text() calls,
@@ -237,6 +273,19 @@ class COVENANT_API reply_receiver {
   /// of the text delivered by on_text() it kept as the reply; what came after is no part of the
   /// conversation (a cassette records only that much). npos (the default): all of it.
   [[nodiscard]] virtual std::size_t text_kept() const noexcept { return std::string_view::npos; }
+};
+
+/// Where an engine's requests go, for telemetry: OpenTelemetry's `gen_ai.provider.name`,
+/// `gen_ai.request.model`, `server.address` and `server.port` (covenant/telemetry/otel.hpp).
+struct engine_info {
+  /// The wire protocol's provider as the GenAI conventions name it ("openai", "anthropic"); "" when
+  /// the engine does not say.
+  std::string provider{};
+  /// The model every request asks for ("" : the server's default).
+  std::string model{};
+  /// The server's host name or address, and its port ("" and 0 when there is no server).
+  std::string server_address{};
+  int server_port = 0;
 };
 
 /// What an engine does natively.
@@ -289,6 +338,11 @@ class COVENANT_API engine {
   /// contracts check an input's media against them before sending. Null (the default): the
   /// engine does not say; only what holds for every provider is checked.
   [[nodiscard]] virtual const covenant::media_limits* accepted_media() const noexcept { return nullptr; }
+
+  /// Where the engine's requests go, for telemetry (observers see it in call_info::engine). Null
+  /// (the default): the engine does not say. An engine that forwards to another (a cache) answers
+  /// for the one behind it.
+  [[nodiscard]] virtual const covenant::engine_info* info() const noexcept { return nullptr; }
 
   /// The engine's liveness record, shared with calls in flight (see close()).
   [[nodiscard]] const std::shared_ptr<detail::engine_anchor>& anchor() const noexcept { return anchor_; }

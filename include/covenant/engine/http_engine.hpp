@@ -91,16 +91,6 @@ enum class provider : std::uint8_t {
 /// "openai", "anthropic"
 COVENANT_API std::string_view to_string(provider p) noexcept;
 
-/// A transport retry the engine is about to make (http_engine_options::on_retry).
-struct transport_retry {
-  int retry = 0;  ///< 1..tries
-  int tries = 0;  ///< the budget (http_engine_options::retry.tries)
-  /// The wait before it: the server's Retry-After (capped at retry.max_delay) or the backoff.
-  std::chrono::nanoseconds wait{0};
-  int status = 0;       ///< the HTTP status that failed (0: no response: refused, reset, timed out)
-  std::string reason{};  ///< what failed, as in the log ("HTTP 429: Rate limit reached", "timed out: ...")
-};
-
 /// What http_engine::probe() found: one GET of the provider's model list.
 struct probe_result {
   /// The server answered HTTP 2xx.
@@ -240,6 +230,9 @@ class COVENANT_API http_engine final : public engine {
   [[nodiscard]] engine_capabilities capabilities() const noexcept override;
   /// The media the provider's API takes (docs/media.md, "Limits").
   [[nodiscard]] const covenant::media_limits* accepted_media() const noexcept override;
+  /// The provider ("openai", "anthropic"), the model of `model`, and the host and port of
+  /// base_url.
+  [[nodiscard]] const covenant::engine_info* info() const noexcept override;
 
   /// The calls started and not ended yet: each holds its receiver, its request's body and its
   /// transfer until it ends (with a reply, an error or a cancellation). 0 when the engine is idle.

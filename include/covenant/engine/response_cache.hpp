@@ -71,6 +71,8 @@ class COVENANT_API cached_engine final : public engine {
   [[nodiscard]] engine_capabilities capabilities() const noexcept override;
   /// The inner engine's.
   [[nodiscard]] const covenant::media_limits* accepted_media() const noexcept override { return inner_->accepted_media(); }
+  /// The engine behind the cache's.
+  [[nodiscard]] const covenant::engine_info* info() const noexcept override { return inner_->info(); }
 
   [[nodiscard]] response_cache_stats stats() const noexcept;
   [[nodiscard]] const response_cache_options& options() const noexcept;

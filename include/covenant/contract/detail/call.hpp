@@ -109,7 +109,9 @@ class COVENANT_API tool_runner {
 /// hold it, so a contract may be destroyed before they end.
 struct COVENANT_API contract_core : std::enable_shared_from_this<contract_core> {
   contract_core(engine& model, contract_options opts, std::string name_)
-      : model(&model), anchor(model.anchor()), options(std::move(opts)), name(std::move(name_)) {}
+      : model(&model), anchor(model.anchor()), options(std::move(opts)), name(std::move(name_)) {
+    if (const covenant::engine_info* i = model.info()) server.emplace(*i);
+  }
   virtual ~contract_core() = default;
 
   engine* model;
@@ -121,6 +123,9 @@ struct COVENANT_API contract_core : std::enable_shared_from_this<contract_core> 
   std::string schema_name;
   /// Registry-backed dynamic contracts: the schema version (observers, audit lines, metrics).
   std::string schema_version;
+  /// Where the engine sends its requests (engine::info(), copied: observers read it while the
+  /// engine may be going).
+  std::optional<covenant::engine_info> server;
   /// Whether a forward hook runs at the end of each call (typed contracts; dynamic ones have none).
   bool has_forward = true;
   /// Agents: the tools the model may call (their runners refer to the Expression's tools) and
@@ -164,8 +169,10 @@ class COVENANT_API remedy_phase {
   next on_reply(chat_response&& reply);
   /// The engine failed (not a violation: no corrective message); the phase fails. The issue reads
   /// `engine failed (HTTP <status>): <what>` when there was an HTTP status, else `engine failed: <what>`.
-  /// `queued`: the engine's waits between its exchanges (engine_error::queued).
-  next on_engine_error(const std::string& what, int status = 0, std::chrono::nanoseconds queued = {});
+  /// `queued`: the engine's waits between its exchanges (engine_error::queued); `retries`: its
+  /// transport retries (engine_error::retries).
+  next on_engine_error(const std::string& what, int status = 0, std::chrono::nanoseconds queued = {},
+                       std::vector<transport_retry> retries = {});
   /// A streamed reply was stopped with `violations` after `text` arrived; judged like a rejected
   /// reply (a note says it was stopped early).
   next on_early_stop(std::string text, issue_list violations);
@@ -180,8 +187,12 @@ class COVENANT_API remedy_phase {
 
   [[nodiscard]] time_point mark() const noexcept { return mark_; }
 
-  /// A piece of a streamed reply arrived (observers' on_stream).
+  /// A piece of a streamed reply arrived (observers' on_stream; the first one's time is the
+  /// attempt's first_chunk).
   void on_stream_piece(std::string_view delta);
+  /// The call has a trace context of its own (a tracing observer records it): each request gets a
+  /// span id of its own in it. Otherwise requests carry the call's context (the parent's) as it is.
+  void own_trace(bool own) noexcept { own_trace_ = own; }
 
   /// After next::tools: the calls of the step, each with its runner (null: not to be run, the run
   /// is already settled: an unknown tool, a call past a limit).
@@ -229,6 +240,8 @@ class COVENANT_API remedy_phase {
   std::chrono::nanoseconds waited_{0};
   std::chrono::nanoseconds turn_{0};  // the current attempt's wait under the limiter
   time_point sent_{};
+  std::chrono::nanoseconds first_chunk_{0};  // the current attempt's time to its first streamed piece
+  bool own_trace_ = false;
   std::optional<agent_step> step_;              // the step whose tools run now
   std::vector<tool_run> pending_;
   std::vector<const tool_runner*> runners_;
@@ -299,6 +312,8 @@ class COVENANT_API call_steps {
   call_timings times;
   time_point start{};
   time_point mark{};
+  /// The call's trace context is its own (a tracing observer returned it from on_start).
+  bool own_trace = false;
 };
 
 /// Runs the call on this thread to its end, with call options (a stop token, a deadline, a limiter)
