@@ -55,7 +55,7 @@ void run(benchmark::State& state, bool traced) {
     benchmark::DoNotOptimize(r);
   }
   const auto total = c.stats().of(covenant::perf_stage::total);
-  state.counters["p50_us"] = total.p50 * 1e6;
+  state.counters["p50_us"] = std::chrono::duration<double, std::micro>(total.p50).count();
   if (tracer) {
     tracer->flush(std::chrono::seconds(10));
     const covenant::otel_stats s = tracer->stats();
