@@ -35,6 +35,7 @@
 #include "covenant/engine/response_cache.hpp"
 #include "covenant/engine/retry.hpp"
 #include "covenant/engine/runtime.hpp"
+#include "covenant/engine/trace_context.hpp"
 
 #include "covenant/contract/agent.hpp"
 #include "covenant/contract/batch.hpp"
@@ -57,5 +58,6 @@
 #include "covenant/telemetry/health.hpp"
 #include "covenant/telemetry/metrics.hpp"
 #include "covenant/telemetry/metrics_text.hpp"
+#include "covenant/telemetry/otel.hpp"
 
 #include "covenant/testing/testing.hpp"

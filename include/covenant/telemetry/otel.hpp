@@ -129,9 +129,9 @@ struct otel_options {
   /// std::invalid_argument naming the variable when one is malformed (an unknown protocol or
   /// sampler, a ratio outside [0, 1], a header or attribute without "=", a URL that is not
   /// http(s)).
-  [[nodiscard]] static otel_options from_env(otel_options defaults);
+  [[nodiscard]] COVENANT_API static otel_options from_env(otel_options defaults);
   /// from_env(otel_options{}).
-  [[nodiscard]] static otel_options from_env();
+  [[nodiscard]] COVENANT_API static otel_options from_env();
 };
 
 /// What a tracer did so far. Spans dropped are never sent: the queue was full, the tracer was shut
