@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "../examples/models/final_answer.hpp"
+#include "../../examples/models/final_answer.hpp"
 
 namespace {
 

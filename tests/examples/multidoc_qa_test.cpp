@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../examples/models/multidoc_qa.hpp"
+#include "../../examples/models/multidoc_qa.hpp"
 
 namespace {
 

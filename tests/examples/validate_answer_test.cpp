@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "../examples/models/validate_answer.hpp"
+#include "../../examples/models/validate_answer.hpp"
 
 namespace {
 

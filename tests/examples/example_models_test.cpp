@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "../examples/models/final_answer.hpp"
-#include "../examples/models/retrieval.hpp"
+#include "../../examples/models/final_answer.hpp"
+#include "../../examples/models/retrieval.hpp"
 
 namespace {
 

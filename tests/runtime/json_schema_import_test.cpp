@@ -20,7 +20,7 @@
 #include <variant>
 #include <vector>
 
-#include "../examples/models/final_answer.hpp"
+#include "../../examples/models/final_answer.hpp"
 
 namespace jsi {
 

@@ -1,7 +1,7 @@
 // The response cache (covenant/engine/response_cache.hpp): hits and misses, whole and streamed, a
 // remedy conversation replayed, tools and tool calls, scopes, maximum age and size, and a cache
 // that is corrupted or locked by another connection degrading to a miss without failing the call. Many processes at
-// once: tests/cli_run_test.cpp (two `covenant run --cache` at the same time).
+// once: tests/cli/cli_run_test.cpp (two `covenant run --cache` at the same time).
 #include <covenant/contract/contract.hpp>
 #include <covenant/engine/cassette.hpp>
 #include <covenant/engine/prices.hpp>

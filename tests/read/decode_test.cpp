@@ -7,7 +7,7 @@
 #include <sstream>
 #include <variant>
 
-#include "../examples/models/final_answer.hpp"
+#include "../../examples/models/final_answer.hpp"
 
 namespace {
 

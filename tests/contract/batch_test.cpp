@@ -1,6 +1,6 @@
 // Batch runs: order and completeness, bounded concurrency, lazy sources, failures, the batch's
-// rate limiter (the limiter itself: rate_limiter_test.cpp), cancellation, deadlines, progress,
-// threads.
+// rate limiter (the limiter itself: tests/engine/rate_limiter_test.cpp), cancellation, deadlines,
+// progress, threads.
 #include <covenant/contract/batch.hpp>
 #include <covenant/contract/contract.hpp>
 #include <covenant/runtime/dynamic_contract.hpp>

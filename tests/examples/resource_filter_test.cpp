@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "../examples/models/resources.hpp"
+#include "../../examples/models/resources.hpp"
 #include "loopback_server.hpp"
 
 namespace resource_filter_test {

@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "../examples/models/final_answer.hpp"
+#include "../../examples/models/final_answer.hpp"
 
 // Test types live at namespace scope: types local to a function cannot be reflected.
 namespace pft {

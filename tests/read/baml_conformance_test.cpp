@@ -146,7 +146,7 @@ constexpr double partial_target = 0.90;
 TEST(BamlConformance, ReadsTheCorpusAsBamlDoes) {
   std::ifstream in(std::string(COVENANT_SHARED_DIR) + "/conformance/baml/corpus.jsonl");
   if (!in) GTEST_SKIP() << "conformance corpus absent";
-  const std::string list_file = std::string(COVENANT_SOURCE_DIR) + "/tests/baml_conformance_expected_failures.txt";
+  const std::string list_file = std::string(COVENANT_SOURCE_DIR) + "/tests/read/baml_conformance_expected_failures.txt";
   const std::map<std::string, std::string> expected_failures = load_expected_failures(list_file);
 
   std::ofstream report;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "../examples/models/final_answer.hpp"
+#include "../../examples/models/final_answer.hpp"
 
 #define LDQ "\xE2\x80\x9C"  // “
 #define RDQ "\xE2\x80\x9D"  // ”
