@@ -28,6 +28,8 @@
 #include <thread>
 #include <vector>
 
+#include "lookup_tool.hpp"
+
 namespace audit_test {
 
 struct Question {
@@ -47,20 +49,7 @@ struct QA {
   Answer forward(const Question&, const covenant::outcome<Answer>& o) const { return o.result.value_or(Answer{}); }
 };
 
-struct LookupArgs {
-  std::string topic;
-};
-struct Found {
-  std::string text;
-};
-struct Lookup {
-  static constexpr std::string_view name = "lookup";
-  static constexpr std::string_view description = "Looks a topic up.";
-  void pre(const LookupArgs& a) const {
-    if (a.topic.empty()) throw covenant::violation("topic", "must name a topic");
-  }
-  Found act(const LookupArgs& a) const { return {"about " + a.topic}; }
-};
+using covenant_test::lookup::Lookup;
 
 struct Researcher {
   static constexpr std::string_view prompt = "Answer from what the lookups find.";
