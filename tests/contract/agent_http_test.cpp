@@ -24,6 +24,7 @@
 #include "act_threads.hpp"
 #include "loopback_engine.hpp"
 #include "loopback_server.hpp"
+#include "trip_planner.hpp"
 
 namespace agent_http_test {
 
@@ -31,13 +32,13 @@ using covenant_test::live_act;
 using covenant_test::live_acts;
 using covenant_test::start_act_thread;
 
-struct WeatherArgs {
-  std::string city;
-};
-struct Weather {
-  double celsius = 0;
-  std::string sky;
-};
+using covenant_test::trip::Advice;
+using covenant_test::trip::Time;
+using covenant_test::trip::TimeArgs;
+using covenant_test::trip::Trip;
+using covenant_test::trip::Weather;
+using covenant_test::trip::WeatherArgs;
+
 struct GetWeather {
   static constexpr std::string_view name = "get_weather";
   static constexpr std::string_view description = "The current weather of a city.";
@@ -51,23 +52,11 @@ struct GetWeather {
     return {a.city == "Paris" ? 21.5 : 3.0, "clear"};
   }
 };
-struct TimeArgs {
-  std::string zone;
-};
-struct Time {
-  std::string time;
-};
 struct GetTime {
   static constexpr std::string_view name = "get_time";
   static constexpr std::string_view description = "The local time of a time zone.";
   static constexpr bool quick = true;
   Time act(const TimeArgs& a) const { return {a.zone == "Europe/Paris" ? "14:00" : "08:00"}; }
-};
-struct Trip {
-  std::string city;
-};
-struct Advice {
-  std::string advice;
 };
 struct Planner {
   static constexpr std::string_view prompt = "Advise what to wear for the trip. Check the weather first.";

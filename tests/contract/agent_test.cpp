@@ -21,6 +21,7 @@
 #include "covenant/testing/testing.hpp"
 
 #include "act_threads.hpp"
+#include "trip_planner.hpp"
 
 namespace agent_test {
 
@@ -28,13 +29,12 @@ using covenant_test::live_act;
 using covenant_test::live_acts;
 using covenant_test::start_act_thread;
 
-struct WeatherArgs {
-  std::string city;
-};
-struct Weather {
-  double celsius = 0;
-  std::string sky;
-};
+using covenant_test::trip::Advice;
+using covenant_test::trip::Time;
+using covenant_test::trip::TimeArgs;
+using covenant_test::trip::Trip;
+using covenant_test::trip::Weather;
+using covenant_test::trip::WeatherArgs;
 
 struct GetWeather {
   static constexpr std::string_view name = "get_weather";
@@ -52,12 +52,6 @@ struct GetWeather {
   }
 };
 
-struct TimeArgs {
-  std::string zone;
-};
-struct Time {
-  std::string time;
-};
 struct GetTime {
   static constexpr std::string_view name = "get_time";
   static constexpr std::string_view description = "The local time of a time zone.";
@@ -102,13 +96,6 @@ struct PollTool {
     });
     return f;
   }
-};
-
-struct Trip {
-  std::string city;
-};
-struct Advice {
-  std::string advice;
 };
 
 struct Planner {

@@ -10,12 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "trip_planner.hpp"
+
 namespace agent_testing_test {
 
-struct WeatherArgs {
-  std::string city;
-  friend bool operator==(const WeatherArgs&, const WeatherArgs&) = default;
-};
+using covenant_test::trip::Advice;
+using covenant_test::trip::Time;
+using covenant_test::trip::TimeArgs;
+using covenant_test::trip::Trip;
+using covenant_test::trip::WeatherArgs;
+
+// Without the sky of the other agent tests' weather.
 struct Weather {
   double celsius = 0;
 };
@@ -29,23 +34,10 @@ struct GetWeather {
   Weather act(const WeatherArgs& a) const { return {a.city == "Paris" ? 21.5 : 3.0}; }
 };
 
-struct TimeArgs {
-  std::string zone;
-};
-struct Time {
-  std::string time;
-};
 struct GetTime {
   static constexpr std::string_view name = "get_time";
   static constexpr std::string_view description = "The local time of a time zone.";
   Time act(const TimeArgs&) const { return {"14:00"}; }
-};
-
-struct Trip {
-  std::string city;
-};
-struct Advice {
-  std::string advice;
 };
 
 struct Planner {
