@@ -22,17 +22,14 @@
 #include <thread>
 #include <vector>
 
+#include "qa_model.hpp"
+
 namespace async_test {
 
-struct Question {
-  std::string text;
-};
+using covenant_test::qa::Answer;
+using covenant_test::qa::Question;
 
-struct Answer {
-  std::string answer;
-  double confidence = 0;
-};
-
+// The shared model's question and answer; post() wants a confidence of at least 0.5.
 struct QA {
   static constexpr std::string_view prompt = "Answer the question.";
   void post(const Answer& a) const {
@@ -72,13 +69,6 @@ struct Throws {
 };
 
 }  // namespace async_test
-
-template <>
-struct covenant::describe<async_test::Answer> {
-  static constexpr auto fields = covenant::fields<async_test::Answer>(
-      covenant::field<&async_test::Answer::answer>("The answer.", covenant::non_empty{}),
-      covenant::field<&async_test::Answer::confidence>("Confidence.", covenant::range{0.0, 1.0}));
-};
 
 namespace {
 

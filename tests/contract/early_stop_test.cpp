@@ -19,18 +19,12 @@
 #include <vector>
 
 #include "loopback_server.hpp"
+#include "qa_model.hpp"
 
 namespace early_stop_test {
 
-struct Question {
-  std::string text;
-};
-
-struct Answer {
-  double confidence = 0;
-  std::string answer;
-  std::string reasoning;
-};
+using covenant_test::confidence_first::Answer;
+using covenant_test::confidence_first::Question;
 
 struct Ask {
   static constexpr std::string_view prompt = "Answer with your confidence first.";
@@ -86,13 +80,6 @@ struct covenant::describe<early_stop_test::PlainHeadline> {
           "The headline.", covenant::predicate{early_stop_test::no_shouting, "must not contain '!'"}),
       covenant::field<&early_stop_test::PlainHeadline::words>(
           "Words in the body.", covenant::predicate{early_stop_test::even, "must be even"}));
-};
-
-template <>
-struct covenant::describe<early_stop_test::Answer> {
-  static constexpr auto fields = covenant::fields<early_stop_test::Answer>(
-      covenant::field<&early_stop_test::Answer::confidence>("Confidence.", covenant::range{0.0, 1.0}),
-      covenant::field<&early_stop_test::Answer::answer>("The answer.", covenant::non_empty{}));
 };
 
 namespace {

@@ -31,19 +31,13 @@
 #include <vector>
 
 #include "loopback_server.hpp"
+#include "qa_model.hpp"
 #include "reply_collector.hpp"
 
 namespace cassette_test {
 
-struct Question {
-  std::string text;
-};
-
-struct Answer {
-  double confidence = 0;
-  std::string answer;
-  std::string reasoning;
-};
+using covenant_test::confidence_first::Answer;
+using covenant_test::confidence_first::Question;
 
 struct QA {
   static constexpr std::string_view prompt = "Answer the question, confidence first.";
@@ -56,13 +50,6 @@ struct QA {
 };
 
 }  // namespace cassette_test
-
-template <>
-struct covenant::describe<cassette_test::Answer> {
-  static constexpr auto fields = covenant::fields<cassette_test::Answer>(
-      covenant::field<&cassette_test::Answer::confidence>("Confidence.", covenant::range{0.0, 1.0}),
-      covenant::field<&cassette_test::Answer::answer>("The answer.", covenant::non_empty{}));
-};
 
 namespace {
 

@@ -28,18 +28,14 @@
 #include <vector>
 
 #include "engine/wire_dialect.hpp"
+#include "qa_model.hpp"
 
 namespace http_engine_test {
 
-struct Question {
-  std::string text;
-};
+using covenant_test::qa::Answer;
+using covenant_test::qa::Question;
 
-struct Answer {
-  std::string answer;
-  double confidence = 0;
-};
-
+// The shared model's question and answer; post() refuses a guess.
 struct QA {
   static constexpr std::string_view prompt = "Answer the question.";
   void post(const Answer& a) const {
@@ -49,13 +45,6 @@ struct QA {
 };
 
 }  // namespace http_engine_test
-
-template <>
-struct covenant::describe<http_engine_test::Answer> {
-  static constexpr auto fields = covenant::fields<http_engine_test::Answer>(
-      covenant::field<&http_engine_test::Answer::answer>("The answer.", covenant::non_empty{}),
-      covenant::field<&http_engine_test::Answer::confidence>("Confidence.", covenant::range{0.0, 1.0}));
-};
 
 namespace {
 
