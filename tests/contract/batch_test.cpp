@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "finish_counter.hpp"
+
 namespace batch_test {
 
 struct Record {
@@ -173,10 +175,7 @@ std::size_t thread_count() {
 // only then does run_batch rethrow it. Every call that started ended exactly once for observers,
 // and none is left in the engine (the calls' continuations never outlive run_batch's frame).
 TEST(Batch, ApplicationCodeThatThrowsEndsEveryCallBeforeTheBatchRethrows) {
-  struct counting final : covenant::observer {
-    std::atomic<int> finished{0};
-    void on_finished(const covenant::finished_event&) override { ++finished; }
-  };
+  using counting = covenant_test::finish_counter;
   for (const std::string what : {"sink", "progress", "query_id", "source"}) {
     SCOPED_TRACE(what);
     delayed_engine model;

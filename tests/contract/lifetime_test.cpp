@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "finish_counter.hpp"
 #include "loopback_server.hpp"
 
 namespace lifetime_test {
@@ -126,10 +127,7 @@ struct Picky {
   Checked forward(const Question&, const covenant::outcome<Checked>& o) const { return o.result.value_or(Checked{}); }
 };
 
-struct counting final : covenant::observer {
-  std::atomic<int> finished{0};
-  void on_finished(const covenant::finished_event&) override { ++finished; }
-};
+using counting = covenant_test::finish_counter;
 
 }  // namespace lifetime_test
 
