@@ -1,7 +1,7 @@
 // covenant/covenant.hpp - every public header of covenant in one include, layer by layer
 // (docs/architecture.md), except the GoogleTest helpers covenant/testing/gtest.hpp and
 // covenant/testing/cassette_gtest.hpp, which need GoogleTest (include them in your tests).
-// tests/umbrella_header_test.cpp checks that no public header is missing here.
+// tests/docs/umbrella_header_test.cpp checks that no public header is missing here.
 #pragma once
 
 #include "covenant/types/config.hpp"

@@ -1,7 +1,7 @@
 // What the HTTP engine does once an exchange with the server has ended: deliver the reply, hand
 // over a cut stream, fail, retry after a wait, or send again in another output mode. A pure
 // function of plain facts, so that every rule of the transport is in one table and tested as one
-// (tests/exchange_decision_test.cpp). Private to the library.
+// (tests/engine/exchange_decision_test.cpp). Private to the library.
 #pragma once
 
 #include <chrono>
