@@ -137,18 +137,34 @@ struct covenant::describe<lifetime_test::Checked> {
       "The answer.", covenant::predicate{lifetime_test::cannot_judge_boom, "must be judged"}.streaming_safe()));
 };
 
-// Bytes allocated by this thread while counting (the stream reader's work on a long stream).
+// Bytes allocated by this thread while counting (the stream reader's work on a long stream). Every
+// form of new and delete that is not over-aligned is replaced together, so that a block always
+// goes back the way it came (under AddressSanitizer, an allocation left to the sanitizer's own new,
+// such as std::stable_sort's nothrow buffer, and freed by a replaced delete is a mismatch).
 namespace {
 thread_local std::size_t* counted_bytes = nullptr;
+void* counted_malloc(std::size_t n) noexcept {
+  if (counted_bytes != nullptr) *counted_bytes += n;
+  return std::malloc(n == 0 ? 1 : n);
+}
 }  // namespace
 
 void* operator new(std::size_t n) {
-  if (counted_bytes != nullptr) *counted_bytes += n;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  if (void* p = counted_malloc(n)) return p;
   throw std::bad_alloc();
 }
+void* operator new[](std::size_t n) {
+  if (void* p = counted_malloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace {
 
