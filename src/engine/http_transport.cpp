@@ -81,11 +81,8 @@ multi_loop::~multi_loop() {
     curl_multi_cleanup(multi_);
     multi_ = nullptr;
   }
-  for (auto& [fd, s] : sockets_) {
-    boost::system::error_code ignored;
-    s.descriptor->close(ignored);
-  }
   for (CURL* h : pool_) curl_easy_cleanup(h);
+  forget_sockets();
 }
 
 void multi_loop::add(const std::shared_ptr<http_transfer>& t) {
@@ -135,9 +132,17 @@ void multi_loop::shutdown() {
   multi_ = nullptr;
   for (CURL* h : pool_) curl_easy_cleanup(h);
   pool_.clear();
+  forget_sockets();
+}
+
+// Once curl is gone it holds no socket: the ones still listed here it closed without calling
+// close_socket (libcurl 7.88 does so for connections it drops while aborting transfers). Their
+// numbers may already belong to someone else, so they are neither closed nor deregistered here:
+// a socket only has a descriptor while curl wants to hear of it (on_socket), and curl says
+// CURL_POLL_REMOVE before it closes one it told us about, which released the descriptor.
+void multi_loop::forget_sockets() noexcept {
   for (auto& [fd, s] : sockets_) {
-    boost::system::error_code ignored;
-    s.descriptor->close(ignored);
+    if (s.descriptor) (void)s.descriptor->release();
   }
   sockets_.clear();
 }
@@ -148,10 +153,11 @@ curl_socket_t multi_loop::open_socket(void* clientp, curlsocktype purpose, curl_
   const int fd = ::socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
   if (fd < 0) return CURL_SOCKET_BAD;
   try {
-    socket_state s;
-    s.descriptor = std::make_unique<asio::posix::stream_descriptor>(*self->io_, fd);
-    s.generation = self->next_generation_++;
-    self->sockets_[fd] = std::move(s);
+    // A number listed already was closed by curl without close_socket (see forget_sockets): the
+    // old entry has no descriptor left, or one released from it.
+    socket_state& s = self->sockets_[fd];
+    if (s.descriptor) (void)s.descriptor->release();
+    s = socket_state{};
   } catch (...) {
     ::close(fd);
     return CURL_SOCKET_BAD;
@@ -163,22 +169,50 @@ int multi_loop::close_socket(void* clientp, curl_socket_t fd) {
   auto* self = static_cast<multi_loop*>(clientp);
   auto it = self->sockets_.find(fd);
   if (it == self->sockets_.end()) return ::close(fd);
-  boost::system::error_code ec;
-  it->second.descriptor->close(ec);  // pending waits complete as aborted and find no socket
+  int rc = 0;
+  if (it->second.descriptor) {
+    boost::system::error_code ec;
+    it->second.descriptor->close(ec);  // pending waits complete as aborted and find no socket
+    rc = ec ? -1 : 0;
+  } else {
+    rc = ::close(fd);
+  }
   self->sockets_.erase(it);
-  return ec ? -1 : 0;
+  return rc;
 }
 
 int multi_loop::on_socket(CURL*, curl_socket_t fd, int what, void* userp, void*) {
   auto* self = static_cast<multi_loop*>(userp);
   auto it = self->sockets_.find(fd);
   if (it == self->sockets_.end()) return 0;  // not one of ours (never opened through open_socket)
-  it->second.wanted = what == CURL_POLL_REMOVE ? 0 : what;
-  self->arm(fd, it->second);
+  socket_state& s = it->second;
+  if (what == CURL_POLL_REMOVE) {
+    // Curl may close the socket next, with or without close_socket: stop watching it now, while
+    // the number is still curl's. Pending waits complete as aborted under the old generation.
+    s.wanted = 0;
+    if (s.descriptor) {
+      (void)s.descriptor->release();
+      s.descriptor.reset();
+    }
+    return 0;
+  }
+  s.wanted = what;
+  if (!s.descriptor) {
+    try {
+      s.descriptor = std::make_unique<asio::posix::stream_descriptor>(*self->io_, fd);
+    } catch (...) {
+      return -1;  // curl fails the transfer
+    }
+    s.generation = self->next_generation_++;
+    s.reading = false;
+    s.writing = false;
+  }
+  self->arm(fd, s);
   return 0;
 }
 
 void multi_loop::arm(curl_socket_t fd, socket_state& s) {
+  if (!s.descriptor) return;  // curl lost interest (CURL_POLL_REMOVE)
   std::weak_ptr<multi_loop> weak = weak_from_this();
   const std::uint64_t gen = s.generation;
   if ((s.wanted & CURL_POLL_IN) != 0 && !s.reading) {

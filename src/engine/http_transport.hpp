@@ -87,6 +87,8 @@ class multi_loop : public std::enable_shared_from_this<multi_loop> {
 
  private:
   struct socket_state {
+    /// Present while curl wants to hear of the socket (between its first CURL_POLL_IN/OUT and its
+    /// CURL_POLL_REMOVE): the number is then curl's, so waiting on it is safe.
     std::unique_ptr<boost::asio::posix::stream_descriptor> descriptor;
     int wanted = 0;  // CURL_POLL_IN / CURL_POLL_OUT bits
     bool reading = false;
@@ -100,6 +102,7 @@ class multi_loop : public std::enable_shared_from_this<multi_loop> {
   static int on_timer(CURLM* multi, long timeout_ms, void* userp);
 
   void arm(curl_socket_t fd, socket_state& s);
+  void forget_sockets() noexcept;
   void on_ready(curl_socket_t fd, std::uint64_t generation, int flag, const boost::system::error_code& ec);
   void set_timer(long timeout_ms);
   void on_timer_fired();
