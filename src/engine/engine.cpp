@@ -101,16 +101,33 @@ class blocking_pool {
 
 thread_local int default_complete_depth = 0;
 
+/// A copy of `e` that shares nothing with it. A copied std::runtime_error shares its message by a
+/// reference count kept inside libstdc++; the error handed over between the engine's thread and the
+/// waiting one is copied this way, so that no message is shared between threads at all.
+engine_error detached(const engine_error& e) {
+  engine_error copy = e.cancelled() ? engine_error::cancellation(std::string(e.what()))
+                                    : engine_error(std::string(e.what()), e.status(), e.retryable());
+  copy.set_queued(e.queued());
+  copy.set_retries(e.retries());
+  return copy;
+}
+
 /// Waits for one asynchronous reply (complete() over start()).
 class waiting_receiver final : public reply_receiver {
  public:
   void on_reply(chat_response response) noexcept override { set(std::move(response)); }
-  void on_error(const engine_error& error) noexcept override { set(error); }
+  void on_error(const engine_error& error) noexcept override {
+    try {
+      set(detached(error));
+    } catch (...) {
+      set(engine_error("engine: out of memory storing the error"));
+    }
+  }
 
   chat_response wait() {
     std::unique_lock lock(mutex_);
     done_.wait(lock, [this] { return result_.has_value(); });
-    if (auto* e = std::get_if<engine_error>(&*result_)) throw *e;
+    if (auto* e = std::get_if<engine_error>(&*result_)) throw detached(*e);
     return std::move(std::get<chat_response>(*result_));
   }
 
