@@ -4,6 +4,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -135,14 +136,18 @@ void multi_loop::shutdown() {
   forget_sockets();
 }
 
-// Once curl is gone it holds no socket: the ones still listed here it closed without calling
-// close_socket (libcurl 7.88 does so for connections it drops while aborting transfers). Their
-// numbers may already belong to someone else, so they are neither closed nor deregistered here:
-// a socket only has a descriptor while curl wants to hear of it (on_socket), and curl says
-// CURL_POLL_REMOVE before it closes one it told us about, which released the descriptor.
+// How sockets are watched: curl's socket numbers are curl's, and libcurl 7.88 closes some of them
+// (the connections of transfers it aborts) without calling close_socket, sometimes before it says
+// CURL_POLL_REMOVE. So the I/O loop never waits on, deregisters or closes curl's number: while curl
+// wants to hear of a socket, the loop watches a duplicate of its own (taken when curl asks, when the
+// number is surely curl's) and closes that duplicate when curl loses interest, when curl closes the
+// socket, and at shutdown. A connection curl closed behind our back is then really closed as soon
+// as curl says CURL_POLL_REMOVE for it, or at the latest when the loop shuts down.
 void multi_loop::forget_sockets() noexcept {
   for (auto& [fd, s] : sockets_) {
-    if (s.descriptor) (void)s.descriptor->release();
+    if (!s.descriptor) continue;
+    boost::system::error_code ignored;
+    s.descriptor->close(ignored);  // the loop's own duplicate
   }
   sockets_.clear();
 }
@@ -153,10 +158,12 @@ curl_socket_t multi_loop::open_socket(void* clientp, curlsocktype purpose, curl_
   const int fd = ::socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
   if (fd < 0) return CURL_SOCKET_BAD;
   try {
-    // A number listed already was closed by curl without close_socket (see forget_sockets): the
-    // old entry has no descriptor left, or one released from it.
+    // A number listed already was closed by curl without close_socket: its entry is stale.
     socket_state& s = self->sockets_[fd];
-    if (s.descriptor) (void)s.descriptor->release();
+    if (s.descriptor) {
+      boost::system::error_code ignored;
+      s.descriptor->close(ignored);
+    }
     s = socket_state{};
   } catch (...) {
     ::close(fd);
@@ -168,17 +175,14 @@ curl_socket_t multi_loop::open_socket(void* clientp, curlsocktype purpose, curl_
 int multi_loop::close_socket(void* clientp, curl_socket_t fd) {
   auto* self = static_cast<multi_loop*>(clientp);
   auto it = self->sockets_.find(fd);
-  if (it == self->sockets_.end()) return ::close(fd);
-  int rc = 0;
-  if (it->second.descriptor) {
-    boost::system::error_code ec;
-    it->second.descriptor->close(ec);  // pending waits complete as aborted and find no socket
-    rc = ec ? -1 : 0;
-  } else {
-    rc = ::close(fd);
+  if (it != self->sockets_.end()) {
+    if (it->second.descriptor) {
+      boost::system::error_code ignored;
+      it->second.descriptor->close(ignored);  // pending waits complete as aborted and find no socket
+    }
+    self->sockets_.erase(it);
   }
-  self->sockets_.erase(it);
-  return rc;
+  return ::close(fd);
 }
 
 int multi_loop::on_socket(CURL*, curl_socket_t fd, int what, void* userp, void*) {
@@ -187,21 +191,24 @@ int multi_loop::on_socket(CURL*, curl_socket_t fd, int what, void* userp, void*)
   if (it == self->sockets_.end()) return 0;  // not one of ours (never opened through open_socket)
   socket_state& s = it->second;
   if (what == CURL_POLL_REMOVE) {
-    // Curl may close the socket next, with or without close_socket: stop watching it now, while
-    // the number is still curl's. Pending waits complete as aborted under the old generation.
+    // Pending waits complete as aborted and find another generation, or no descriptor.
     s.wanted = 0;
     if (s.descriptor) {
-      (void)s.descriptor->release();
+      boost::system::error_code ignored;
+      s.descriptor->close(ignored);
       s.descriptor.reset();
     }
     return 0;
   }
   s.wanted = what;
   if (!s.descriptor) {
+    const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (own < 0) return -1;  // curl fails the transfer
     try {
-      s.descriptor = std::make_unique<asio::posix::stream_descriptor>(*self->io_, fd);
+      s.descriptor = std::make_unique<asio::posix::stream_descriptor>(*self->io_, own);
     } catch (...) {
-      return -1;  // curl fails the transfer
+      ::close(own);
+      return -1;
     }
     s.generation = self->next_generation_++;
     s.reading = false;

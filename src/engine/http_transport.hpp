@@ -87,8 +87,8 @@ class multi_loop : public std::enable_shared_from_this<multi_loop> {
 
  private:
   struct socket_state {
-    /// Present while curl wants to hear of the socket (between its first CURL_POLL_IN/OUT and its
-    /// CURL_POLL_REMOVE): the number is then curl's, so waiting on it is safe.
+    /// The loop's own duplicate of curl's socket, present while curl wants to hear of it (from a
+    /// CURL_POLL_IN/OUT to CURL_POLL_REMOVE or close_socket); see forget_sockets().
     std::unique_ptr<boost::asio::posix::stream_descriptor> descriptor;
     int wanted = 0;  // CURL_POLL_IN / CURL_POLL_OUT bits
     bool reading = false;
