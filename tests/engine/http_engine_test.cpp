@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "engine/wire_dialect.hpp"
+#include "fault_server.hpp"
 #include "qa_model.hpp"
 
 namespace http_engine_test {
@@ -172,20 +173,6 @@ covenant::chat_request simple_request(const std::string& text = "Hello?") {
   covenant::chat_request r;
   r.messages = {{covenant::role::system, "Be brief."}, {covenant::role::user, text}};
   return r;
-}
-
-/// A loopback port nothing listens on.
-int closed_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 template <class F>
@@ -443,7 +430,7 @@ TEST(HttpEngine, RequestTimeoutIsRetriedThenFails) {
 TEST(HttpEngine, ConnectionRefusedIsRetriedThenFails) {
   fake_sleeper sleeper;
   http_engine_options o;
-  o.base_url = "http://127.0.0.1:" + std::to_string(closed_port()) + "/v1";
+  o.base_url = "http://127.0.0.1:" + std::to_string(covenant_test::refused_port()) + "/v1";
   o.retry.tries = 2;
   o.retry.delay = 10ms;
   o.on_retry = [&sleeper](const covenant::transport_retry& r) { sleeper(r.wait); };
@@ -480,7 +467,7 @@ TEST(HttpEngine, ApiKeyOnlyTravelsInTheAuthorizationHeader) {
     }
     // Credentials in the URL (user-info, query) stay out of messages and logs too.
     http_engine_options o = options_for(server, sleeper);
-    o.base_url = "http://user:" + key + "@127.0.0.1:" + std::to_string(closed_port()) + "/v1?api-key=" + key;
+    o.base_url = "http://user:" + key + "@127.0.0.1:" + std::to_string(covenant_test::refused_port()) + "/v1?api-key=" + key;
     o.retry.tries = 1;
     http_engine refused(std::move(o));
     try {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cassette_fixture.hpp"
+#include "scoped_env.hpp"
 
 namespace {
 
@@ -19,25 +20,7 @@ using namespace cassette_test;
 using ::testing::ElementsAre;
 using ::testing::Not;
 
-/// Sets an environment variable for one scope.
-class scoped_env {
- public:
-  scoped_env(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~scoped_env() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  scoped_env(const scoped_env&) = delete;
-  scoped_env& operator=(const scoped_env&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using covenant_test::scoped_env;
 
 // ------------------------------------------------------------------------------------------------
 // Unused interactions and the GoogleTest helpers

@@ -1,207 +1,22 @@
 // OpenTelemetry spans and metrics of contract calls, exported over OTLP/HTTP to a collector the test
 // starts on 127.0.0.1 (tests/support/otlp_receiver.hpp), which decodes every export: span names,
-// kinds, parents, the GenAI attributes, events, the resource, the histograms' buckets; and an
-// exporter that never holds a call up: a collector that is down, answers 503 or hangs costs dropped
-// spans, counted, and the queue stays bounded.
-#include <covenant/contract/contract.hpp>
-#include <covenant/engine/http_engine.hpp>
+// kinds, parents, the GenAI attributes, events, the resource and the histograms' buckets; trace
+// context, sampling, captured content and the audit lines' ids.
 #include <covenant/telemetry/audit_log.hpp>
-#include <covenant/telemetry/otel.hpp>
-#include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <boost/json.hpp>
-
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cstdlib>
-#include <deque>
 #include <filesystem>
 #include <fstream>
-#include <memory>
-#include <string>
-#include <vector>
 
-#include "loopback_engine.hpp"
-#include "loopback_server.hpp"
-#include "otlp_receiver.hpp"
-
-namespace otel_test {
-
-struct Question {
-  std::string text;
-};
-struct Answer {
-  std::string answer;
-  int confidence = 0;
-};
-struct Ask {
-  static constexpr std::string_view prompt = "Answer the question.";
-  void post(const Answer& a) const {
-    if (a.answer == "?") throw covenant::violation("answer", "must be an answer");
-  }
-  Answer forward(const Question&, const covenant::outcome<Answer>& o) const { return o.result.value_or(Answer{}); }
-};
-
-struct CityArgs {
-  std::string city;
-};
-struct Weather {
-  int celsius = 0;
-};
-struct GetWeather {
-  static constexpr std::string_view name = "get_weather";
-  static constexpr std::string_view description = "The weather of a city.";
-  static constexpr bool quick = true;
-  Weather act(const CityArgs& a) const { return {a.city == "Paris" ? 21 : 4}; }
-};
-struct Plan {
-  std::string advice;
-};
-struct Planner {
-  static constexpr std::string_view prompt = "Advise. Check the weather first.";
-  covenant::toolset<GetWeather> tools;
-  Plan forward(const Question&, const covenant::outcome<Plan>& o) const { return o.result.value_or(Plan{}); }
-};
-
-}  // namespace otel_test
-
-template <>
-struct covenant::describe<otel_test::Answer> {
-  static constexpr auto fields = covenant::fields<otel_test::Answer>(
-      covenant::field<&otel_test::Answer::answer>("The answer."),
-      covenant::field<&otel_test::Answer::confidence>(
-          "Confidence, 0 to 10.", covenant::range{0, 10}));
-};
+#include "otel_fixture.hpp"
 
 namespace {
 
 using namespace otel_test;
-using namespace std::chrono_literals;
 using covenant_test::is_hex;
-using covenant_test::loopback_server;
-using covenant_test::otlp_receiver;
-using covenant_test::otlp_span;
-using covenant_test::received_request;
-using covenant_test::response_plan;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-namespace json = boost::json;
-
-std::string completion(const std::string& content, const std::string& id, const std::string& finish = "stop") {
-  json::object reply{{"id", id},
-                     {"object", "chat.completion"},
-                     {"model", "gpt-test-0613"},
-                     {"choices", json::array{json::object{{"index", 0},
-                                                          {"message", json::object{{"role", "assistant"}, {"content", content}}},
-                                                          {"finish_reason", finish}}}},
-                     {"usage", json::object{{"prompt_tokens", 10},
-                                            {"completion_tokens", 5},
-                                            {"prompt_tokens_details", json::object{{"cached_tokens", 4}}}}}};
-  return json::serialize(reply);
-}
-
-std::string tool_calls_reply(const std::vector<std::pair<std::string, std::string>>& calls, const std::string& id) {
-  json::array list;
-  for (const auto& [call_id, city] : calls)
-    list.push_back(json::object{{"id", call_id},
-                                {"type", "function"},
-                                {"function", json::object{{"name", "get_weather"},
-                                                          {"arguments", json::serialize(json::object{{"city", city}})}}}});
-  json::object reply{{"id", id},
-                     {"model", "gpt-test-0613"},
-                     {"choices", json::array{json::object{
-                                     {"index", 0},
-                                     {"message", json::object{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", list}}},
-                                     {"finish_reason", "tool_calls"}}}},
-                     {"usage", json::object{{"prompt_tokens", 20}, {"completion_tokens", 8}}}};
-  return json::serialize(reply);
-}
-
-/// A tracer exporting to `r`, quick enough for tests (flush() sends at once anyway).
-covenant::otel_options options_for(const otlp_receiver& r) {
-  covenant::otel_options o;
-  o.traces_endpoint = r.traces_url();
-  o.metrics_endpoint = r.metrics_url();
-  o.service_name = "otel-test";
-  o.resource = {{"deployment.environment.name", "test"}};
-  o.schedule_delay = 1h;  // exports start with flush() (or a full batch) only: the tests say when
-  o.metric_interval = 1h;
-  o.retry.delay = 1ms;
-  o.retry.max_delay = 5ms;
-  o.export_timeout = 5s;
-  o.redact_env_keys = false;
-  return o;
-}
-
-/// The spans the collector received so far, kept for the rest of the test (find() and named()
-/// return pointers into them).
-const std::vector<otlp_span>& spans_of(const otlp_receiver& r) {
-  static std::deque<std::vector<otlp_span>> kept;
-  kept.push_back(r.spans());
-  return kept.back();
-}
-const std::vector<covenant_test::otlp_metric>& metrics_of(const otlp_receiver& r) {
-  static std::deque<std::vector<covenant_test::otlp_metric>> kept;
-  kept.push_back(r.last_metrics());
-  return kept.back();
-}
-
-const otlp_span* find(const std::vector<otlp_span>& spans, const std::string& name, std::size_t nth = 0) {
-  for (const otlp_span& s : spans)
-    if (s.name == name && nth-- == 0) return &s;
-  return nullptr;
-}
-
-std::vector<const otlp_span*> named(const std::vector<otlp_span>& spans, const std::string& prefix) {
-  std::vector<const otlp_span*> out;
-  for (const otlp_span& s : spans)
-    if (s.name.starts_with(prefix)) out.push_back(&s);
-  return out;
-}
-
-const covenant_test::otlp_metric* metric(const std::vector<covenant_test::otlp_metric>& all, const std::string& name) {
-  for (const auto& m : all)
-    if (m.name == name) return &m;
-  return nullptr;
-}
-
-/// A scripted engine giving the same reply to every call.
-covenant::testing::scripted_engine::responder always(std::string text) {
-  return [text = std::move(text)](const covenant::chat_request&, std::size_t) {
-    covenant::chat_response r;
-    r.text = text;
-    r.usage.input_tokens = 10;
-    r.usage.output_tokens = 5;
-    r.finish_reason = "stop";
-    return r;
-  };
-}
-
-const std::vector<double> token_bounds{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864};
-const std::vector<double> second_bounds{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92};
-
-/// A model server answering `replies` in order (the last one again after them).
-struct model_server {
-  explicit model_server(std::vector<response_plan> replies)
-      : plans(std::move(replies)),
-        server([this](const received_request&, std::size_t i) { return plans[std::min(i, plans.size() - 1)]; }) {}
-  std::vector<response_plan> plans;
-  loopback_server server;
-};
-
-covenant::http_engine_options engine_options(const loopback_server& s) {
-  covenant::http_engine_options o = covenant_test::loopback_engine_options(s, covenant::provider::openai, "gpt-test");
-  o.retry.tries = 2;
-  o.retry.delay = 1ms;
-  o.retry.max_delay = 5ms;
-  return o;
-}
 
 // ---- a plain call ------------------------------------------------------------------------------
 
@@ -210,8 +25,7 @@ TEST(OtelSpans, APlainCallIsACallSpanWithAChatClientSpanUnderIt) {
   model_server model({covenant_test::whole_reply(completion(R"({"answer": "Paris", "confidence": 9})", "chatcmpl-1"))});
   covenant::http_engine engine(engine_options(model.server));
   auto tracer = std::make_shared<covenant::otel_tracer>(options_for(collector));
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
+  covenant::contract_options co = observed_by(tracer);
   covenant::contract<Ask> ask{engine, co};
   auto r = ask.run(Question{"capital of France?"});
   ASSERT_TRUE(r.outcome.success);
@@ -323,9 +137,8 @@ TEST(OtelSpans, EachRejectedReplyIsAnEventWithItsIssuesPathsAndCodes) {
                       covenant_test::whole_reply(completion(R"({"answer": "Paris", "confidence": 9})", "c-3"))});
   covenant::http_engine engine(engine_options(model.server));
   auto tracer = std::make_shared<covenant::otel_tracer>(options_for(collector));
-  covenant::contract_options co = covenant::testing::instant();
+  covenant::contract_options co = observed_by(tracer);
   co.retry.tries = 3;
-  co.observers.push_back(tracer);
   covenant::contract<Ask> ask{engine, co};
   auto r = ask.run(Question{"?"});
   ASSERT_TRUE(r.outcome.success);
@@ -387,8 +200,7 @@ TEST(OtelSpans, AStreamStoppedEarlyIsAnEventAndTheTimeToFirstChunkIsRecorded) {
                           covenant_test::openai_stream({R"({"confidence": 8, "answer": "Paris"})"}, "stop", 10, 5))});
   covenant::http_engine engine(engine_options(model.server));
   auto tracer = std::make_shared<covenant::otel_tracer>(options_for(collector));
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
+  covenant::contract_options co = observed_by(tracer);
   covenant::contract<Ask> ask{engine, co};
   auto r = ask.stream(Question{"?"}, [](const covenant::stream_update<Answer>&) {}).get();
   ASSERT_TRUE(r.outcome.success);
@@ -428,8 +240,7 @@ TEST(OtelSpans, AnAgentsToolCallsAreExecuteToolSpansBesideTheChatSpans) {
                       covenant_test::whole_reply(completion(R"({"advice": "bring a coat"})", "a-1"))});
   covenant::http_engine engine(engine_options(model.server));
   auto tracer = std::make_shared<covenant::otel_tracer>(options_for(collector));
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
+  covenant::contract_options co = observed_by(tracer);
   covenant::contract<Planner> planner{engine, co};
   auto r = planner.run(Question{"a trip"});
   ASSERT_TRUE(r.outcome.success) << r.outcome.summary();
@@ -486,8 +297,7 @@ TEST(OtelSpans, ATooManyRequestsAnswerIsARateLimitWaitEventOfTheChatSpan) {
   model_server model({limited, covenant_test::whole_reply(completion(R"({"answer": "Paris", "confidence": 9})", "c-ok"))});
   covenant::http_engine engine(engine_options(model.server));
   auto tracer = std::make_shared<covenant::otel_tracer>(options_for(collector));
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
+  covenant::contract_options co = observed_by(tracer);
   covenant::contract<Ask> ask{engine, co};
   auto r = ask.run(Question{"?"});
   ASSERT_TRUE(r.outcome.success);
@@ -522,8 +332,7 @@ TEST(OtelSpans, AFailedCallHasErrorSpansWithTheirErrorTypes) {
   model_server model({refused});
   covenant::http_engine engine(engine_options(model.server));
   auto tracer = std::make_shared<covenant::otel_tracer>(options_for(collector));
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
+  covenant::contract_options co = observed_by(tracer);
   covenant::contract<Ask> ask{engine, co};
   auto r = ask.run(Question{"?"});
   ASSERT_FALSE(r.outcome.success);
@@ -554,8 +363,7 @@ TEST(OtelContext, AParentGivenToTheCallMakesItsSpansChildrenOfIt) {
   model_server model({covenant_test::whole_reply(completion(R"({"answer": "Paris", "confidence": 9})", "c"))});
   covenant::http_engine engine(engine_options(model.server));
   auto tracer = std::make_shared<covenant::otel_tracer>(options_for(collector));
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
+  covenant::contract_options co = observed_by(tracer);
   covenant::contract<Ask> ask{engine, co};
   const auto parent =
       covenant::trace_context::parse("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "vendor=abc");
@@ -582,8 +390,7 @@ TEST(OtelContext, AnUnsampledParentRecordsNothingAndItsContextIsSentOnUnchanged)
   model_server model({covenant_test::whole_reply(completion(R"({"answer": "Paris", "confidence": 9})", "c"))});
   covenant::http_engine engine(engine_options(model.server));
   auto tracer = std::make_shared<covenant::otel_tracer>(options_for(collector));
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
+  covenant::contract_options co = observed_by(tracer);
   covenant::contract<Ask> ask{engine, co};
   const std::string parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
   covenant::call_options call;
@@ -640,8 +447,7 @@ TEST(OtelSampling, AlwaysOffRecordsNoSpanButTheMetrics) {
   covenant::otel_options o = options_for(collector);
   o.sampler = covenant::otel_sampler::always_off;
   auto tracer = std::make_shared<covenant::otel_tracer>(o);
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
+  covenant::contract_options co = observed_by(tracer);
   covenant::contract<Ask> ask{model, co};
   auto r = ask.run(Question{"?"});
   ASSERT_TRUE(r.outcome.success);
@@ -662,8 +468,7 @@ TEST(OtelSampling, TraceIdRatioKeepsAShareOfTraces) {
   o.sampler_ratio = 0.25;
   o.traces_endpoint = collector.traces_url();
   auto tracer = std::make_shared<covenant::otel_tracer>(o);
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
+  covenant::contract_options co = observed_by(tracer);
   covenant::contract<Ask> ask{model, co};
   int sampled = 0;
   for (int k = 0; k < 400; ++k) sampled += ask.run(Question{"?"}).outcome.trace.valid() ? 1 : 0;
@@ -682,8 +487,7 @@ TEST(OtelContent, CapturedContentFollowsTheSchemasAndIsRedacted) {
   o.capture_content = true;
   o.redact = {"secret-word"};
   auto tracer = std::make_shared<covenant::otel_tracer>(o);
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
+  covenant::contract_options co = observed_by(tracer);
   covenant::contract<Ask> ask{engine, co};
   auto r = ask.run(Question{"what is the secret-word?"});
   ASSERT_TRUE(r.outcome.success);
@@ -716,8 +520,7 @@ TEST(OtelAudit, AuditLinesCarryTheCallsTraceAndSpanIds) {
   covenant::testing::scripted_engine model{always(R"({"answer": "Paris", "confidence": 9})")};
   auto tracer = std::make_shared<covenant::otel_tracer>(options_for(collector));
   auto audit = std::make_shared<covenant::audit_log>(covenant::audit_log_options{.directory = dir, .flush_interval = 0ms});
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
+  covenant::contract_options co = observed_by(tracer);
   co.observers.push_back(audit);
   covenant::contract<Ask> ask{model, co};
   auto r = ask.run(Question{"?"});
@@ -738,282 +541,12 @@ TEST(OtelAudit, AuditLinesCarryTheCallsTraceAndSpanIds) {
 
 // ---- protobuf ------------------------------------------------------------------------------------
 
-TEST(OtelProtobuf, TheProtobufEncodingCarriesWhatTheJsonOneDoes) {
-  otlp_receiver collector;
-  model_server model({covenant_test::whole_reply(completion(R"({"answer": "Paris", "confidence": 9})", "chatcmpl-9"))});
-  covenant::http_engine engine(engine_options(model.server));
-  covenant::otel_options o = options_for(collector);
-  o.protocol = covenant::otlp_protocol::http_protobuf;
-  auto tracer = std::make_shared<covenant::otel_tracer>(o);
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
-  covenant::contract<Ask> ask{engine, co};
-  auto r = ask.run(Question{"?"});
-  ASSERT_TRUE(r.outcome.success);
-  ASSERT_TRUE(tracer->flush(5s));
-  EXPECT_EQ(collector.server().request(0).headers.at("content-type"), "application/x-protobuf");
-  const std::vector<otlp_span> spans = collector.spans();
-  ASSERT_EQ(spans.size(), 2u);
-  const otlp_span* call = find(spans, "Ask");
-  const otlp_span* chat = find(spans, "chat gpt-test");
-  ASSERT_NE(call, nullptr);
-  ASSERT_NE(chat, nullptr);
-  EXPECT_EQ(call->trace_id, r.outcome.trace.trace_id_hex());
-  EXPECT_EQ(chat->parent_span_id, call->span_id);
-  EXPECT_EQ(chat->kind, 3);
-  EXPECT_EQ(chat->attributes.str("gen_ai.response.id"), "chatcmpl-9");
-  EXPECT_EQ(chat->attributes.integer("gen_ai.usage.input_tokens"), 10);
-  EXPECT_EQ(chat->attributes.integer("server.port"), model.server.port());
-  EXPECT_THAT(chat->attributes.strings("gen_ai.response.finish_reasons"), ElementsAre("stop"));
-  EXPECT_EQ(call->attributes.boolean("covenant.outcome.success"), true);
-  EXPECT_GT(chat->start, 0u);
-  EXPECT_EQ(call->resource.str("service.name"), "otel-test");
-  const auto metrics = collector.last_metrics();
-  const auto* usage = metric(metrics, "gen_ai.client.token.usage");
-  ASSERT_NE(usage, nullptr);
-  ASSERT_EQ(usage->points.size(), 2u);
-  EXPECT_EQ(usage->points[0].bounds, token_bounds);
-  EXPECT_EQ(usage->points[0].count, 1u);
-  EXPECT_EQ(usage->points[0].bucket_counts[2], 1u);
-}
-
-// ---- the exporter never holds a call up ----------------------------------------------------------
-
-/// A port on 127.0.0.1 nothing listens on (bound, then closed).
-int closed_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const int port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
-
-TEST(OtelExporter, ACollectorThatIsDownCostsDroppedSpansCountedNotCalls) {
-  covenant::testing::scripted_engine model{always(R"({"answer": "Paris", "confidence": 9})")};
-  covenant::otel_options o;
-  o.traces_endpoint = "http://127.0.0.1:" + std::to_string(closed_port()) + "/v1/traces";
-  o.metrics_endpoint.clear();
-  o.retry.tries = 2;
-  o.retry.delay = 1ms;
-  o.retry.max_delay = 2ms;
-  o.schedule_delay = 1h;
-  auto tracer = std::make_shared<covenant::otel_tracer>(o);
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
-  covenant::contract<Ask> ask{model, co};
-  for (int k = 0; k < 5; ++k) ASSERT_TRUE(ask.run(Question{"?"}).outcome.success);
-  EXPECT_FALSE(tracer->flush(5s));
-  const covenant::otel_stats s = tracer->stats();
-  EXPECT_EQ(s.spans_recorded, 10u);
-  EXPECT_EQ(s.spans_dropped, 10u);
-  EXPECT_EQ(s.spans_exported, 0u);
-  EXPECT_EQ(s.export_failures, 1u);
-  EXPECT_EQ(s.export_retries, 2u);
-  EXPECT_THAT(tracer->render_prometheus(), HasSubstr("covenant_otel_spans_dropped_total{reason=\"export_failed\"} 10"));
-}
-
-TEST(OtelExporter, ACollectorAnswering503IsRetriedWithBackoffThenTheBatchIsDropped) {
-  otlp_receiver collector([](const received_request&, std::size_t) {
-    response_plan p;
-    p.status = 503;
-    p.body = R"({"code": 14, "message": "unavailable"})";
-    return p;
-  });
-  covenant::testing::scripted_engine model{always(R"({"answer": "Paris", "confidence": 9})")};
-  covenant::otel_options o = options_for(collector);
-  o.metrics_endpoint.clear();
-  o.retry.tries = 3;
-  auto tracer = std::make_shared<covenant::otel_tracer>(o);
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
-  covenant::contract<Ask> ask{model, co};
-  ASSERT_TRUE(ask.run(Question{"?"}).outcome.success);
-  EXPECT_FALSE(tracer->flush(5s));
-  EXPECT_EQ(collector.requests_to("/v1/traces"), 4u);  // the export and three retries
-  const covenant::otel_stats s = tracer->stats();
-  EXPECT_EQ(s.export_retries, 3u);
-  EXPECT_EQ(s.spans_dropped, 2u);
-  EXPECT_EQ(s.export_failures, 1u);
-}
-
-TEST(OtelExporter, ACallEndsWhileTheCollectorStillHoldsTheExport) {
-  otlp_receiver collector([](const received_request&, std::size_t) {
-    response_plan p;
-    p.hang = true;
-    return p;
-  });
-  covenant::testing::scripted_engine model{always(R"({"answer": "Paris", "confidence": 9})")};
-  covenant::otel_options o = options_for(collector);
-  o.metrics_endpoint.clear();
-  o.export_timeout = 60s;
-  auto tracer = std::make_shared<covenant::otel_tracer>(o);
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
-  covenant::contract<Ask> ask{model, co};
-  ASSERT_TRUE(ask.run(Question{"?"}).outcome.success);
-  tracer->flush_async();
-  ASSERT_TRUE(collector.server().wait_for_requests(1, 10s));  // the collector holds it now
-  // Calls go on, each ending while the export is still held: none waits for the exporter.
-  for (int k = 0; k < 3; ++k) {
-    ASSERT_TRUE(ask.run(Question{"?"}).outcome.success);
-    EXPECT_EQ(tracer->stats().exports_in_flight, 1u);
-    EXPECT_FALSE(collector.server().client_left_early(0));
-  }
-  EXPECT_EQ(collector.server().requests(), 1u);
-  EXPECT_EQ(tracer->stats().spans_queued, 6u);
-  // Shutting down with a short deadline aborts the held export: everything left is dropped.
-  tracer->shutdown(100ms);
-  const covenant::otel_stats s = tracer->stats();
-  EXPECT_EQ(s.spans_exported, 0u);
-  EXPECT_EQ(s.spans_dropped, 8u);
-  EXPECT_EQ(s.spans_queued, 0u);
-  EXPECT_EQ(s.exports_in_flight, 0u);
-}
-
-TEST(OtelExporter, TheQueueIsBoundedAndWhatDoesNotFitIsDroppedAndCounted) {
-  otlp_receiver collector([](const received_request&, std::size_t) {
-    response_plan p;
-    p.hang = true;
-    return p;
-  });
-  covenant::testing::scripted_engine model{always(R"({"answer": "Paris", "confidence": 9})")};
-  covenant::otel_options o = options_for(collector);
-  o.metrics_endpoint.clear();
-  o.max_queue_size = 4;
-  o.max_export_batch_size = 2;  // a full batch starts an export at once: it hangs, the rest waits
-  o.export_timeout = 60s;
-  auto tracer = std::make_shared<covenant::otel_tracer>(o);
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
-  covenant::contract<Ask> ask{model, co};
-  ASSERT_TRUE(ask.run(Question{"?"}).outcome.success);  // 2 spans: a full batch, sent
-  ASSERT_TRUE(collector.server().wait_for_requests(1, 10s));
-  for (int k = 0; k < 20; ++k) ASSERT_TRUE(ask.run(Question{"?"}).outcome.success);
-  const covenant::otel_stats s = tracer->stats();
-  EXPECT_EQ(s.spans_recorded, 42u);
-  EXPECT_EQ(s.spans_queued, 4u);
-  EXPECT_EQ(s.max_spans_queued, 4u);
-  EXPECT_EQ(s.spans_dropped_queue_full, 36u);  // 2 in flight, 4 queued, the rest dropped
-  EXPECT_EQ(s.spans_dropped, 36u);
-  EXPECT_THAT(tracer->render_prometheus(), HasSubstr("covenant_otel_spans_dropped_total{reason=\"queue_full\"} 36"));
-  tracer->shutdown(50ms);
-}
-
-TEST(OtelExporter, ADisabledTracerRecordsAndSendsNothing) {
-  otlp_receiver collector;
-  covenant::testing::scripted_engine model{always(R"({"answer": "Paris", "confidence": 9})")};
-  covenant::otel_options o = options_for(collector);
-  o.enabled = false;
-  auto tracer = std::make_shared<covenant::otel_tracer>(o);
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
-  covenant::contract<Ask> ask{model, co};
-  ASSERT_TRUE(ask.run(Question{"?"}).outcome.success);
-  tracer->shutdown(1s);
-  EXPECT_EQ(collector.server().requests(), 0u);
-  EXPECT_EQ(tracer->stats().spans_recorded, 0u);
-}
-
-// ---- the environment -------------------------------------------------------------------------------
-
-struct env_var {
-  env_var(const char* n, const char* v) : name(n) { ::setenv(n, v, 1); }
-  ~env_var() { ::unsetenv(name); }
-  const char* name;
-};
-
-TEST(OtelEnvironment, TheStandardVariablesSetTheOptions) {
-  const env_var a("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/");
-  const env_var b("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://metrics:9090/otlp/v1/metrics");
-  const env_var c("OTEL_EXPORTER_OTLP_HEADERS", "api-key=secret%20one, x-team = blue");
-  const env_var d("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf");
-  const env_var e("OTEL_SERVICE_NAME", "answers");
-  const env_var f("OTEL_RESOURCE_ATTRIBUTES", "service.name=ignored,deployment.environment.name=prod,team=a%2Cb");
-  const env_var g("OTEL_TRACES_SAMPLER", "parentbased_traceidratio");
-  const env_var h("OTEL_TRACES_SAMPLER_ARG", "0.5");
-  const env_var i("OTEL_SEMCONV_STABILITY_OPT_IN", "http,gen_ai_latest_experimental");
-  const env_var j("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true");
-  const env_var k("OTEL_BSP_MAX_QUEUE_SIZE", "100");
-  const covenant::otel_options o = covenant::otel_options::from_env();
-  EXPECT_TRUE(o.enabled);
-  EXPECT_EQ(o.traces_endpoint, "http://collector:4318/v1/traces");
-  EXPECT_EQ(o.metrics_endpoint, "http://metrics:9090/otlp/v1/metrics");
-  ASSERT_EQ(o.headers.size(), 2u);
-  EXPECT_EQ(o.headers[0], (std::pair<std::string, std::string>{"api-key", "secret one"}));
-  EXPECT_EQ(o.headers[1], (std::pair<std::string, std::string>{"x-team", "blue"}));
-  EXPECT_EQ(o.protocol, covenant::otlp_protocol::http_protobuf);
-  EXPECT_EQ(o.service_name, "answers");
-  ASSERT_EQ(o.resource.size(), 2u);
-  EXPECT_EQ(o.resource[1], (std::pair<std::string, std::string>{"team", "a,b"}));
-  EXPECT_EQ(o.sampler, covenant::otel_sampler::parentbased_traceidratio);
-  EXPECT_EQ(o.sampler_ratio, 0.5);
-  EXPECT_TRUE(o.latest_semconv_only);
-  EXPECT_TRUE(o.capture_content);
-  EXPECT_EQ(o.max_queue_size, 100u);
-}
-
-TEST(OtelEnvironment, MalformedVariablesAreRefusedNamingThem) {
-  {
-    const env_var a("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc");
-    EXPECT_THAT([] { (void)covenant::otel_options::from_env(); },
-                ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("OTEL_EXPORTER_OTLP_PROTOCOL")));
-  }
-  {
-    const env_var a("OTEL_TRACES_SAMPLER", "sometimes");
-    EXPECT_THAT([] { (void)covenant::otel_options::from_env(); },
-                ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("OTEL_TRACES_SAMPLER")));
-  }
-  {
-    const env_var a("OTEL_TRACES_SAMPLER", "traceidratio");
-    const env_var b("OTEL_TRACES_SAMPLER_ARG", "2");
-    EXPECT_THAT([] { (void)covenant::otel_options::from_env(); },
-                ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("OTEL_TRACES_SAMPLER_ARG")));
-  }
-  {
-    const env_var a("OTEL_EXPORTER_OTLP_HEADERS", "no-equals-sign");
-    EXPECT_THAT([] { (void)covenant::otel_options::from_env(); },
-                ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("OTEL_EXPORTER_OTLP_HEADERS")));
-  }
-  {
-    const env_var a("OTEL_SDK_DISABLED", "true");
-    EXPECT_FALSE(covenant::otel_options::from_env().enabled);
-  }
-  {
-    const env_var a("OTEL_SEMCONV_STABILITY_OPT_IN", "http");
-    EXPECT_FALSE(covenant::otel_options::from_env().latest_semconv_only);
-  }
-}
-
-TEST(OtelEnvironment, WithTheOptInOnlyTheLatestNamesAreWritten) {
-  otlp_receiver collector;
-  covenant::testing::scripted_engine model{always(R"({"answer": "Paris", "confidence": 9})")};
-  covenant::otel_options o = options_for(collector);
-  o.latest_semconv_only = true;
-  auto tracer = std::make_shared<covenant::otel_tracer>(o);
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
-  covenant::contract<Ask> ask{model, co};
-  ASSERT_TRUE(ask.run(Question{"?"}).outcome.success);
-  ASSERT_TRUE(tracer->flush(5s));
-  const auto chats = named(spans_of(collector), "chat");
-  ASSERT_EQ(chats.size(), 1u);
-  EXPECT_EQ(chats[0]->name, "chat");  // the scripted engine names no model
-  EXPECT_TRUE(chats[0]->attributes.has("gen_ai.provider.name"));
-  EXPECT_FALSE(chats[0]->attributes.has("gen_ai.system"));
-}
 
 TEST(OtelSpans, AnApplicationsOwnSpanIsTheParentOfTheCallsItGivesItsContextTo) {
   otlp_receiver collector;
   covenant::testing::scripted_engine model{always(R"({"answer": "Paris", "confidence": 9})")};
   auto tracer = std::make_shared<covenant::otel_tracer>(options_for(collector));
-  covenant::contract_options co = covenant::testing::instant();
-  co.observers.push_back(tracer);
+  covenant::contract_options co = observed_by(tracer);
   covenant::contract<Ask> ask{model, co};
   covenant::otel_span request = tracer->start_span("handle request");
   request.set("app.user", "u-1");
