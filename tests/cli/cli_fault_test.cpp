@@ -47,14 +47,9 @@ std::string answer_for(const std::string& key) { return R"({"label": "L)" + id_o
 
 std::string seconds(std::chrono::milliseconds d) { return std::to_string(static_cast<double>(d.count()) / 1000.0); }
 
-class CliFaults : public covenant_test::cli_fixture {
+class CliFaults : public covenant_test::label_run_fixture {
  protected:
-  CliFaults() : cli_fixture("covenant_fault_test") {}
-  void SetUp() override {
-    cli_fixture::SetUp();
-    if (IsSkipped()) return;
-    write("label.baml", covenant_test::label_baml);
-  }
+  CliFaults() : label_run_fixture("covenant_fault_test") {}
 
   /// `covenant run` over `input` with the client's settings, against `server`.
   std::vector<std::string> args(const fault_client& c, const std::string& input, std::size_t concurrency,

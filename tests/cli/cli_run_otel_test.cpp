@@ -21,20 +21,14 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using namespace std::chrono_literals;
-using covenant_test::label_baml;
 using covenant_test::label_reply;
 using covenant_test::otlp_span;
 using covenant_test::run_result;
 using ::testing::HasSubstr;
 
-class CliRunOtel : public covenant_test::cli_fixture {
+class CliRunOtel : public covenant_test::label_run_fixture {
  protected:
-  CliRunOtel() : cli_fixture("covenant_run_otel_test") {}
-  void SetUp() override {
-    cli_fixture::SetUp();
-    if (IsSkipped()) return;
-    write("label.baml", label_baml);
-  }
+  CliRunOtel() : label_run_fixture("covenant_run_otel_test") {}
 };
 
 TEST_F(CliRunOtel, EachRecordIsASpanUnderTheRunsAndItsLinesCarryTheCallsIds) {

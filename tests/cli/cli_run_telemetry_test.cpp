@@ -44,7 +44,6 @@ namespace json = boost::json;
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-using covenant_test::label_baml;
 using covenant_test::label_reply;
 using covenant_test::record_of;
 using covenant_test::run_result;
@@ -71,16 +70,9 @@ bool on_path(const std::string& program) {
   return false;
 }
 
-class CliRunTelemetry : public covenant_test::cli_fixture {
+class CliRunTelemetry : public covenant_test::label_run_fixture {
  protected:
-  CliRunTelemetry() : cli_fixture("covenant_run_telemetry_test") {}
-  void SetUp() override {
-    cli_fixture::SetUp();
-    if (IsSkipped()) return;
-    write("label.baml", label_baml);
-  }
-
-  static std::string records(int n, const std::set<int>& bad = {}) { return covenant_test::label_records(n, bad); }
+  CliRunTelemetry() : label_run_fixture("covenant_run_telemetry_test") {}
 
   /// The tool with COVENANT_BASE_URL pointing at `server`.
   pid_t spawn(const covenant_test::loopback_server& server, std::vector<std::string> args, const std::string& tag) {

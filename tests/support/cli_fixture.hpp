@@ -189,6 +189,18 @@ inline boost::json::value record_of(const std::string& body) {
   return boost::json::parse(user.substr(b + 1, e - b - 1));
 }
 
+/// A `covenant run` test over the labelling task: label.baml is in the scratch directory.
+class label_run_fixture : public cli_fixture {
+ protected:
+  using cli_fixture::cli_fixture;
+  void SetUp() override {
+    cli_fixture::SetUp();
+    if (IsSkipped()) return;
+    write("label.baml", label_baml);
+  }
+  static std::string records(int n, const std::set<int>& bad = {}) { return label_records(n, bad); }
+};
+
 /// Answers {"label": "L<n>"} for record n, an empty label (rejected) when "bad" is true.
 inline response_plan label_reply(const received_request& r, std::chrono::milliseconds delay) {
   const boost::json::value rec = record_of(r.body);
