@@ -5,9 +5,7 @@
 #include <covenant/contract/agent.hpp>
 #include <covenant/contract/contract.hpp>
 #include <covenant/engine/http_engine.hpp>
-#include <covenant/read/detail/stream_reader.hpp>
 #include <covenant/runtime/dynamic_contract.hpp>
-#include <covenant/runtime/schema_file.hpp>
 #include <covenant/testing/testing.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,10 +13,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -136,35 +132,6 @@ struct covenant::describe<lifetime_test::Checked> {
   static constexpr auto fields = covenant::fields<lifetime_test::Checked>(covenant::field<&lifetime_test::Checked::answer>(
       "The answer.", covenant::predicate{lifetime_test::cannot_judge_boom, "must be judged"}.streaming_safe()));
 };
-
-// Bytes allocated by this thread while counting (the stream reader's work on a long stream). Every
-// form of new and delete that is not over-aligned is replaced together, so that a block always
-// goes back the way it came (under AddressSanitizer, an allocation left to the sanitizer's own new,
-// such as std::stable_sort's nothrow buffer, and freed by a replaced delete is a mismatch).
-namespace {
-thread_local std::size_t* counted_bytes = nullptr;
-void* counted_malloc(std::size_t n) noexcept {
-  if (counted_bytes != nullptr) *counted_bytes += n;
-  return std::malloc(n == 0 ? 1 : n);
-}
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (void* p = counted_malloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  if (void* p = counted_malloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace {
 
@@ -350,36 +317,6 @@ TEST(Lifetime, AStreamingCheckThatThrowsDecidesTheCallAndACallbackThatThrowsDoes
     EXPECT_GE(updates, 2);  // the attempt's start and at least one partial: each threw
     EXPECT_THAT(log.text(), ::testing::HasSubstr("the streaming callback (on_update) threw (display failed); ignored"));
   }
-}
-
-// With streaming attributes, each piece of a stream costs about its own length: the values the
-// attributes hold back are taken out of the partial value in place, not by copying the whole value
-// after every piece. 3 000 finished items, then their pieces one by one: the bytes allocated stay a
-// small multiple of the text (a copy per piece allocates thousands of times the text).
-TEST(Lifetime, AStreamWithStreamingAttributesCostsAboutItsLength) {
-  const auto set = covenant::schema_set::parse(R"(
-    class Item {
-      name string
-      tags string[] @stream.done
-    }
-    class Catalogue {
-      items Item[]
-      note string @stream.done
-    }
-  )");
-  const auto model = set.model_for("Catalogue");
-  std::string text = R"({"items": [)";
-  for (int i = 0; i < 3000; ++i)
-    text += (i > 0 ? ", " : "") + std::string(R"({"name": "item )") + std::to_string(i) + R"(", "tags": ["a", "b"]})";
-  text += R"(], "note": "the end"})";
-  covenant::detail::dynamic_stream_reader stream(model, {}, covenant::strictness::coerce);
-  std::size_t bytes = 0;
-  counted_bytes = &bytes;
-  for (std::size_t at = 0; at < text.size(); at += 16) stream.feed(text.substr(at, 16));
-  counted_bytes = nullptr;
-  EXPECT_LT(bytes, 200 * text.size()) << bytes << " bytes allocated for a text of " << text.size();
-  ASSERT_EQ(stream.view().value().at("items").as_array().size(), 3000u);
-  EXPECT_EQ(stream.view().value().at("note"), "the end");
 }
 
 }  // namespace
