@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -15,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "covenant/engine/rate_limiter.hpp"
 #include "covenant/engine/runtime.hpp"
@@ -77,6 +77,36 @@ namespace {
 
 using executor_fn = std::function<void(std::function<void()>)>;
 
+/// A first-in, first-out queue that allocates nothing before its first push and then reuses its
+/// storage. std::deque allocates at construction, which every blocking call would pay for a queue
+/// it mostly never uses.
+template <class T>
+class fifo {
+ public:
+  [[nodiscard]] bool empty() const noexcept { return head_ == items_.size(); }
+  T& back() { return items_.back(); }
+  void push_back(T v) { items_.push_back(std::move(v)); }
+  void push_front(T v) { items_.insert(items_.begin() + static_cast<std::ptrdiff_t>(head_), std::move(v)); }
+  T take_front() {
+    T v = std::move(items_[head_]);
+    if (++head_ == items_.size()) {
+      clear();
+    } else if (head_ >= 32 && head_ * 2 >= items_.size()) {  // taken items never pile up
+      items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+    return v;
+  }
+  void clear() noexcept {
+    items_.clear();
+    head_ = 0;
+  }
+
+ private:
+  std::vector<T> items_;
+  std::size_t head_ = 0;  // the first item not taken yet
+};
+
 /// Work of one blocking call, run by the calling thread while it waits for the call's end.
 class calling_thread_queue {
  public:
@@ -100,8 +130,7 @@ class calling_thread_queue {
     for (;;) {
       ready_.wait(lock, [this] { return done_ || !work_.empty(); });
       if (work_.empty()) return;
-      std::function<void()> f = std::move(work_.front());
-      work_.pop_front();
+      std::function<void()> f = work_.take_front();
       lock.unlock();
       f();
       lock.lock();
@@ -111,7 +140,7 @@ class calling_thread_queue {
  private:
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<std::function<void()>> work_;
+  fifo<std::function<void()>> work_;
   bool done_ = false;
 };
 
@@ -144,9 +173,9 @@ class call_driver final : public std::enable_shared_from_this<call_driver> {
         options_(std::move(options)),
         stream_(false),
         rt_(core_->options.runtime != nullptr ? core_->options.runtime : &runtime::shared()),
-        here_(std::make_unique<calling_thread_queue>()),
         inline_engine_(!options_.stoppable() && !options_.limiter) {
-    exec_ = [q = here_.get()](std::function<void()> f) { q->post(std::move(f)); };
+    here_.emplace();
+    exec_ = [q = &*here_](std::function<void()> f) { q->post(std::move(f)); };
   }
 
   /// Blocking use: runs the call on this thread to its end.
@@ -295,8 +324,7 @@ class call_driver final : public std::enable_shared_from_this<call_driver> {
           draining_ = false;
           return;
         }
-        e = std::move(queue_.front());
-        queue_.pop_front();
+        e = queue_.take_front();
       }
       run(e);
     }
@@ -620,7 +648,7 @@ class call_driver final : public std::enable_shared_from_this<call_driver> {
   timer wait_timer_;
 
   std::mutex queue_mutex_;
-  std::deque<event> queue_;
+  fifo<event> queue_;
   bool draining_ = false;
   bool closed_ = false;
 
@@ -641,7 +669,7 @@ class call_driver final : public std::enable_shared_from_this<call_driver> {
   std::shared_ptr<call_driver> self_;
 
   // Blocking use: the calling thread's queue, and whether each attempt is the engine's complete().
-  std::unique_ptr<calling_thread_queue> here_;
+  std::optional<calling_thread_queue> here_;
   bool inline_engine_ = false;
 };
 
